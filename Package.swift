@@ -1,0 +1,60 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Each validator plugin is its own dynamic library, loaded by coinmechd with dlopen.
+func plugin(_ product: String, target: String, path: String, swift: Bool = true) -> (Product, Target) {
+    let product = Product.library(name: product, type: .dynamic, targets: [target])
+    let target: Target = swift
+        ? .target(name: target, dependencies: ["CoinMechPluginKit", "CoinFacts"], path: path)
+        : .target(name: target, dependencies: ["CoinMechPluginABI"], path: path)
+    return (product, target)
+}
+
+let plugins = [
+    plugin("coin", target: "CoinPlugin", path: "plugins/coin"),
+    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table"),
+    plugin("sanity", target: "SanityPlugin", path: "plugins/sanity"),
+    plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
+    plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
+]
+
+let package = Package(
+    name: "CoinMech",
+    products: [
+        .executable(name: "coinmech-bench", targets: ["CoinMechBench"]),
+    ] + plugins.map(\.0),
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // The host/plugin contract: one C header.
+        .target(name: "CoinMechPluginABI"),
+        // Mint figures for USD, EUR and GBP coins.
+        .target(name: "CoinFacts"),
+        // libcrypto's SHA-256 for content-addressed plugin copies.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Readings, verdicts, decisions and the chain of validator links.
+        .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI"]),
+        // Loading plugins with dlopen and wrapping their instances as chain links.
+        .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL"]),
+        // What a validator plugin written in Swift builds on.
+        .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
+
+        .executableTarget(
+            name: "CoinMechBench",
+            dependencies: [
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/CoinMechBench"
+        ),
+        // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
+        .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
+
+        .testTarget(
+            name: "CoinMechTests",
+            dependencies: ["CoinMechPlugins", "CoinMechChain", "CoinFacts"],
+            path: "Tests/CoinMechTests"
+        ),
+    ] + plugins.map(\.1)
+)

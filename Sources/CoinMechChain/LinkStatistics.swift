@@ -1,0 +1,49 @@
+import Synchronization
+
+/// Counters of one link. Written by the deciding loop only, read from anywhere.
+///
+/// Time is sampled: one walk in `Chain.timingSampleInterval` is timed, so the common
+/// path pays no clock reads (a clock read costs about as much as a whole link here).
+public final class LinkStatistics: Sendable {
+    private let accepts = Atomic<UInt64>(0)
+    private let rejects = Atomic<UInt64>(0)
+    private let passes = Atomic<UInt64>(0)
+    private let sampledCalls = Atomic<UInt64>(0)
+    private let sampledNanoseconds = Atomic<UInt64>(0)
+
+    public init() {}
+
+    @inline(__always) func recordAccept() { Self.bump(accepts, 1) }
+    @inline(__always) func recordReject() { Self.bump(rejects, 1) }
+    @inline(__always) func recordPass() { Self.bump(passes, 1) }
+    func recordSample(nanoseconds: UInt64) {
+        Self.bump(sampledCalls, 1)
+        Self.bump(sampledNanoseconds, nanoseconds)
+    }
+
+    /// Single-writer increment: a plain load and store, no locked instruction.
+    @inline(__always)
+    private static func bump(_ counter: borrowing Atomic<UInt64>, _ amount: UInt64) {
+        counter.store(counter.load(ordering: .relaxed) &+ amount, ordering: .relaxed)
+    }
+
+    /// A copy of the counters for reporting.
+    public var snapshot: Snapshot {
+        Snapshot(
+            accepts: accepts.load(ordering: .relaxed), rejects: rejects.load(ordering: .relaxed),
+            passes: passes.load(ordering: .relaxed), sampledCalls: sampledCalls.load(ordering: .relaxed),
+            sampledNanoseconds: sampledNanoseconds.load(ordering: .relaxed))
+    }
+
+    public struct Snapshot: Sendable, Hashable, Codable {
+        public var accepts: UInt64
+        public var rejects: UInt64
+        public var passes: UInt64
+        public var sampledCalls: UInt64
+        public var sampledNanoseconds: UInt64
+
+        public var calls: UInt64 { accepts + rejects + passes }
+        /// Mean time per call over the sampled walks, in nanoseconds.
+        public var meanNanoseconds: Double { sampledCalls == 0 ? 0 : Double(sampledNanoseconds) / Double(sampledCalls) }
+    }
+}

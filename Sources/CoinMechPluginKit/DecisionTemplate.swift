@@ -1,0 +1,50 @@
+import CoinMechPluginABI
+
+/// A verdict prepared when the instance is created, so `validate` only copies bytes.
+public struct DecisionTemplate: Sendable {
+    private let template: coinmech_decision
+
+    /// Accept as `code` of `currency` worth `valueMinor`.
+    public static func accept(currency: String, code: String, valueMinor: Int64) -> DecisionTemplate {
+        var decision = coinmech_decision()
+        decision.verdict = COINMECH_VERDICT_ACCEPT.rawValue
+        decision.value_minor = valueMinor
+        write(currency, into: &decision.currency)
+        write(code, into: &decision.code)
+        return DecisionTemplate(template: decision)
+    }
+
+    /// Reject with a machine-readable `reason` and a `message` for people.
+    public static func reject(reason: String, message: String) -> DecisionTemplate {
+        var decision = coinmech_decision()
+        decision.verdict = COINMECH_VERDICT_REJECT.rawValue
+        write(reason, into: &decision.reason)
+        write(message, into: &decision.message)
+        return DecisionTemplate(template: decision)
+    }
+
+    /// Writes the verdict, never past the size the host gave.
+    @inline(__always)
+    public func write(to decision: UnsafeMutablePointer<coinmech_decision>) {
+        let hostSize = Int(decision.pointee.size)
+        if hostSize >= MemoryLayout<coinmech_decision>.size {
+            let size = decision.pointee.size
+            decision.pointee = template
+            decision.pointee.size = size
+        } else {
+            withUnsafeBytes(of: template) { bytes in
+                let skip = MemoryLayout<UInt32>.size  // keep the host's size field
+                UnsafeMutableRawPointer(decision).advanced(by: skip)
+                    .copyMemory(from: bytes.baseAddress!.advanced(by: skip), byteCount: max(0, hostSize - skip))
+            }
+        }
+    }
+
+    private static func write<T>(_ string: String, into field: inout T) {
+        withUnsafeMutableBytes(of: &field) { bytes in
+            let utf8 = Array(string.utf8.prefix(bytes.count - 1))
+            bytes.copyBytes(from: utf8)
+            bytes[utf8.count] = 0
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import CoinMechPluginABI
+
+/// Turns a `SwiftValidator` into the C ABI. A Swift plugin's whole entry point is:
+///
+///     @_cdecl("coinmech_plugin_entry")
+///     public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
+///         PluginExport.fill(plugin, hostABI: hostABI, name: "coin", version: "1.0.0") { json, error, size in
+///             PluginExport.create(CoinValidator.self, json, error, size)
+///         }
+///     }
+public enum PluginExport {
+    public typealias CreateFunction = @convention(c) (
+        UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int
+    ) -> UnsafeMutableRawPointer?
+
+    /// Fills the host's plugin struct; returns non-zero when the host speaks another ABI.
+    public static func fill(
+        _ plugin: UnsafeMutablePointer<coinmech_plugin>?, hostABI: UInt32, name: StaticString, version: StaticString,
+        create: CreateFunction
+    ) -> Int32 {
+        guard let plugin else { return -1 }
+        plugin.pointee.abi_version = COINMECH_PLUGIN_ABI_VERSION
+        plugin.pointee.size = UInt32(MemoryLayout<coinmech_plugin>.size)
+        guard hostABI == COINMECH_PLUGIN_ABI_VERSION else { return 1 }
+        plugin.pointee.name = UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
+        plugin.pointee.version = UnsafeRawPointer(version.utf8Start).assumingMemoryBound(to: CChar.self)
+        plugin.pointee.create = create
+        plugin.pointee.validate = { context, reading, decision in
+            guard let context, let reading, let decision else { return }
+            Unmanaged<ValidatorBox>.fromOpaque(context).takeUnretainedValue().validator.validate(ReadingView(reading), decision)
+        }
+        plugin.pointee.destroy = { context in
+            guard let context else { return }
+            Unmanaged<ValidatorBox>.fromOpaque(context).release()
+        }
+        plugin.pointee.describe = { context, buffer, size in
+            guard let context else { return 0 }
+            let text = Unmanaged<ValidatorBox>.fromOpaque(context).takeUnretainedValue().validator.describe()
+            return PluginExport.copy(text, to: buffer, size: size)
+        }
+        return 0
+    }
+
+    /// Creates a `V` from the JSON the host passed; on error writes the message and returns nil.
+    public static func create<V: SwiftValidator>(
+        _ type: V.Type, _ json: UnsafePointer<CChar>?, _ errorBuffer: UnsafeMutablePointer<CChar>?, _ errorSize: Int
+    ) -> UnsafeMutableRawPointer? {
+        let config = json.map { String(cString: $0) } ?? "{}"
+        do throws(PluginConfigError) {
+            let validator = try V(configJSON: config.isEmpty ? "{}" : config)
+            return Unmanaged.passRetained(ValidatorBox(validator)).toOpaque()
+        } catch let configError {
+            _ = copy(configError.message, to: errorBuffer, size: errorSize)
+            return nil
+        }
+    }
+
+    /// Copies `text` NUL-terminated into a C buffer; returns the length it needed.
+    static func copy(_ text: String, to buffer: UnsafeMutablePointer<CChar>?, size: Int) -> Int {
+        let utf8 = Array(text.utf8)
+        guard let buffer, size > 0 else { return utf8.count }
+        let count = min(utf8.count, size - 1)
+        utf8.withUnsafeBufferPointer { source in
+            UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress!, byteCount: count)
+        }
+        buffer[count] = 0
+        return utf8.count
+    }
+}
+
+/// The object behind a plugin instance's opaque context pointer.
+final class ValidatorBox {
+    let validator: any SwiftValidator
+    init(_ validator: any SwiftValidator) { self.validator = validator }
+}

@@ -1,0 +1,116 @@
+import CoinMechPluginABI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ABI version this host speaks.
+public let hostABIVersion: UInt32 = COINMECH_PLUGIN_ABI_VERSION
+
+/// Finds plugin files, checks who may write them, and loads each version from a private,
+/// content-addressed copy with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)`.
+///
+/// Images are never unloaded: the Swift runtime keeps pointers into every image it has
+/// seen, so `dlclose` of a Swift plugin would crash the host later.
+public struct PluginLoader: Sendable {
+    /// Where plugin files are looked up by name.
+    public var directory: String
+    /// Private directory for the content-addressed copies (created 0700 if missing).
+    public var runtimeDirectory: String
+    /// Owners a plugin file and its directory may have: root and the daemon's user.
+    public var trustedOwners: Set<uid_t>
+
+    public init(directory: String, runtimeDirectory: String, trustedOwners: Set<uid_t> = [0, geteuid()]) {
+        self.directory = directory
+        self.runtimeDirectory = runtimeDirectory
+        self.trustedOwners = trustedOwners
+    }
+
+    /// The file of plugin `name`: `<directory>/lib<name>.so`, else `<directory>/<name>.so`.
+    public func path(forPlugin name: String) throws(PluginLoadError) -> String {
+        let candidates = ["\(directory)/lib\(name).so", "\(directory)/\(name).so"]
+        guard let found = candidates.first(where: { access($0, F_OK) == 0 }) else {
+            throw .notFound(name: name, tried: candidates)
+        }
+        return found
+    }
+
+    /// Loads plugin `name` from the plugin directory.
+    public func load(plugin name: String) throws(PluginLoadError) -> PluginImage {
+        try load(path: try path(forPlugin: name))
+    }
+
+    /// Loads the plugin file at `path`.
+    public func load(path: String) throws(PluginLoadError) -> PluginImage {
+        try FileTrust(trustedOwners: trustedOwners).check(file: path)
+        let bytes = try Self.readFile(path)
+        guard bytes.starts(with: [0x7F, 0x45, 0x4C, 0x46]) else { throw .notSharedObject(path: path) }
+        let sha256 = SHA256.hex(bytes)
+        let copy = try privateCopy(of: path, bytes: bytes, sha256: sha256)
+
+        guard let handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
+            throw .dlopenFailed(path: path, message: dlerror().map { String(cString: $0) } ?? "unknown error")
+        }
+        guard let symbol = dlsym(handle, COINMECH_PLUGIN_ENTRY_SYMBOL) else {
+            throw .missingEntrySymbol(path: path)
+        }
+        let entry = unsafeBitCast(symbol, to: coinmech_plugin_entry_fn.self)
+        var api = coinmech_plugin()
+        let status = entry(hostABIVersion, &api)
+        if api.abi_version != 0 && api.abi_version != hostABIVersion {
+            throw .abiMismatch(path: path, found: api.abi_version, expected: hostABIVersion)
+        }
+        guard status == 0 else { throw .entryRefused(path: path, code: status) }
+        guard api.abi_version == hostABIVersion else {
+            throw .abiMismatch(path: path, found: api.abi_version, expected: hostABIVersion)
+        }
+        let required = UInt32(MemoryLayout<coinmech_plugin>.size)
+        guard api.size >= required else { throw .structTooSmall(path: path, size: api.size, expected: required) }
+        for (field, present) in [
+            ("name", api.name != nil), ("version", api.version != nil), ("create", api.create != nil),
+            ("validate", api.validate != nil), ("destroy", api.destroy != nil),
+        ] where !present {
+            throw .incompletePlugin(path: path, missing: field)
+        }
+        return PluginImage(sourcePath: path, loadedPath: copy, sha256: sha256, api: api)
+    }
+
+    /// Writes `<runtime>/plugins/<stem>-<sha256>.so` once (by rename, so never half-written).
+    private func privateCopy(of path: String, bytes: [UInt8], sha256: String) throws(PluginLoadError) -> String {
+        let directory = "\(runtimeDirectory)/plugins"
+        for dir in [runtimeDirectory, directory] where mkdir(dir, 0o700) != 0 && errno != EEXIST {
+            throw .copyFailed(path: path, reason: "mkdir \(dir): \(String(cString: strerror(errno)))")
+        }
+        var stem = String(path.split(separator: "/").last ?? "plugin")
+        if stem.hasSuffix(".so") { stem.removeLast(3) }
+        let target = "\(directory)/\(stem)-\(sha256).so"
+        if access(target, R_OK) == 0 { return target }
+
+        let temporary = "\(target).tmp.\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o500)
+        guard fd >= 0 else { throw .copyFailed(path: path, reason: "\(temporary): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count, fsync(fd) == 0, rename(temporary, target) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .copyFailed(path: path, reason: reason)
+        }
+        return target
+    }
+
+    static func readFile(_ path: String) throws(PluginLoadError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[..<count])
+        }
+    }
+}
