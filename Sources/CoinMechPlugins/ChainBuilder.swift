@@ -29,6 +29,12 @@ public struct ChainBuildError: Error, Sendable, Equatable, CustomStringConvertib
         case empty
     }
 
+    public init(position: Int, link: String, cause: Cause) {
+        self.position = position
+        self.link = link
+        self.cause = cause
+    }
+
     public var description: String {
         switch cause {
         case .plugin(let error): "chain link \(position) '\(link)': \(error)"

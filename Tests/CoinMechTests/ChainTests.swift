@@ -1,0 +1,214 @@
+import CoinFacts
+import CoinMechChain
+import CoinMechPlugins
+import Foundation
+import Testing
+
+/// The textbook chain: one `coin` link per US denomination.
+func textbookLinks() -> [LinkSpec] {
+    CoinTables.usd.map { spec in
+        LinkSpec(name: spec.code, plugin: "coin", configJSON: """
+            {"currency":"USD","code":"\(spec.code)","value":\(spec.valueMinor),"diameter_mm":\(spec.diameterMM),"weight_g":\(spec.weightG)}
+            """)
+    }
+}
+
+@Suite("Chain: first decisive verdict wins, terminal link rejects the rest")
+struct ChainTests {
+    @Test("a penny is accepted as a penny, by the cent link")
+    func pennyAccepted() throws {
+        let chain = try TestSupport.chain(textbookLinks())
+        let decision = chain.decide(.coin(19.05, 2.5))
+        #expect(decision.denomination == Denomination(currency: "USD", code: "cent", valueMinor: 1))
+        #expect(decision.linkName == "cent")
+        #expect(decision.chainGeneration == 1)
+    }
+
+    @Test("a quarter's diameter with a dime's weight passes every link and is rejected as unrecognized")
+    func quarterDiameterDimeWeight() throws {
+        let chain = try TestSupport.chain(textbookLinks())
+        let decision = chain.decide(.coin(24.26, 2.268))
+        #expect(decision.rejection?.reason == "unrecognized")
+        #expect(decision.linkName == Chain.terminalLinkName)
+        for link in chain.links {
+            #expect(link.statistics.snapshot.passes == 1, "link \(link.name) should have passed")
+        }
+        #expect(chain.terminalStatistics.snapshot.rejects == 1)
+    }
+
+    @Test("statistics count calls, accepts, rejects and passes per link")
+    func statistics() throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "sanity")] + textbookLinks())
+        _ = chain.decide(.coin(24.26, 5.67))  // quarter: sanity passes, cent/nickel/dime pass, quarter accepts
+        _ = chain.decide(.coin(.nan, 5.67))   // sanity rejects
+        _ = chain.decide(.coin(30, 9))        // everything passes
+        let stats = Dictionary(uniqueKeysWithValues: chain.links.map { ($0.name, $0.statistics.snapshot) })
+        #expect(stats["sanity"]?.calls == 3)
+        #expect(stats["sanity"]?.rejects == 1)
+        #expect(stats["sanity"]?.passes == 2)
+        #expect(stats["cent"]?.calls == 2)
+        #expect(stats["quarter"]?.accepts == 1)
+        #expect(stats["quarter"]?.passes == 1)
+        // The first walk is always timed.
+        #expect(stats["sanity"]?.sampledCalls == 1)
+    }
+
+    @Test("the order comes from configuration: a guard first rejects what a coin link would accept")
+    func orderFromConfiguration() throws {
+        let floor = LinkSpec(plugin: "weight-floor", configJSON: #"{"min_weight_g": 3.0}"#)
+        let guardFirst = try TestSupport.chain([floor] + textbookLinks())
+        let coinsFirst = try TestSupport.chain(textbookLinks() + [floor])
+        #expect(guardFirst.decide(.coin(19.05, 2.5)).rejection?.reason == "too_light")
+        #expect(coinsFirst.decide(.coin(19.05, 2.5)).denomination?.code == "cent")
+    }
+
+    @Test("duplicate link names and empty chains are refused")
+    func badChains() throws {
+        #expect(throws: ChainBuildError(position: 2, link: "sanity", cause: .duplicateName)) {
+            try TestSupport.chain([LinkSpec(plugin: "sanity"), LinkSpec(plugin: "sanity")])
+        }
+        #expect(throws: ChainBuildError(position: 0, link: "", cause: .empty)) { try TestSupport.chain([]) }
+    }
+
+    @Test("a build error names the link and the plugin's message")
+    func buildErrorNamesLink() throws {
+        do throws(ChainBuildError) {
+            _ = try ChainBuilder(loader: TestSupport.loader()).build(generation: 1, links: [
+                LinkSpec(plugin: "sanity"), LinkSpec(name: "usd", plugin: "coin-table", configJSON: #"{"currency":"XXX"}"#),
+            ])
+            Issue.record("build should fail")
+        } catch {
+            #expect(error.position == 2)
+            #expect(error.description.hasPrefix("chain link 2 'usd': "))
+            #expect(error.description.hasSuffix("create failed: key 'currency': no built-in table for 'XXX' (known: USD, EUR, GBP)"))
+        }
+    }
+
+    @Test("a plugin answering an unknown verdict or an empty accept is a plugin_error rejection, named")
+    func misbehavingPlugin() throws {
+        let dir = TestSupport.temporaryDirectory("misbehaving")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir)
+        let builder = ChainBuilder(loader: TestSupport.loader(directory: dir))
+        let badVerdict = try builder.build(generation: 1, links: [LinkSpec(name: "odd", plugin: "misbehaving", configJSON: #"{"mode":"bad_verdict"}"#)])
+        let decision = badVerdict.decide(.coin(24.26, 5.67))
+        #expect(decision.rejection == Rejection(reason: "plugin_error", message: "plugin returned unknown verdict 7"))
+        #expect(decision.linkName == "odd")
+        let emptyAccept = try builder.build(generation: 1, links: [LinkSpec(plugin: "misbehaving", configJSON: #"{"mode":"empty_accept"}"#)])
+        #expect(emptyAccept.decide(.coin(24.26, 5.67)).rejection?.reason == "plugin_error")
+        #expect(emptyAccept.links[0].statistics.snapshot.rejects == 1)
+    }
+
+    @Test("instances are destroyed when the last chain holding them is released, not before")
+    func instancesLiveAsLongAsTheirChain() throws {
+        let dir = TestSupport.temporaryDirectory("lease")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir)
+        let loader = TestSupport.loader(directory: dir)
+        let image = try loader.load(plugin: "misbehaving")
+        guard let handle = dlopen(image.loadedPath, RTLD_NOW | RTLD_NOLOAD),
+              let symbol = dlsym(handle, "fixture_destroyed_count") else {
+            Issue.record("fixture not loaded")
+            return
+        }
+        let destroyed = unsafeBitCast(symbol, to: (@convention(c) () -> Int32).self)
+        var chain: Chain? = try ChainBuilder(loader: loader).build(generation: 1, links: [LinkSpec(plugin: "misbehaving", configJSON: #"{"mode":"pass"}"#)])
+        let reading = chain!.decide(.coin(24.26, 5.67))  // a decision in flight keeps nothing alive
+        #expect(destroyed() == 0)
+        chain = nil
+        #expect(destroyed() == 1)
+        #expect(reading.linkName == Chain.terminalLinkName)
+    }
+}
+
+@Suite("Plugins: accept, reject and pass paths")
+struct PluginBehaviourTests {
+    @Test("coin: accepts inside its window (±5 % default), passes outside, honours per-axis tolerance")
+    func coinPlugin() throws {
+        let quarter = #"{"currency":"USD","code":"quarter","value":25,"diameter_mm":24.26,"weight_g":5.67"#
+        let chain = try TestSupport.chain([LinkSpec(plugin: "coin", configJSON: quarter + "}")])
+        #expect(chain.decide(.coin(24.26 * 1.049, 5.67)).denomination?.code == "quarter")
+        #expect(chain.decide(.coin(24.26 * 1.051, 5.67)).rejection?.reason == "unrecognized")
+        #expect(chain.decide(Reading(deviceSeq: 1, channel: 3)).rejection?.reason == "unrecognized")
+        let tight = try TestSupport.chain([LinkSpec(plugin: "coin", configJSON: quarter + #","weight_tolerance":0.01}"#)])
+        #expect(tight.decide(.coin(24.26, 5.67 * 1.02)).rejection?.reason == "unrecognized")
+        #expect(tight.decide(.coin(24.26 * 1.04, 5.67 * 1.009)).denomination?.code == "quarter")
+        let thick = try TestSupport.chain([LinkSpec(plugin: "coin", configJSON: quarter + #","thickness_mm":1.75}"#)])
+        #expect(thick.decide(.coin(24.26, 5.67, thickness: 2.5)).rejection?.reason == "unrecognized")
+        #expect(thick.decide(.coin(24.26, 5.67, thickness: 1.76)).denomination?.code == "quarter")
+    }
+
+    @Test("coin-table: every USD, EUR and GBP coin at nominal is accepted as itself", arguments: ["USD", "EUR", "GBP"])
+    func coinTableNominal(currency: String) throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"\#(currency)"}"#)])
+        for spec in CoinTables.table(for: currency)! {
+            let decision = chain.decide(.coin(spec.diameterMM, spec.weightG, thickness: spec.thicknessMM))
+            #expect(decision.denomination == Denomination(currency: currency, code: spec.code, valueMinor: spec.valueMinor))
+        }
+        #expect(chain.decide(.coin(40, 20)).rejection?.reason == "unrecognized")
+    }
+
+    @Test("coin-table: the EUR 50c / €1 overlap is reported at load time")
+    func eurOverlapReported() throws {
+        var warnings: [String] = []
+        _ = try ChainBuilder(loader: TestSupport.loader()).build(
+            generation: 1, links: [LinkSpec(name: "eur", plugin: "coin-table", configJSON: #"{"currency":"EUR"}"#)]) { warnings.append($0) }
+        #expect(warnings.contains("chain link 1 'eur': windows of EUR_50c and EUR_1 overlap; readings in both go to the nearest nominal"))
+        var none: [String] = []
+        _ = try ChainBuilder(loader: TestSupport.loader()).build(
+            generation: 1, links: [LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"EUR","tolerances":{"EUR_50c":{"diameter":0.015},"EUR_1":{"diameter":0.015}}}"#)]) { none.append($0) }
+        #expect(!none.contains { $0.contains("EUR_50c and EUR_1") })
+    }
+
+    @Test("coin-table: a reading in both the 50c and €1 windows goes to the nearest nominal, not the first row")
+    func eurOverlapResolved() throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"EUR"}"#)])
+        // Inside both windows; the 50c row comes first in the table, but €1 is nearer.
+        let nearOne = chain.decide(.coin(23.40, 7.55))
+        #expect(nearOne.denomination?.code == "EUR_1")
+        let nearFifty = chain.decide(.coin(24.10, 7.74))
+        #expect(nearFifty.denomination?.code == "EUR_50c")
+    }
+
+    @Test("coin-table: unknown denominations and currencies are configuration errors")
+    func coinTableConfigErrors() throws {
+        #expect(throws: ChainBuildError.self) {
+            try TestSupport.chain([LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"USD","denominations":["dollar"]}"#)])
+        }
+        let subset = try TestSupport.chain([LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"USD","denominations":["quarter"]}"#)])
+        #expect(subset.decide(.coin(19.05, 2.5)).rejection?.reason == "unrecognized")
+        #expect(subset.decide(.coin(24.26, 5.67)).denomination?.code == "quarter")
+    }
+
+    @Test("sanity: rejects NaN, infinite, negative and impossible readings with a reason; passes the plausible")
+    func sanity() throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "sanity")])
+        #expect(chain.decide(.coin(.nan, 5)).rejection == Rejection(reason: "not_finite", message: "diameter is not a finite number"))
+        #expect(chain.decide(.coin(24, .infinity)).rejection?.reason == "not_finite")
+        #expect(chain.decide(.coin(-24, 5)).rejection == Rejection(reason: "non_positive", message: "diameter is zero or negative"))
+        #expect(chain.decide(.coin(24, 0)).rejection?.reason == "non_positive")
+        #expect(chain.decide(.coin(80, 5)).rejection == Rejection(reason: "out_of_range", message: "diameter outside 5.0–50.0 mm"))
+        #expect(chain.decide(.coin(24, 5, thickness: 14)).rejection?.reason == "out_of_range")
+        #expect(chain.decide(Reading(deviceSeq: 1)).rejection?.reason == "empty_reading")
+        let plausible = chain.decide(.coin(24, 5))
+        #expect(plausible.rejection?.reason == "unrecognized")  // sanity passed it on
+        #expect(chain.links[0].statistics.snapshot.passes == 1)
+    }
+
+    @Test("repeat-guard: the same coin again within the window is rejected; after it, or different, passes")
+    func repeatGuard() throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "repeat-guard", configJSON: #"{"window_ms":300,"min_interval_ms":20}"#)])
+        #expect(chain.decide(.coin(24.26, 5.67, at: 1000)).linkName == Chain.terminalLinkName)
+        #expect(chain.decide(.coin(24.261, 5.671, at: 1100)).rejection?.reason == "repeat")
+        #expect(chain.decide(.coin(19.05, 2.5, at: 1200)).linkName == Chain.terminalLinkName)
+        #expect(chain.decide(.coin(24.26, 5.67, at: 1700)).linkName == Chain.terminalLinkName)
+        #expect(chain.decide(.coin(17.91, 2.268, at: 1705)).rejection?.reason == "too_fast")
+    }
+
+    @Test("weight-floor (plain C): rejects light readings, passes the rest and readings without weight")
+    func weightFloor() throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "weight-floor", configJSON: #"{"min_weight_g": 1.5}"#)])
+        #expect(chain.decide(.coin(24, 0.9)).rejection == Rejection(reason: "too_light", message: "lighter than 1.5 g: washer, token or foil?"))
+        #expect(chain.decide(.coin(24, 5.67)).linkName == Chain.terminalLinkName)
+        #expect(chain.decide(Reading(deviceSeq: 1, channel: 2)).linkName == Chain.terminalLinkName)
+        #expect(chain.links[0].origin.description == #"{"min_weight_g":1.5}"#)
+    }
+}

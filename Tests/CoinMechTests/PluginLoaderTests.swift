@@ -1,0 +1,141 @@
+import CoinMechChain
+import CoinMechPlugins
+import Foundation
+import Testing
+
+@Suite("Plugin loader: real dlopen of the plugins the build produced")
+struct PluginLoaderTests {
+    @Test("every shipped plugin loads and names itself", arguments: ["coin", "coin-table", "sanity", "repeat-guard", "weight-floor"])
+    func shippedPluginsLoad(name: String) throws {
+        let image = try TestSupport.loader().load(plugin: name)
+        #expect(image.name == name)
+        #expect(image.version == "1.0.0")
+        #expect(image.sha256.count == 64)
+    }
+
+    @Test("each version is loaded from a private content-addressed copy")
+    func contentAddressedCopy() throws {
+        let loader = TestSupport.loader()
+        let image = try loader.load(plugin: "sanity")
+        let expected = try shellOutput("sha256sum", image.sourcePath).split(separator: " ")[0]
+        #expect(image.sha256 == expected)
+        #expect(image.loadedPath == "\(loader.runtimeDirectory)/plugins/libsanity-\(expected).so")
+        let attributes = try FileManager.default.attributesOfItem(atPath: "\(loader.runtimeDirectory)/plugins")
+        #expect((attributes[.posixPermissions] as? Int) == 0o700)
+    }
+
+    @Test("a plugin for another ABI version is refused with both versions named")
+    func abiMismatch() throws {
+        let dir = TestSupport.temporaryDirectory("abi")
+        let path = try TestSupport.compileFixture("abi_mismatch", into: dir)
+        #expect(throws: PluginLoadError.abiMismatch(path: path, found: 99, expected: 1)) {
+            try TestSupport.loader(directory: dir).load(path: path)
+        }
+        #expect(PluginLoadError.abiMismatch(path: path, found: 99, expected: 1).description
+            == "\(path): plugin ABI version 99 where 1 was expected")
+    }
+
+    @Test("a shared object without the entry symbol is refused")
+    func missingEntrySymbol() throws {
+        let dir = TestSupport.temporaryDirectory("noentry")
+        let path = try TestSupport.compileFixture("no_entry", into: dir)
+        #expect(throws: PluginLoadError.missingEntrySymbol(path: path)) {
+            try TestSupport.loader(directory: dir).load(path: path)
+        }
+    }
+
+    @Test("a file that is not ELF is refused before dlopen")
+    func notELF() throws {
+        let dir = TestSupport.temporaryDirectory("notelf")
+        let path = "\(dir)/libtext.so"
+        try "#!/bin/sh\necho not a plugin\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: PluginLoadError.notSharedObject(path: path)) {
+            try TestSupport.loader(directory: dir).load(plugin: "text")
+        }
+    }
+
+    @Test("a missing plugin names the paths tried")
+    func notFound() throws {
+        let loader = TestSupport.loader()
+        #expect(throws: PluginLoadError.notFound(
+            name: "nope", tried: ["\(loader.directory)/libnope.so", "\(loader.directory)/nope.so"])) {
+            try loader.load(plugin: "nope")
+        }
+    }
+
+    @Test("a failing create reports the plugin's own message")
+    func createFails() throws {
+        let image = try TestSupport.loader().load(plugin: "coin")
+        do {
+            _ = try image.instantiate(configJSON: #"{"currency":"USD","code":"cent","value":1,"diameter_mm":19.05}"#)
+            Issue.record("create should have failed")
+        } catch {
+            #expect(error == .createFailed(path: image.sourcePath, plugin: "coin", message: "missing key 'weight_g'"))
+        }
+        #expect(throws: PluginLoadError.createFailed(
+            path: image.sourcePath, plugin: "coin",
+            message: "unknown key 'tolerence' (known: code, currency, diameter_mm, diameter_tolerance, thickness_mm, thickness_tolerance, tolerance, value, weight_g, weight_tolerance)")) {
+            try image.instantiate(configJSON: #"{"currency":"USD","code":"cent","value":1,"diameter_mm":19.05,"weight_g":2.5,"tolerence":0.1}"#)
+        }
+        #expect(throws: PluginLoadError.createFailed(path: image.sourcePath, plugin: "coin", message: "key 'value' must be a number")) {
+            try image.instantiate(configJSON: #"{"currency":"USD","code":"cent","value":"one","diameter_mm":19.05,"weight_g":2.5}"#)
+        }
+    }
+
+    @Test("the C plugin's create failure is reported too")
+    func cCreateFails() throws {
+        let image = try TestSupport.loader().load(plugin: "weight-floor")
+        #expect(throws: PluginLoadError.createFailed(
+            path: image.sourcePath, plugin: "weight-floor", message: "key 'min_weight_g' must be a number between 0 and 100")) {
+            try image.instantiate(configJSON: #"{"min_weight_g": -1}"#)
+        }
+    }
+
+    @Test("a world-writable plugin file is refused")
+    func worldWritableFile() throws {
+        let dir = TestSupport.temporaryDirectory("perm")
+        let path = "\(dir)/libsanity.so"
+        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libsanity.so", toPath: path)
+        chmod(path, 0o666)
+        #expect(throws: PluginLoadError.unsafePermissions(path: path, reason: "file is writable by group or others (mode 666)")) {
+            try TestSupport.loader(directory: dir).load(plugin: "sanity")
+        }
+    }
+
+    @Test("a plugin in a world-writable directory is refused")
+    func worldWritableDirectory() throws {
+        let dir = TestSupport.temporaryDirectory("permdir")
+        let path = "\(dir)/libsanity.so"
+        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libsanity.so", toPath: path)
+        chmod(path, 0o644)
+        chmod(dir, 0o777)
+        #expect(throws: PluginLoadError.unsafePermissions(
+            path: path, reason: "directory \(dir) is writable by group or others (mode 777)")) {
+            try TestSupport.loader(directory: dir).load(plugin: "sanity")
+        }
+    }
+
+    @Test("a plugin owned by an untrusted user is refused")
+    func untrustedOwner() throws {
+        let dir = TestSupport.temporaryDirectory("owner")
+        let path = "\(dir)/libsanity.so"
+        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libsanity.so", toPath: path)
+        let loader = PluginLoader(directory: dir, runtimeDirectory: TestSupport.temporaryDirectory("rt"), trustedOwners: [4242])
+        #expect(throws: PluginLoadError.unsafePermissions(
+            path: path, reason: "file is owned by uid \(geteuid()), not by root or the daemon's user")) {
+            try loader.load(plugin: "sanity")
+        }
+    }
+}
+
+func shellOutput(_ arguments: String...) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}

@@ -1,0 +1,75 @@
+import CoinMechChain
+import CoinMechPlugins
+import Foundation
+import Testing
+
+/// Paths and helpers shared by the tests: the build's own plugins, temporary directories,
+/// and C fixtures compiled with the system compiler.
+enum TestSupport {
+    /// The package root (this file is Tests/CoinMechTests/TestSupport.swift).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// The build's products directory: where the test bundle, the executables and the plugins are.
+    static let binDirectory: String = {
+        if let dir = ProcessInfo.processInfo.environment["COINMECH_BIN_DIR"] { return dir }
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // On Linux the test bundle is an executable in the products directory itself.
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("libcoin.so").path), url.path != "/" {
+            url.deleteLastPathComponent()
+        }
+        return url.path
+    }()
+
+    /// A fresh private directory (0700), removed by the caller if it likes.
+    static func temporaryDirectory(_ label: String = "test") -> String {
+        var template = Array("\(NSTemporaryDirectory())/coinmech-\(label)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { fatalError("mkdtemp failed: \(errno)") }
+        return String(cString: made)
+    }
+
+    /// A loader for the plugins the build produced, with a fresh runtime directory.
+    static func loader(directory: String = binDirectory) -> PluginLoader {
+        PluginLoader(directory: directory, runtimeDirectory: temporaryDirectory("runtime"))
+    }
+
+    /// Compiles `Tests/Fixtures/plugins/<name>.c` into a shared object in `directory`.
+    static func compileFixture(_ name: String, into directory: String) throws -> String {
+        let output = "\(directory)/\(name).so"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "cc", "-shared", "-fPIC", "-O1", "-I\(packageRoot)/Sources/CoinMechPluginABI/include",
+            "\(packageRoot)/Tests/Fixtures/plugins/\(name).c", "-o", output,
+        ]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "cc failed for fixture \(name)")
+        return output
+    }
+
+    /// Builds a chain from (plugin, JSON) pairs using the build's plugins.
+    static func chain(_ links: [LinkSpec], generation: UInt64 = 1) throws -> Chain {
+        try ChainBuilder(loader: loader()).build(generation: generation, links: links)
+    }
+}
+
+extension Reading {
+    /// A reading with the nominal figures of a coin, for tests.
+    static func coin(_ diameter: Double, _ weight: Double, thickness: Double? = nil, seq: UInt64 = 1, at ms: UInt64 = 0) -> Reading {
+        Reading(deviceSeq: seq, timestampNanoseconds: ms * 1_000_000, diameterMM: diameter, weightG: weight, thicknessMM: thickness)
+    }
+}
+
+extension Decision {
+    var denomination: Denomination? {
+        if case .accept(let denomination) = verdict { return denomination }
+        return nil
+    }
+
+    var rejection: Rejection? {
+        if case .reject(let rejection) = verdict { return rejection }
+        return nil
+    }
+}

@@ -1,0 +1,35 @@
+/* A plugin that answers nonsense: config {"mode":"bad_verdict"} returns verdict 7,
+   {"mode":"empty_accept"} accepts without currency. destroy() calls are counted so tests can
+   see instances freed when the last chain holding them goes away. */
+#include <stdlib.h>
+#include <string.h>
+#include "coinmech_plugin.h"
+
+static int destroyed;
+int fixture_destroyed_count(void) { return destroyed; }
+
+static void *create(const char *config, char *error, size_t size) {
+    if (strstr(config, "bad_verdict")) return (void *)1;
+    if (strstr(config, "empty_accept")) return (void *)2;
+    if (strstr(config, "pass")) return (void *)3;
+    coinmech_copy_field(error, size, "mode must be bad_verdict, empty_accept or pass");
+    return NULL;
+}
+static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d) {
+    (void)r;
+    if (ctx == (void *)1) d->verdict = 7;
+    else if (ctx == (void *)2) d->verdict = COINMECH_VERDICT_ACCEPT;
+}
+static void destroy(void *ctx) { (void)ctx; destroyed++; }
+
+int coinmech_plugin_entry(uint32_t host_abi_version, coinmech_plugin *plugin) {
+    plugin->abi_version = COINMECH_PLUGIN_ABI_VERSION;
+    plugin->size = sizeof *plugin;
+    if (host_abi_version != COINMECH_PLUGIN_ABI_VERSION) return 1;
+    plugin->name = "misbehaving";
+    plugin->version = "0.1";
+    plugin->create = create;
+    plugin->validate = validate;
+    plugin->destroy = destroy;
+    return 0;
+}
