@@ -10,90 +10,117 @@ import Glibc
 ///
 /// A chain is a snapshot: to change the links, build a new chain and swap it in whole.
 /// Links hold their plugin instances, so an old chain keeps its plugins alive until the
-/// last reading walking it is done.
+/// last reading walking it is done ("ARC is the grace period").
 public final class Chain: Sendable {
     /// Name and reason of the terminal link.
     public static let terminalLinkName = "unrecognized"
     /// One walk in this many times its links.
-    public static let timingSampleInterval: UInt64 = 16
+    public static let timingSampleInterval: UInt64 = 64
 
-    /// Counts chains built by this process: each gets the next number unless told otherwise.
+    /// Which chain this is; a reload makes the next generation.
     public let generation: UInt64
     public let links: [ChainLink]
     /// Counters of the terminal link (its rejects are the `unrecognized` coins).
     public let terminalStatistics = LinkStatistics()
     private let walks = Atomic<UInt64>(0)
+    private let terminalDecision: coinmech_decision
+    /// What the walk touches, as plain values: no reference counting while deciding.
+    /// Owned by this chain; the validators it points into are kept alive by `links`.
+    private nonisolated(unsafe) let table: UnsafeMutableBufferPointer<LinkEntry>
+
+    private struct LinkEntry {
+        let call: ValidatorCall
+        unowned(unsafe) let statistics: LinkStatistics
+    }
 
     public init(generation: UInt64, links: [ChainLink]) {
         self.generation = generation
         self.links = links
+        table = .allocate(capacity: links.count)
+        for (index, link) in links.enumerated() {
+            (table.baseAddress! + index).initialize(to: LinkEntry(call: link.validator.call, statistics: link.statistics))
+        }
+        var terminal = coinmech_decision.blank
+        terminal.verdict = COINMECH_VERDICT_REJECT.rawValue
+        Decision.write(Self.terminalLinkName, into: &terminal.reason)
+        Decision.write("no link recognised the coin", into: &terminal.message)
+        terminalDecision = terminal
+    }
+
+    deinit {
+        table.deallocate()
     }
 
     /// Walks the links in order and returns the first decisive verdict.
     public func decide(_ reading: Reading) -> Decision {
+        var decision = Decision(linkName: Self.terminalLinkName, chainGeneration: generation, raw: .blank)
+        decide(reading, into: &decision)
+        return decision
+    }
+
+    /// Decides `reading` into caller-owned storage: the plugins write straight into it, so
+    /// nothing is copied or allocated (the deciding loop reuses its slots).
+    public func decide(_ reading: Reading, into decision: inout Decision) {
         let walkNumber = walks.load(ordering: .relaxed)
         walks.store(walkNumber &+ 1, ordering: .relaxed)
         let timed = walkNumber % Self.timingSampleInterval == 0
 
-        var raw = coinmech_decision.blank
-        let decidedBy: Int? = reading.source.withCString { source in
-            var cReading = reading.cReading(source: source)
-            return walkLinks(&cReading, &raw, timed: timed)
+        decision.chainGeneration = generation
+        decision.raw.size = UInt32(MemoryLayout<coinmech_decision>.size)
+        // Nothing of the previous decision may count: an accept must carry its own figures.
+        decision.raw.value_minor = 0
+        decision.raw.currency.0 = 0
+        decision.raw.code.0 = 0
+        let decidedBy: Int = reading.source.withCString { source in
+            var cReading = reading.raw
+            cReading.source = source
+            return timed ? walkLinks(&cReading, &decision.raw, timed: true) : walkLinks(&cReading, &decision.raw, timed: false)
         }
-        guard let index = decidedBy else {
+        if decidedBy >= 0 {
+            decision.linkName = links[decidedBy].name
+        } else {
             terminalStatistics.recordReject()
-            raw.verdict = COINMECH_VERDICT_REJECT.rawValue
-            Decision.write(Self.terminalLinkName, into: &raw.reason)
-            Decision.write("no link recognised the coin", into: &raw.message)
-            return Decision(reading: reading, linkName: Self.terminalLinkName, chainGeneration: generation, raw: raw)
+            decision.linkName = Self.terminalLinkName
+            decision.raw = terminalDecision
         }
-        return Decision(reading: reading, linkName: links[index].name, chainGeneration: generation, raw: raw)
     }
 
-    /// Returns the index of the deciding link, or nil when every link passed.
+    /// Returns the index of the deciding link, or -1 when every link passed.
     @inline(__always)
-    private func walkLinks(_ reading: inout coinmech_reading, _ decision: inout coinmech_decision, timed: Bool) -> Int? {
-        for index in links.indices {
-            let link = links[index]
+    private func walkLinks(_ reading: inout coinmech_reading, _ decision: inout coinmech_decision, timed: Bool) -> Int {
+        for index in 0..<table.count {
+            let entry = table[index]
             decision.verdict = COINMECH_VERDICT_PASS.rawValue
             if timed {
                 let start = Self.monotonicNanoseconds()
-                link.validator.validate(&reading, &decision)
-                link.statistics.recordSample(nanoseconds: Self.monotonicNanoseconds() &- start)
+                entry.call.function(entry.call.context, &reading, &decision)
+                entry.statistics.recordSample(nanoseconds: Self.monotonicNanoseconds() &- start)
             } else {
-                link.validator.validate(&reading, &decision)
+                entry.call.function(entry.call.context, &reading, &decision)
             }
             switch decision.verdict {
             case COINMECH_VERDICT_PASS.rawValue:
-                link.statistics.recordPass()
-            case COINMECH_VERDICT_ACCEPT.rawValue:
-                if decision.isWellFormedAccept {
-                    link.statistics.recordAccept()
-                } else {
-                    Self.markPluginError(&decision)
-                    link.statistics.recordReject()
-                }
-                return index
+                entry.statistics.recordPass()
+                continue
             case COINMECH_VERDICT_REJECT.rawValue:
-                link.statistics.recordReject()
+                break
+            case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept:
+                entry.statistics.recordAccept()
                 return index
             default:
                 Self.markPluginError(&decision)
-                link.statistics.recordReject()
-                return index
             }
+            entry.statistics.recordReject()
+            return index
         }
-        return nil
+        return -1
     }
 
     /// A link that answered nonsense rejects the coin: fail safe, and say whose fault it was.
     private static func markPluginError(_ decision: inout coinmech_decision) {
-        let message: String
-        if case .decided(.reject(let rejection)) = decision.linkVerdict() {
-            message = rejection.message
-        } else {
-            message = "plugin answered an invalid verdict"
-        }
+        let message = decision.verdict == COINMECH_VERDICT_ACCEPT.rawValue
+            ? "plugin accepted without currency, code or positive value"
+            : "plugin returned unknown verdict \(decision.verdict)"
         decision = .blank
         decision.verdict = COINMECH_VERDICT_REJECT.rawValue
         Decision.write("plugin_error", into: &decision.reason)
@@ -104,21 +131,5 @@ public final class Chain: Sendable {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
-    }
-}
-
-extension Reading {
-    /// The C view of this reading, valid while `source` is.
-    @inline(__always)
-    func cReading(source: UnsafePointer<CChar>) -> coinmech_reading {
-        var flags: UInt32 = 0
-        if diameterMM != nil { flags |= UInt32(COINMECH_READING_HAS_DIAMETER) }
-        if weightG != nil { flags |= UInt32(COINMECH_READING_HAS_WEIGHT) }
-        if thicknessMM != nil { flags |= UInt32(COINMECH_READING_HAS_THICKNESS) }
-        if channel != nil { flags |= UInt32(COINMECH_READING_HAS_CHANNEL) }
-        return coinmech_reading(
-            size: UInt32(MemoryLayout<coinmech_reading>.size), flags: flags, device_seq: deviceSeq,
-            timestamp_ns: timestampNanoseconds, diameter_mm: diameterMM ?? 0, weight_g: weightG ?? 0,
-            thickness_mm: thicknessMM ?? 0, channel: channel ?? 0, reserved: 0, source: source)
     }
 }

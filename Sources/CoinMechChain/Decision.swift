@@ -1,31 +1,35 @@
 import CoinMechPluginABI
 
-/// A reading with its verdict, the link that decided it and the chain generation that walked it.
+/// The verdict on one reading, the link that decided it and the chain generation that walked it.
 ///
 /// The verdict is kept as the plugin wrote it and turned into Swift values on first use,
-/// so deciding itself copies no strings and allocates nothing.
+/// so deciding itself copies no strings and allocates nothing. The reading stays with the
+/// caller, which pairs the two (a ledger event holds both).
 public struct Decision: Sendable {
-    public let reading: Reading
     /// Name of the deciding link; `unrecognized` for the terminal link the host adds.
-    public let linkName: String
+    public internal(set) var linkName: String
     /// Generation of the chain that decided.
-    public let chainGeneration: UInt64
-    let raw: coinmech_decision
+    public internal(set) var chainGeneration: UInt64
+    var raw: coinmech_decision
 
-    init(reading: Reading, linkName: String, chainGeneration: UInt64, raw: coinmech_decision) {
-        self.reading = reading
+    /// Storage to decide into (see `Chain.decide(_:into:)`); rejected as `unrecognized` until then.
+    public init() {
+        self.init(linkName: Chain.terminalLinkName, chainGeneration: 0, raw: .blank)
+    }
+
+    init(linkName: String, chainGeneration: UInt64, raw: coinmech_decision) {
         self.linkName = linkName
         self.chainGeneration = chainGeneration
         self.raw = raw
     }
 
     /// A decision the host makes without walking the chain (e.g. `inhibited`).
-    public init(reading: Reading, rejectedBy linkName: String, chainGeneration: UInt64, reason: String, message: String) {
+    public init(rejectedBy linkName: String, chainGeneration: UInt64, reason: String, message: String) {
         var raw = coinmech_decision.blank
         raw.verdict = COINMECH_VERDICT_REJECT.rawValue
         Self.write(reason, into: &raw.reason)
         Self.write(message, into: &raw.message)
-        self.init(reading: reading, linkName: linkName, chainGeneration: chainGeneration, raw: raw)
+        self.init(linkName: linkName, chainGeneration: chainGeneration, raw: raw)
     }
 
     /// Accept or reject. A chain always decides, so there is no `pass` here.
@@ -36,7 +40,11 @@ public struct Decision: Sendable {
         }
     }
 
-    public var isAccept: Bool { raw.verdict == COINMECH_VERDICT_ACCEPT.rawValue && verdict.isAccept }
+    /// True for an accept; checked without copying strings.
+    public var isAccept: Bool { raw.isWellFormedAccept }
+
+    /// The accepted value in minor units, or 0 for a rejection; no strings copied.
+    public var acceptedValueMinor: Int64 { raw.isWellFormedAccept ? raw.value_minor : 0 }
 
     static func write<T>(_ string: String, into field: inout T) {
         withUnsafeMutableBytes(of: &field) { bytes in

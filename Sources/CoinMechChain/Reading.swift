@@ -1,14 +1,11 @@
+import CoinMechPluginABI
+
 /// One coin's measurement as the mech delivered it.
-public struct Reading: Sendable, Hashable {
-    /// The mech's own sequence number (restarts when the mech powers up).
-    public var deviceSeq: UInt64
-    /// CLOCK_MONOTONIC, in nanoseconds, when the reading arrived.
-    public var timestampNanoseconds: UInt64
-    public var diameterMM: Double?
-    public var weightG: Double?
-    public var thicknessMM: Double?
-    /// Pulse count, for pulse mechs.
-    public var channel: UInt32?
+///
+/// Stored in the plugin ABI's own layout, so handing it to a validator copies nothing.
+public struct Reading: Sendable, Hashable, CustomStringConvertible {
+    /// The C layout; its `source` pointer is always nil here (set only for the length of a call).
+    @usableFromInline nonisolated(unsafe) var raw: coinmech_reading
     /// Name of the source that produced it (e.g. "serial").
     public var source: String
 
@@ -16,12 +13,83 @@ public struct Reading: Sendable, Hashable {
         deviceSeq: UInt64, timestampNanoseconds: UInt64 = 0, diameterMM: Double? = nil, weightG: Double? = nil,
         thicknessMM: Double? = nil, channel: UInt32? = nil, source: String = "test"
     ) {
+        raw = coinmech_reading()
+        raw.size = UInt32(MemoryLayout<coinmech_reading>.size)
+        self.source = source
         self.deviceSeq = deviceSeq
         self.timestampNanoseconds = timestampNanoseconds
         self.diameterMM = diameterMM
         self.weightG = weightG
         self.thicknessMM = thicknessMM
         self.channel = channel
-        self.source = source
+    }
+
+    /// The mech's own sequence number (restarts when the mech powers up).
+    public var deviceSeq: UInt64 {
+        get { raw.device_seq }
+        set { raw.device_seq = newValue }
+    }
+
+    /// CLOCK_MONOTONIC, in nanoseconds, when the reading arrived.
+    public var timestampNanoseconds: UInt64 {
+        get { raw.timestamp_ns }
+        set { raw.timestamp_ns = newValue }
+    }
+
+    public var diameterMM: Double? {
+        get { has(COINMECH_READING_HAS_DIAMETER) ? raw.diameter_mm : nil }
+        set { set(COINMECH_READING_HAS_DIAMETER, newValue, \.diameter_mm) }
+    }
+
+    public var weightG: Double? {
+        get { has(COINMECH_READING_HAS_WEIGHT) ? raw.weight_g : nil }
+        set { set(COINMECH_READING_HAS_WEIGHT, newValue, \.weight_g) }
+    }
+
+    public var thicknessMM: Double? {
+        get { has(COINMECH_READING_HAS_THICKNESS) ? raw.thickness_mm : nil }
+        set { set(COINMECH_READING_HAS_THICKNESS, newValue, \.thickness_mm) }
+    }
+
+    /// Pulse count, for pulse mechs.
+    public var channel: UInt32? {
+        get { has(COINMECH_READING_HAS_CHANNEL) ? raw.channel : nil }
+        set { set(COINMECH_READING_HAS_CHANNEL, newValue, \.channel) }
+    }
+
+    private func has(_ flag: Int) -> Bool { raw.flags & UInt32(flag) != 0 }
+
+    private mutating func set<T: Numeric>(_ flag: Int, _ value: T?, _ field: WritableKeyPath<coinmech_reading, T>) {
+        if let value {
+            raw[keyPath: field] = value
+            raw.flags |= UInt32(flag)
+        } else {
+            raw[keyPath: field] = 0
+            raw.flags &= ~UInt32(flag)
+        }
+    }
+
+    public static func == (a: Reading, b: Reading) -> Bool {
+        a.source == b.source && a.deviceSeq == b.deviceSeq && a.timestampNanoseconds == b.timestampNanoseconds
+            && a.diameterMM == b.diameterMM && a.weightG == b.weightG && a.thicknessMM == b.thicknessMM && a.channel == b.channel
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(source)
+        hasher.combine(deviceSeq)
+        hasher.combine(timestampNanoseconds)
+        hasher.combine(diameterMM)
+        hasher.combine(weightG)
+        hasher.combine(thicknessMM)
+        hasher.combine(channel)
+    }
+
+    public var description: String {
+        var parts = ["\(source)#\(deviceSeq)"]
+        if let diameterMM { parts.append("d=\(diameterMM)mm") }
+        if let weightG { parts.append("w=\(weightG)g") }
+        if let thicknessMM { parts.append("t=\(thicknessMM)mm") }
+        if let channel { parts.append("ch=\(channel)") }
+        return parts.joined(separator: " ")
     }
 }

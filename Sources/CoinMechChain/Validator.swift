@@ -1,10 +1,26 @@
 import CoinMechPluginABI
 
-/// One validator instance: the code behind a link.
+/// The C function a link's decisions go through, with the instance it is called on.
+public struct ValidatorCall: Sendable {
+    public typealias Function = @convention(c) (
+        UnsafeMutableRawPointer?, UnsafePointer<coinmech_reading>?, UnsafeMutablePointer<coinmech_decision>?
+    ) -> Void
+
+    public let function: Function
+    /// Opaque instance pointer; valid while the validator that handed it out is alive.
+    public nonisolated(unsafe) let context: UnsafeMutableRawPointer?
+
+    public init(function: Function, context: UnsafeMutableRawPointer?) {
+        self.function = function
+        self.context = context
+    }
+}
+
+/// One validator instance: the code behind a link, reached through the plugin C ABI.
 ///
-/// Plugin instances implement it by calling through the C ABI. The chain never calls
-/// `validate` on one instance from two threads at once.
+/// The chain keeps the validator alive and calls `call.function(call.context, …)` directly,
+/// so deciding costs no reference counting. The chain never calls one instance from two
+/// threads at once.
 public protocol Validator: AnyObject, Sendable {
-    /// Decide one reading by writing into `decision` (zeroed, verdict PASS, on entry).
-    func validate(_ reading: UnsafePointer<coinmech_reading>, _ decision: UnsafeMutablePointer<coinmech_decision>)
+    var call: ValidatorCall { get }
 }

@@ -6,10 +6,12 @@ public struct CoinWindow: Sendable, Encodable {
     public let diameterTolerance: Double
     public let weightTolerance: Double
     public let thicknessTolerance: Double
-    // Half-widths, precomputed: validate does no division.
-    private let diameterHalfWidth: Double
-    private let weightHalfWidth: Double
-    private let thicknessHalfWidth: Double
+    // Reciprocal half-widths, precomputed: validate does no division.
+    @usableFromInline let diameterScale: Double
+    @usableFromInline let weightScale: Double
+    @usableFromInline let thicknessScale: Double
+    /// Nominal thickness, or NaN when the window has none.
+    @usableFromInline let thicknessOrNaN: Double
 
     public init(
         diameter: Double, weight: Double, thickness: Double?, diameterTolerance: Double, weightTolerance: Double,
@@ -27,9 +29,10 @@ public struct CoinWindow: Sendable, Encodable {
         self.diameterTolerance = diameterTolerance
         self.weightTolerance = weightTolerance
         self.thicknessTolerance = thicknessTolerance
-        diameterHalfWidth = diameter * diameterTolerance
-        weightHalfWidth = weight * weightTolerance
-        thicknessHalfWidth = (thickness ?? 0) * thicknessTolerance
+        diameterScale = 1 / (diameter * diameterTolerance)
+        weightScale = 1 / (weight * weightTolerance)
+        thicknessScale = 1 / ((thickness ?? 1) * thicknessTolerance)
+        thicknessOrNaN = thickness ?? .nan
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -47,27 +50,32 @@ public struct CoinWindow: Sendable, Encodable {
         return distance(diameter: d, weight: w, thickness: reading.thicknessMM)
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     public func distance(diameter d: Double, weight w: Double, thickness t: Double?) -> Double? {
-        let dd = (d - diameter) / diameterHalfWidth
-        let dw = (w - weight) / weightHalfWidth
+        let dd = (d - diameter) * diameterScale
+        let dw = (w - weight) * weightScale
         guard dd * dd <= 1, dw * dw <= 1 else { return nil }  // NaN fails both comparisons
         var sum = dd * dd + dw * dw
-        if let nominal = thickness, let t {
-            let dt = (t - nominal) / thicknessHalfWidth
+        if let t, !thicknessOrNaN.isNaN {
+            let dt = (t - thicknessOrNaN) * thicknessScale
             guard dt * dt <= 1 else { return nil }
             sum += dt * dt
         }
         return sum
     }
 
+    /// Plain bounds of the diameter and weight window, for a cheap first test in table scans.
+    public var bounds: (diameter: ClosedRange<Double>, weight: ClosedRange<Double>) {
+        ((diameter - 1 / diameterScale)...(diameter + 1 / diameterScale), (weight - 1 / weightScale)...(weight + 1 / weightScale))
+    }
+
     /// Whether two windows share a region on every axis both have.
     public func overlaps(_ other: CoinWindow) -> Bool {
-        func overlap(_ a: Double, _ ha: Double, _ b: Double, _ hb: Double) -> Bool { abs(a - b) <= ha + hb }
-        guard overlap(diameter, diameterHalfWidth, other.diameter, other.diameterHalfWidth),
-              overlap(weight, weightHalfWidth, other.weight, other.weightHalfWidth) else { return false }
+        func overlap(_ a: Double, _ ta: Double, _ b: Double, _ tb: Double) -> Bool { abs(a - b) <= a * ta + b * tb }
+        guard overlap(diameter, diameterTolerance, other.diameter, other.diameterTolerance),
+              overlap(weight, weightTolerance, other.weight, other.weightTolerance) else { return false }
         if let t = thickness, let u = other.thickness {
-            return overlap(t, thicknessHalfWidth, u, other.thicknessHalfWidth)
+            return overlap(t, thicknessTolerance, u, other.thicknessTolerance)
         }
         return true
     }

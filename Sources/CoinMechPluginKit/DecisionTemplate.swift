@@ -2,7 +2,7 @@ import CoinMechPluginABI
 
 /// A verdict prepared when the instance is created, so `validate` only copies bytes.
 public struct DecisionTemplate: Sendable {
-    private let template: coinmech_decision
+    @usableFromInline let template: coinmech_decision
 
     /// Accept as `code` of `currency` worth `valueMinor`.
     public static func accept(currency: String, code: String, valueMinor: Int64) -> DecisionTemplate {
@@ -23,20 +23,33 @@ public struct DecisionTemplate: Sendable {
         return DecisionTemplate(template: decision)
     }
 
-    /// Writes the verdict, never past the size the host gave.
-    @inline(__always)
+    /// Writes the verdict, never past the size the host gave. Only the fields the verdict
+    /// uses are copied (an accept is about 50 bytes).
+    @inlinable @inline(__always)
     public func write(to decision: UnsafeMutablePointer<coinmech_decision>) {
-        let hostSize = Int(decision.pointee.size)
-        if hostSize >= MemoryLayout<coinmech_decision>.size {
-            let size = decision.pointee.size
-            decision.pointee = template
-            decision.pointee.size = size
-        } else {
-            withUnsafeBytes(of: template) { bytes in
-                let skip = MemoryLayout<UInt32>.size  // keep the host's size field
-                UnsafeMutableRawPointer(decision).advanced(by: skip)
-                    .copyMemory(from: bytes.baseAddress!.advanced(by: skip), byteCount: max(0, hostSize - skip))
+        if Int(decision.pointee.size) >= MemoryLayout<coinmech_decision>.size {
+            decision.pointee.verdict = template.verdict
+            if template.verdict == COINMECH_VERDICT_ACCEPT.rawValue {
+                decision.pointee.value_minor = template.value_minor
+                decision.pointee.currency = template.currency
+                decision.pointee.code = template.code
+            } else {
+                decision.pointee.reason = template.reason
+                decision.pointee.message = template.message
             }
+        } else {
+            writePrefix(to: decision)
+        }
+    }
+
+    /// For a host built with a smaller decision struct: copy what fits, keep its size field.
+    @usableFromInline
+    func writePrefix(to decision: UnsafeMutablePointer<coinmech_decision>) {
+        let hostSize = Int(decision.pointee.size)
+        withUnsafeBytes(of: template) { bytes in
+            let skip = MemoryLayout<UInt32>.size
+            UnsafeMutableRawPointer(decision).advanced(by: skip)
+                .copyMemory(from: bytes.baseAddress!.advanced(by: skip), byteCount: max(0, hostSize - skip))
         }
     }
 

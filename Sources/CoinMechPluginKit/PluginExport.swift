@@ -4,19 +4,25 @@ import CoinMechPluginABI
 ///
 ///     @_cdecl("coinmech_plugin_entry")
 ///     public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
-///         PluginExport.fill(plugin, hostABI: hostABI, name: "coin", version: "1.0.0") { json, error, size in
-///             PluginExport.create(CoinValidator.self, json, error, size)
-///         }
+///         PluginExport.fill(
+///             plugin, hostABI: hostABI, name: "coin", version: "1.0.0",
+///             create: { PluginExport.create(CoinValidator.self, $0, $1, $2) },
+///             validate: { PluginExport.validate(CoinValidator.self, $0, $1, $2) })
+///
+/// Both closures name the concrete type, so the validate call is dispatched statically.
 ///     }
 public enum PluginExport {
     public typealias CreateFunction = @convention(c) (
         UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int
     ) -> UnsafeMutableRawPointer?
+    public typealias ValidateFunction = @convention(c) (
+        UnsafeMutableRawPointer?, UnsafePointer<coinmech_reading>?, UnsafeMutablePointer<coinmech_decision>?
+    ) -> Void
 
     /// Fills the host's plugin struct; returns non-zero when the host speaks another ABI.
     public static func fill(
         _ plugin: UnsafeMutablePointer<coinmech_plugin>?, hostABI: UInt32, name: StaticString, version: StaticString,
-        create: CreateFunction
+        create: CreateFunction, validate: ValidateFunction
     ) -> Int32 {
         guard let plugin else { return -1 }
         plugin.pointee.abi_version = COINMECH_PLUGIN_ABI_VERSION
@@ -25,17 +31,14 @@ public enum PluginExport {
         plugin.pointee.name = UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
         plugin.pointee.version = UnsafeRawPointer(version.utf8Start).assumingMemoryBound(to: CChar.self)
         plugin.pointee.create = create
-        plugin.pointee.validate = { context, reading, decision in
-            guard let context, let reading, let decision else { return }
-            Unmanaged<ValidatorBox>.fromOpaque(context).takeUnretainedValue().validator.validate(ReadingView(reading), decision)
-        }
+        plugin.pointee.validate = validate
         plugin.pointee.destroy = { context in
             guard let context else { return }
-            Unmanaged<ValidatorBox>.fromOpaque(context).release()
+            Unmanaged<AnyObject>.fromOpaque(context).release()
         }
         plugin.pointee.describe = { context, buffer, size in
             guard let context else { return 0 }
-            let text = Unmanaged<ValidatorBox>.fromOpaque(context).takeUnretainedValue().validator.describe()
+            let text = (Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as! any SwiftValidator).describe()
             return PluginExport.copy(text, to: buffer, size: size)
         }
         return 0
@@ -48,11 +51,22 @@ public enum PluginExport {
         let config = json.map { String(cString: $0) } ?? "{}"
         do throws(PluginConfigError) {
             let validator = try V(configJSON: config.isEmpty ? "{}" : config)
-            return Unmanaged.passRetained(ValidatorBox(validator)).toOpaque()
+            return Unmanaged.passRetained(validator).toOpaque()
         } catch let configError {
             _ = copy(configError.message, to: errorBuffer, size: errorSize)
             return nil
         }
+    }
+
+    /// Decides one reading on a `V` instance, dispatched statically.
+    @inlinable @inline(__always)
+    public static func validate<V: SwiftValidator>(
+        _ type: V.Type, _ context: UnsafeMutableRawPointer?, _ reading: UnsafePointer<coinmech_reading>?,
+        _ decision: UnsafeMutablePointer<coinmech_decision>?
+    ) {
+        guard let context, let reading, let decision else { return }
+        // +0 access: the host owns the instance for the duration of the call.
+        Unmanaged<V>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.validate(ReadingView(reading), decision) }
     }
 
     /// Copies `text` NUL-terminated into a C buffer; returns the length it needed.
@@ -66,10 +80,4 @@ public enum PluginExport {
         buffer[count] = 0
         return utf8.count
     }
-}
-
-/// The object behind a plugin instance's opaque context pointer.
-final class ValidatorBox {
-    let validator: any SwiftValidator
-    init(_ validator: any SwiftValidator) { self.validator = validator }
 }

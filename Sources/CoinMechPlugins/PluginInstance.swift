@@ -6,23 +6,16 @@ import CoinMechPluginABI
 public final class PluginInstance: Validator, @unchecked Sendable {
     public let image: PluginImage
     private let context: UnsafeMutableRawPointer
-    private let validateFunction: @convention(c) (
-        UnsafeMutableRawPointer?, UnsafePointer<coinmech_reading>?, UnsafeMutablePointer<coinmech_decision>?
-    ) -> Void
+    public let call: ValidatorCall
 
     init(image: PluginImage, context: UnsafeMutableRawPointer) {
         self.image = image
         self.context = context
-        validateFunction = image.api.validate!
+        call = ValidatorCall(function: image.api.validate!, context: context)
     }
 
     deinit {
         image.api.destroy!(context)
-    }
-
-    @inline(__always)
-    public func validate(_ reading: UnsafePointer<coinmech_reading>, _ decision: UnsafeMutablePointer<coinmech_decision>) {
-        validateFunction(context, reading, decision)
     }
 
     /// The instance's self-description (JSON text), if the plugin provides `describe`.

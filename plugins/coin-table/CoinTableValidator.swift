@@ -32,8 +32,17 @@ final class CoinTableValidator: SwiftValidator {
     }
 
     let entries: [Entry]
-    let accepts: [DecisionTemplate]
     let warnings: [String]
+    /// The windows and verdicts again, in buffers the instance owns, so `validate` touches no
+    /// reference counts.
+    private let windows: UnsafeMutableBufferPointer<CoinWindow>
+    private let boxes: UnsafeMutableBufferPointer<Box>
+
+    /// A window's diameter and weight bounds, flat.
+    struct Box {
+        let diameterLow, diameterHigh, weightLow, weightHigh: Double
+    }
+    private let accepts: UnsafeMutableBufferPointer<DecisionTemplate>
 
     init(configJSON: String) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
@@ -56,9 +65,21 @@ final class CoinTableValidator: SwiftValidator {
                 thicknessTolerance: own?.thickness ?? tolerance)))
         }
         self.entries = entries
-        accepts = table.filter { wanted.contains($0.code) }.map {
+        // Scan order: by lower diameter bound, so validate can stop early.
+        let scan = entries.indices.sorted { entries[$0].window.bounds.diameter.lowerBound < entries[$1].window.bounds.diameter.lowerBound }
+        let specs = table.filter { wanted.contains($0.code) }
+        windows = .allocate(capacity: entries.count)
+        _ = windows.initialize(from: scan.map { entries[$0].window })
+        boxes = .allocate(capacity: entries.count)
+        _ = boxes.initialize(from: scan.map { entries[$0] }.map {
+            let bounds = $0.window.bounds
+            return Box(diameterLow: bounds.diameter.lowerBound, diameterHigh: bounds.diameter.upperBound,
+                       weightLow: bounds.weight.lowerBound, weightHigh: bounds.weight.upperBound)
+        })
+        accepts = .allocate(capacity: entries.count)
+        _ = accepts.initialize(from: scan.map { specs[$0] }.map {
             .accept(currency: $0.currency, code: $0.code, valueMinor: $0.valueMinor)
-        }
+        })
         var warnings: [String] = []
         for (i, a) in entries.enumerated() {
             for b in entries[(i + 1)...] where a.window.overlaps(b.window) {
@@ -73,15 +94,24 @@ final class CoinTableValidator: SwiftValidator {
         let t = reading.thicknessMM
         var best = -1
         var bestDistance = Double.infinity
-        entries.withUnsafeBufferPointer { entries in
-            for index in entries.indices {
-                if let distance = entries[index].window.distance(diameter: d, weight: w, thickness: t), distance < bestDistance {
-                    best = index
-                    bestDistance = distance
-                }
+        for index in 0..<windows.count {
+            // Rows are sorted by lower diameter bound: past d, no row can match.
+            let box = boxes[index]
+            if d < box.diameterLow { break }
+            // Three more comparisons rule out most rows; only candidates pay for the distance.
+            guard d <= box.diameterHigh, w >= box.weightLow, w <= box.weightHigh else { continue }
+            if let distance = windows[index].distance(diameter: d, weight: w, thickness: t), distance < bestDistance {
+                best = index
+                bestDistance = distance
             }
         }
         if best >= 0 { accepts[best].write(to: decision) }
+    }
+
+    deinit {
+        windows.deallocate()
+        boxes.deallocate()
+        accepts.deallocate()
     }
 
     func describe() -> String {
@@ -95,7 +125,8 @@ final class CoinTableValidator: SwiftValidator {
 
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
-    PluginExport.fill(plugin, hostABI: hostABI, name: "coin-table", version: "1.0.0") { json, error, size in
-        PluginExport.create(CoinTableValidator.self, json, error, size)
-    }
+    PluginExport.fill(
+        plugin, hostABI: hostABI, name: "coin-table", version: "1.0.0",
+        create: { PluginExport.create(CoinTableValidator.self, $0, $1, $2) },
+        validate: { PluginExport.validate(CoinTableValidator.self, $0, $1, $2) })
 }

@@ -48,7 +48,8 @@ final class CoinValidator: SwiftValidator {
 
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
-    PluginExport.fill(plugin, hostABI: hostABI, name: "coin", version: "1.0.0") { json, error, size in
-        PluginExport.create(CoinValidator.self, json, error, size)
-    }
+    PluginExport.fill(
+        plugin, hostABI: hostABI, name: "coin", version: "1.0.0",
+        create: { PluginExport.create(CoinValidator.self, $0, $1, $2) },
+        validate: { PluginExport.validate(CoinValidator.self, $0, $1, $2) })
 }

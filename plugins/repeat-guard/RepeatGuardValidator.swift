@@ -73,7 +73,8 @@ final class RepeatGuardValidator: SwiftValidator {
 
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
-    PluginExport.fill(plugin, hostABI: hostABI, name: "repeat-guard", version: "1.0.0") { json, error, size in
-        PluginExport.create(RepeatGuardValidator.self, json, error, size)
-    }
+    PluginExport.fill(
+        plugin, hostABI: hostABI, name: "repeat-guard", version: "1.0.0",
+        create: { PluginExport.create(RepeatGuardValidator.self, $0, $1, $2) },
+        validate: { PluginExport.validate(RepeatGuardValidator.self, $0, $1, $2) })
 }

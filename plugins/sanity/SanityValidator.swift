@@ -27,14 +27,12 @@ final class SanityValidator: SwiftValidator {
                 reason: "out_of_range", message: "\(name) outside \(range.lowerBound)–\(range.upperBound) \(unit)")
         }
 
-        /// The rejection for `value`, or nil when it is plausible.
+        /// Whether `value` is plausible; if not, writes the rejection and returns false.
         @inline(__always)
-        func check(_ value: Double?) -> DecisionTemplate? {
-            guard let value else { return nil }
-            if !value.isFinite { return notFinite }
-            if value <= 0 { return nonPositive }
-            if !range.contains(value) { return outOfRange }
-            return nil
+        func admits(_ value: Double, _ decision: UnsafeMutablePointer<coinmech_decision>) -> Bool {
+            if range.contains(value) { return true }  // the common case: one test (NaN fails it)
+            (!value.isFinite ? notFinite : value <= 0 ? nonPositive : outOfRange).write(to: decision)
+            return false
         }
     }
 
@@ -58,9 +56,9 @@ final class SanityValidator: SwiftValidator {
 
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
         if reading.raw.pointee.flags == 0 { return empty.write(to: decision) }
-        if let reject = diameter.check(reading.diameterMM) ?? weight.check(reading.weightG) ?? thickness.check(reading.thicknessMM) {
-            reject.write(to: decision)
-        }
+        if let d = reading.diameterMM, !diameter.admits(d, decision) { return }
+        if let w = reading.weightG, !weight.admits(w, decision) { return }
+        if let t = reading.thicknessMM, !thickness.admits(t, decision) { return }
     }
 
     func describe() -> String {
@@ -74,7 +72,8 @@ final class SanityValidator: SwiftValidator {
 
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
-    PluginExport.fill(plugin, hostABI: hostABI, name: "sanity", version: "1.0.0") { json, error, size in
-        PluginExport.create(SanityValidator.self, json, error, size)
-    }
+    PluginExport.fill(
+        plugin, hostABI: hostABI, name: "sanity", version: "1.0.0",
+        create: { PluginExport.create(SanityValidator.self, $0, $1, $2) },
+        validate: { PluginExport.validate(SanityValidator.self, $0, $1, $2) })
 }

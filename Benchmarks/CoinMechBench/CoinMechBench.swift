@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct CoinMechBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coinmech-bench",
+        abstract: "Measures CoinMech against baselines in one run; prints a table or, with --json, one object.",
+        subcommands: [ChainBench.self]
+    )
+}
