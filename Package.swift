@@ -16,6 +16,8 @@ let plugins = [
     plugin("sanity", target: "SanityPlugin", path: "plugins/sanity"),
     plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
     plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
+    // The Swift example of docs/PLUGINS.md, built so the example stays true.
+    plugin("example-minimal-swift", target: "MinimalSwiftExample", path: "examples/plugins/MinimalSwift"),
 ]
 
 let package = Package(

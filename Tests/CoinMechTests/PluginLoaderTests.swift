@@ -139,3 +139,31 @@ func shellOutput(_ arguments: String...) throws -> String {
     process.waitUntilExit()
     return String(decoding: data, as: UTF8.self)
 }
+
+@Suite("The plugin examples of docs/PLUGINS.md")
+struct PluginExampleTests {
+    @Test("the minimal C plugin compiles with cc, loads and accepts a quarter")
+    func minimalC() throws {
+        let dir = TestSupport.temporaryDirectory("example-c")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "cc", "-shared", "-fPIC", "-I\(TestSupport.packageRoot)/Sources/CoinMechPluginABI/include",
+            "\(TestSupport.packageRoot)/examples/plugins/minimal-c/minimal.c", "-o", "\(dir)/libminimal.so", "-lm",
+        ]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir)).build(generation: 1, links: [LinkSpec(plugin: "minimal")])
+        #expect(chain.decide(.coin(24.3, 5.6)).denomination == Denomination(currency: "USD", code: "quarter", valueMinor: 25))
+        #expect(chain.decide(.coin(19.05, 2.5)).rejection?.reason == "unrecognized")
+    }
+
+    @Test("the minimal Swift plugin loads and rejects heavy coins")
+    func minimalSwift() throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "example-minimal-swift", configJSON: #"{"max_weight_g": 10}"#)])
+        #expect(chain.links[0].origin.plugin == "heavy-guard")
+        #expect(chain.decide(.coin(30, 12)).rejection?.reason == "too_heavy")
+        #expect(chain.decide(.coin(24, 5)).rejection?.reason == "unrecognized")
+    }
+}
