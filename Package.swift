@@ -24,9 +24,11 @@ let package = Package(
     name: "CoinMech",
     products: [
         .executable(name: "coinmech-bench", targets: ["CoinMechBench"]),
+        .executable(name: "coinsim", targets: ["CoinSim"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
@@ -39,8 +41,22 @@ let package = Package(
         .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI"]),
         // Loading plugins with dlopen and wrapping their instances as chain links.
         .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL"]),
+        // Settings files (configuration, scenarios): YAML through Yams, errors with file, line and key.
+        .target(name: "CoinMechSettings", dependencies: [.product(name: "Yams", package: "Yams")]),
+        // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED).
+        .target(name: "CLinux"),
+        // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
+        .target(name: "CoinMechSerial"),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
+
+        // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
+        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechSettings", "CLinux"], path: "Simulators/CoinSimCore"),
+        .executableTarget(
+            name: "CoinSim",
+            dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Simulators/coinsim"
+        ),
 
         .executableTarget(
             name: "CoinMechBench",
@@ -55,7 +71,7 @@ let package = Package(
 
         .testTarget(
             name: "CoinMechTests",
-            dependencies: ["CoinMechPlugins", "CoinMechChain", "CoinFacts"],
+            dependencies: ["CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore"],
             path: "Tests/CoinMechTests"
         ),
     ] + plugins.map(\.1)

@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A pseudo-terminal pair whose device end plays the mech's serial port.
+///
+/// The simulator keeps only the controlling (master) side open, so it can see whether a host
+/// has the device open: while nobody does, the master reports a hang-up.
+final class PseudoTerminal {
+    let master: Int32
+    /// Path of the device end, e.g. /dev/pts/4.
+    let devicePath: String
+
+    init() throws(SimulatorError) {
+        var master: Int32 = -1, device: Int32 = -1
+        guard openpty(&master, &device, nil, nil, nil) == 0 else { throw .system("openpty", errno) }
+        // Raw 8N1 on the device end before any host opens it: no echo, no line editing.
+        var settings = termios()
+        tcgetattr(device, &settings)
+        cfmakeraw(&settings)
+        tcsetattr(device, TCSANOW, &settings)
+        guard let name = ttyname(device) else {
+            close(master)
+            close(device)
+            throw .system("ttyname", errno)
+        }
+        devicePath = String(cString: name)
+        close(device)
+        _ = fcntl(master, F_SETFD, FD_CLOEXEC)
+        self.master = master
+    }
+
+    /// Points a symlink at the device end, replacing any old one atomically.
+    func link(at path: String) throws(SimulatorError) {
+        let temporary = "\(path).tmp.\(getpid())"
+        unlink(temporary)
+        guard symlink(devicePath, temporary) == 0 else { throw .system("symlink \(temporary)", errno) }
+        guard rename(temporary, path) == 0 else { throw .system("rename \(path)", errno) }
+    }
+
+    /// Writes all of `bytes`, waiting while the host's input buffer is full.
+    func write(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(master, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return false
+            }
+            offset += n
+        }
+        return true
+    }
+
+    deinit { close(master) }
+}
+
+/// Why the simulator stopped with an error.
+public enum SimulatorError: Error, CustomStringConvertible, Sendable {
+    case system(String, Int32)
+    case trace(String)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let code): "\(call): \(String(cString: strerror(code)))"
+        case .trace(let message): "trace: \(message)"
+        }
+    }
+}

@@ -1,0 +1,194 @@
+import CoinFacts
+import CoinMechSettings
+
+/// Measurement noise of one axis: σ relative to the nominal figure, or absolute.
+public struct Noise: Sendable, Hashable {
+    public var sigma: Double
+    public var absolute: Bool
+
+    public init(sigma: Double, absolute: Bool = false) {
+        self.sigma = sigma
+        self.absolute = absolute
+    }
+
+    public func apply(_ nominal: Double, _ rng: inout SplitMix64) -> Double {
+        nominal + rng.gaussian() * (absolute ? sigma : sigma * nominal)
+    }
+}
+
+/// A simulated session: what coins the mech sees, how it measures them, and what goes wrong.
+/// Every key is documented in docs/SIMULATOR.md.
+public struct Scenario: Sendable {
+    public var name = "scenario"
+    public var seed: UInt64 = 1
+    /// Insertions to make; 0 means until stopped.
+    public var coins = 100
+    /// Mean insertions per second (gaps are exponential).
+    public var ratePerSecond = 3.0
+    public var deadlineMilliseconds = 50.0
+    /// Whether the mech measures thickness.
+    public var measuresThickness = true
+    public var currency = "USD"
+    /// Relative weights of the currency's denominations.
+    public var mix: [(code: String, weight: Double)] = []
+    public var diameterNoise = Noise(sigma: 0.004)
+    public var weightNoise = Noise(sigma: 0.006)
+    public var thicknessNoise = Noise(sigma: 0.01)
+    public var slugFraction = 0.0
+    public var washerFraction = 0.0
+    public var foreignFraction = 0.0
+    public var foreignCurrency = "EUR"
+    public var burst: Burst?
+    public var faults = Faults()
+
+    public struct Burst: Sendable, Hashable {
+        public var everySeconds: Double
+        public var coins: Int
+        public var ratePerSecond: Double
+
+        public init(everySeconds: Double, coins: Int, ratePerSecond: Double) {
+            self.everySeconds = everySeconds
+            self.coins = coins
+            self.ratePerSecond = ratePerSecond
+        }
+    }
+
+    public struct Faults: Sendable, Hashable {
+        public var garbage = 0.0
+        public var garbageBytes = 12
+        public var badChecksum = 0.0
+        public var truncated = 0.0
+        public var overlong = 0.0
+        public var duplicate = 0.0
+        public var jamAt: [Int] = []
+        public var powerCycleAt: [Int] = []
+        public var disconnectAt: [Int] = []
+        public var disconnectMilliseconds = 500.0
+    }
+
+    public init() {}
+
+    public static let topKeys: Set<String> = [
+        "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
+        "bursts", "faults",
+    ]
+
+    /// Reads a scenario file; errors name the file, the line and the key.
+    public static func load(path: String) throws(SettingsError) -> Scenario {
+        try parse(SettingsTable.load(path: path), defaultName: Self.stem(path))
+    }
+
+    public static func parse(_ table: SettingsTable, defaultName: String = "scenario") throws(SettingsError) -> Scenario {
+        try table.rejectUnknownKeys(topKeys)
+        var s = Scenario()
+        s.name = try table.string("name") ?? defaultName
+        if let seed = try table.int("seed") {
+            guard seed >= 0 else { throw table.error("seed", "must not be negative") }
+            s.seed = UInt64(seed)
+        }
+        s.coins = try table.int("coins") ?? s.coins
+        guard s.coins >= 0 else { throw table.error("coins", "must be 0 (endless) or more") }
+        s.ratePerSecond = try positive(table, "rate_per_s", max: 1000) ?? s.ratePerSecond
+        s.deadlineMilliseconds = try positive(table, "deadline_ms", max: 10_000) ?? s.deadlineMilliseconds
+        s.measuresThickness = try table.bool("thickness") ?? s.measuresThickness
+        s.currency = (try table.string("currency") ?? s.currency).uppercased()
+        guard let coins = CoinTables.table(for: s.currency) else {
+            throw table.error("currency", "no coin table for '\(s.currency)' (known: USD, EUR, GBP)")
+        }
+        if let mix = try table.table("mix") {
+            for key in mix.keys {
+                guard coins.contains(where: { $0.code == key }) else {
+                    throw mix.error(key, "not a \(s.currency) denomination (known: \(coins.map(\.code).joined(separator: ", ")))")
+                }
+                let weight = try mix.double(key)!
+                guard weight >= 0 else { throw mix.error(key, "must not be negative") }
+                s.mix.append((key, weight))
+            }
+            guard s.mix.contains(where: { $0.weight > 0 }) else { throw table.error("mix", "needs at least one positive weight") }
+        } else {
+            s.mix = coins.map { ($0.code, 1) }
+        }
+        if let noise = try table.table("noise") {
+            try noise.rejectUnknownKeys(["diameter", "weight", "thickness"])
+            s.diameterNoise = try parseNoise(noise, "diameter") ?? s.diameterNoise
+            s.weightNoise = try parseNoise(noise, "weight") ?? s.weightNoise
+            s.thicknessNoise = try parseNoise(noise, "thickness") ?? s.thicknessNoise
+        }
+        if let others = try table.table("others") {
+            try others.rejectUnknownKeys(["slug", "washer", "foreign", "foreign_currency"])
+            s.slugFraction = try fraction(others, "slug") ?? 0
+            s.washerFraction = try fraction(others, "washer") ?? 0
+            s.foreignFraction = try fraction(others, "foreign") ?? 0
+            s.foreignCurrency = (try others.string("foreign_currency") ?? s.foreignCurrency).uppercased()
+            guard CoinTables.table(for: s.foreignCurrency) != nil, s.foreignCurrency != s.currency else {
+                throw others.error("foreign_currency", "must be a known currency other than \(s.currency)")
+            }
+            guard s.slugFraction + s.washerFraction + s.foreignFraction <= 1 else {
+                throw table.error("others", "fractions add up to more than 1")
+            }
+        }
+        if let bursts = try table.table("bursts") {
+            try bursts.rejectUnknownKeys(["every_s", "coins", "rate_per_s"])
+            guard let every = try positive(bursts, "every_s", max: 86_400) else { throw bursts.error("every_s", "is required") }
+            guard let count = try bursts.int("coins"), count > 0 else { throw bursts.error("coins", "must be a whole number above 0") }
+            s.burst = Burst(everySeconds: every, coins: count, ratePerSecond: try positive(bursts, "rate_per_s", max: 1000) ?? 20)
+        }
+        if let faults = try table.table("faults") {
+            try faults.rejectUnknownKeys([
+                "garbage", "garbage_bytes", "bad_checksum", "truncated", "overlong", "duplicate", "jam_at",
+                "power_cycle_at", "disconnect_at", "disconnect_ms",
+            ])
+            var f = Faults()
+            f.garbage = try fraction(faults, "garbage") ?? 0
+            f.garbageBytes = try faults.int("garbage_bytes") ?? f.garbageBytes
+            guard (1...200).contains(f.garbageBytes) else { throw faults.error("garbage_bytes", "must be between 1 and 200") }
+            f.badChecksum = try fraction(faults, "bad_checksum") ?? 0
+            f.truncated = try fraction(faults, "truncated") ?? 0
+            f.overlong = try fraction(faults, "overlong") ?? 0
+            f.duplicate = try fraction(faults, "duplicate") ?? 0
+            f.jamAt = try insertionNumbers(faults, "jam_at")
+            f.powerCycleAt = try insertionNumbers(faults, "power_cycle_at")
+            f.disconnectAt = try insertionNumbers(faults, "disconnect_at")
+            f.disconnectMilliseconds = try positive(faults, "disconnect_ms", max: 600_000) ?? f.disconnectMilliseconds
+            s.faults = f
+        }
+        return s
+    }
+
+    static func positive(_ table: SettingsTable, _ key: String, max: Double) throws(SettingsError) -> Double? {
+        guard let value = try table.double(key) else { return nil }
+        guard value > 0, value <= max else { throw table.error(key, "must be above 0 and at most \(max)") }
+        return value
+    }
+
+    static func fraction(_ table: SettingsTable, _ key: String) throws(SettingsError) -> Double? {
+        guard let value = try table.double(key) else { return nil }
+        guard (0...1).contains(value) else { throw table.error(key, "must be a fraction between 0 and 1") }
+        return value
+    }
+
+    static func insertionNumbers(_ table: SettingsTable, _ key: String) throws(SettingsError) -> [Int] {
+        guard let values = try table.doubles(key) else { return [] }
+        guard values.allSatisfy({ $0 >= 1 && $0 == $0.rounded() }) else {
+            throw table.error(key, "must list insertion numbers (1 = the first coin)")
+        }
+        return values.map { Int($0) }
+    }
+
+    static func parseNoise(_ table: SettingsTable, _ key: String) throws(SettingsError) -> Noise? {
+        if let detailed = try? table.table(key) {
+            try detailed.rejectUnknownKeys(["sigma", "absolute"])
+            guard let sigma = try detailed.double("sigma"), sigma >= 0 else { throw detailed.error("sigma", "is required and must not be negative") }
+            return Noise(sigma: sigma, absolute: try detailed.bool("absolute") ?? false)
+        }
+        guard let sigma = try table.double(key) else { return nil }
+        guard (0...0.5).contains(sigma) else { throw table.error(key, "relative σ must be between 0 and 0.5") }
+        return Noise(sigma: sigma)
+    }
+
+    static func stem(_ path: String) -> String {
+        var name = String(path.split(separator: "/").last ?? "scenario")
+        for suffix in [".yaml", ".yml"] where name.hasSuffix(suffix) { name.removeLast(suffix.count) }
+        return name
+    }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import CoinMechSettings
+import CoinSimCore
+import Foundation
+
+@main
+struct CoinSim: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coinsim",
+        abstract: "A coin mech on a pseudo-terminal: plays the device side of the serial protocol.",
+        discussion: """
+            Prints the device path (e.g. /dev/pts/4) as its first line of output, waits for a host
+            to open it, announces power-up, then inserts coins as the scenario says. At the end, or
+            on SIGTERM, it writes the ground truth (JSON) to --truth or to standard output.
+            Exit status: 0 done, 1 bad arguments or scenario, 2 system error, 3 no host came.
+            """,
+        subcommands: [Run.self, Replay.self],
+        defaultSubcommand: Run.self)
+}
+
+struct SessionOptions: ParsableArguments {
+    @Option(help: "Keep a symlink to the device here, updated when the device reappears.")
+    var link: String?
+    @Option(help: "Write the ground truth here (default: standard output).")
+    var truth: String?
+    @Option(help: "Record the session to this frame log (JSON lines) for `coinsim replay`.")
+    var record: String?
+    @Option(help: "Give up after this many seconds without a host (0: wait forever).")
+    var hostTimeout: Double = 0
+    @Option(help: "Wait this long after the last deadline for late decisions (ms).")
+    var lingerMs: Double = 200
+
+    var simulatorOptions: MechSimulator.Options {
+        var options = MechSimulator.Options()
+        options.linkPath = link
+        options.recordPath = record
+        options.hostTimeoutSeconds = hostTimeout
+        options.lingerMilliseconds = lingerMs
+        return options
+    }
+
+    func finish(_ simulator: MechSimulator) throws {
+        let truth: GroundTruth
+        do {
+            truth = try simulator.run()
+        } catch {
+            FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let json = try encoder.encode(truth)
+        if let path = truth_path {
+            try json.write(to: URL(fileURLWithPath: path), options: .atomic)
+        } else {
+            FileHandle.standardOutput.write(json + Data("\n".utf8))
+        }
+        let o = truth.outcomes
+        FileHandle.standardError.write(Data("""
+            coinsim: \(truth.scenario): \(truth.sent.insertions) inserted, \(o.accepted) accepted, \(o.returned) returned, \
+            \(o.deadlineMisses) deadline misses, \(o.corrupted) corrupted, \(o.inhibited) inhibited; \
+            latency p50 \(truth.latencyUs.p50) µs p99 \(truth.latencyUs.p99) µs (\(truth.ended))
+
+            """.utf8))
+        if let link { unlink(link) }
+        if truth.ended == "host_timeout" { throw ExitCode(3) }
+    }
+
+    private var truth_path: String? { truth }
+}
+
+extension CoinSim {
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Play a scenario (the default command).")
+
+        @Option(help: "Scenario name (default, eur-mix, faults, burst, soak) or path to a .yaml file.")
+        var scenario = "default"
+        @Option(help: "Override the scenario's number of insertions (0: endless).")
+        var coins: Int?
+        @Option(help: "Override the scenario's seed.")
+        var seed: UInt64?
+        @Option(help: "Override the scenario's insertion rate (coins per second).")
+        var rate: Double?
+        @OptionGroup var session: SessionOptions
+
+        func run() throws {
+            let executable = CommandLine.arguments[0]
+            guard let path = ScenarioLocator.path(for: scenario, executable: executable) else {
+                let places = ScenarioLocator.searchDirectories(executable: executable).joined(separator: ", ")
+                FileHandle.standardError.write(Data("coinsim: no scenario '\(scenario)' (looked in \(places))\n".utf8))
+                throw ExitCode(1)
+            }
+            var loaded: Scenario
+            do {
+                loaded = try Scenario.load(path: path)
+            } catch {
+                FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            if let coins { loaded.coins = coins }
+            if let seed { loaded.seed = seed }
+            if let rate { loaded.ratePerSecond = rate }
+            let simulator = MechSimulator(scenario: loaded, options: session.simulatorOptions) { path in
+                FileHandle.standardOutput.write(Data("\(path)\n".utf8))
+            }
+            try session.finish(simulator)
+        }
+    }
+
+    struct Replay: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Play back a frame log recorded with --record.")
+
+        @Argument(help: "The frame log.") var file: String
+        @Option(help: "Deadline for the host's decisions (ms).") var deadlineMs: Double = 50
+        @OptionGroup var session: SessionOptions
+
+        func run() throws {
+            let entries: [TraceEntry]
+            do {
+                entries = try readTrace(path: file)
+            } catch {
+                FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            let simulator = MechSimulator(trace: entries, name: "replay:\(file)", deadlineMilliseconds: deadlineMs,
+                                          options: session.simulatorOptions) { path in
+                FileHandle.standardOutput.write(Data("\(path)\n".utf8))
+            }
+            try session.finish(simulator)
+        }
+    }
+}

@@ -1,0 +1,26 @@
+#define _GNU_SOURCE
+#include "clinux.h"
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int cm_signalfd(const sigset_t *mask) { return signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK); }
+
+int cm_signalfd_read(int fd) {
+    struct signalfd_siginfo info;
+    return read(fd, &info, sizeof info) == (ssize_t)sizeof info ? (int)info.ssi_signo : -1;
+}
+
+int cm_ppoll(struct pollfd *fds, unsigned long count, const struct timespec *timeout) {
+    return ppoll(fds, (nfds_t)count, timeout, NULL);
+}
+
+int cm_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}

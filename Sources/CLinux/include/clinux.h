@@ -1,0 +1,20 @@
+#ifndef COINMECH_CLINUX_H
+#define COINMECH_CLINUX_H
+/* Linux calls Swift's Glibc module leaves out (they need _GNU_SOURCE), wrapped in plain C. */
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK): a descriptor that becomes readable on the signals in mask. */
+int cm_signalfd(const sigset_t *mask);
+/* Reads one pending signal from a signalfd; returns its number, or -1. */
+int cm_signalfd_read(int fd);
+/* ppoll with a relative timeout and no signal mask change. */
+int cm_ppoll(struct pollfd *fds, unsigned long count, const struct timespec *timeout);
+
+/* The peer of a Unix stream socket (SO_PEERCRED). Returns 0 on success. */
+int cm_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+#endif

@@ -1,0 +1,199 @@
+/// What the parser found in the byte stream.
+public enum FrameEvent: Sendable, Hashable {
+    case frame(SerialFrame)
+    case error(FrameError)
+}
+
+/// A stretch of the stream that was not a valid sentence. The parser skips it and
+/// resynchronises on the next `$`.
+public enum FrameError: Sendable, Hashable, CustomStringConvertible {
+    /// Bytes outside any sentence.
+    case garbage(byteCount: Int)
+    case badChecksum(sentence: String)
+    /// A sentence cut short: a new `$` arrived before its end.
+    case truncated(sentence: String)
+    /// No end of sentence within `SerialFrame.maximumLength` bytes.
+    case overlong(byteCount: Int)
+    /// Checksum right, contents wrong (unknown type, missing or bad fields).
+    case malformed(sentence: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .garbage(let count): "\(count) garbage byte(s) skipped"
+        case .badChecksum(let sentence): "bad checksum: \(sentence)"
+        case .truncated(let sentence): "truncated sentence: \(sentence)"
+        case .overlong(let count): "overlong sentence (\(count) bytes) skipped"
+        case .malformed(let sentence, let reason): "malformed sentence (\(reason)): \(sentence)"
+        }
+    }
+}
+
+/// Counts of what the parser skipped, by kind.
+public struct FrameErrorCounts: Sendable, Hashable, Codable {
+    public var garbageBytes = 0
+    public var badChecksums = 0
+    public var truncated = 0
+    public var overlong = 0
+    public var malformed = 0
+
+    public init() {}
+
+    /// Sentences lost to errors (garbage is counted in bytes, not here).
+    public var sentences: Int { badChecksums + truncated + overlong + malformed }
+
+    public mutating func count(_ error: FrameError) {
+        switch error {
+        case .garbage(let bytes): garbageBytes += bytes
+        case .badChecksum: badChecksums += 1
+        case .truncated: truncated += 1
+        case .overlong: overlong += 1
+        case .malformed: malformed += 1
+        }
+    }
+}
+
+/// Turns a byte stream into sentences. Feed it whatever `read` returned; it keeps partial
+/// sentences between calls, skips garbage, and never holds more than one sentence's bytes.
+public struct FrameParser: Sendable {
+    private var sentence: [UInt8] = []
+    private var inSentence = false
+    private var garbage = 0
+    private var skippingOverlong = 0
+    public private(set) var errors = FrameErrorCounts()
+
+    public init() { sentence.reserveCapacity(SerialFrame.maximumLength) }
+
+    /// Parses `bytes`, reporting each sentence or error in stream order.
+    public mutating func feed(_ bytes: some Sequence<UInt8>, _ emit: (FrameEvent) -> Void) {
+        for byte in bytes {
+            if skippingOverlong > 0 {
+                // Inside an overlong sentence: drop everything up to its end or the next `$`.
+                if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "$") {
+                    report(.overlong(byteCount: skippingOverlong), emit)
+                    skippingOverlong = 0
+                    if byte == UInt8(ascii: "$") { start() }
+                } else {
+                    skippingOverlong += 1
+                }
+                continue
+            }
+            if byte == UInt8(ascii: "$") {
+                flushGarbage(emit)
+                if inSentence { report(.truncated(sentence: text(sentence)), emit) }
+                start()
+                continue
+            }
+            guard inSentence else {
+                if byte != UInt8(ascii: "\r") && byte != UInt8(ascii: "\n") { garbage += 1 }
+                continue
+            }
+            if byte == UInt8(ascii: "\n") {
+                inSentence = false
+                emit(parse(sentence))
+                continue
+            }
+            sentence.append(byte)
+            if sentence.count >= SerialFrame.maximumLength {
+                inSentence = false
+                skippingOverlong = sentence.count
+                sentence.removeAll(keepingCapacity: true)
+            }
+        }
+        flushGarbage(emit)
+    }
+
+    private mutating func start() {
+        inSentence = true
+        sentence.removeAll(keepingCapacity: true)
+        sentence.append(UInt8(ascii: "$"))
+    }
+
+    private mutating func flushGarbage(_ emit: (FrameEvent) -> Void) {
+        if garbage > 0 {
+            report(.garbage(byteCount: garbage), emit)
+            garbage = 0
+        }
+    }
+
+    private mutating func report(_ error: FrameError, _ emit: (FrameEvent) -> Void) {
+        errors.count(error)
+        emit(.error(error))
+    }
+
+    private mutating func parse(_ raw: [UInt8]) -> FrameEvent {
+        var line = raw
+        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        let shown = text(line)
+        guard line.count >= 4, let star = line.lastIndex(of: UInt8(ascii: "*")), line.count - star == 3,
+              let expected = Self.hexValue(line[star + 1], line[star + 2]) else {
+            return failure(.malformed(sentence: shown, reason: "no *HH checksum"))
+        }
+        let body = line[1..<star]
+        guard SerialFrame.checksum(body) == expected else { return failure(.badChecksum(sentence: shown)) }
+        let fields = text(Array(body)).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        do throws(FieldError) {
+            let frame = try Self.frame(fields)
+            return .frame(frame)
+        } catch {
+            return failure(.malformed(sentence: shown, reason: error.reason))
+        }
+    }
+
+    private mutating func failure(_ error: FrameError) -> FrameEvent {
+        errors.count(error)
+        return .error(error)
+    }
+
+    struct FieldError: Error { let reason: String }
+
+    static func frame(_ fields: [String]) throws(FieldError) -> SerialFrame {
+        switch fields.first {
+        case "CMR":
+            guard fields.count == 4 || fields.count == 5 else { throw FieldError(reason: "CMR takes 3 or 4 fields") }
+            let thickness: Double? = fields.count == 5 ? try number(fields[4], "thickness") : nil
+            return .reading(deviceSeq: try sequence(fields[1]), diameterMM: try number(fields[2], "diameter"),
+                            weightG: try number(fields[3], "weight"), thicknessMM: thickness)
+        case "CMD":
+            guard fields.count == 3, fields[2] == "A" || fields[2] == "R" else { throw FieldError(reason: "CMD takes devseq and A or R") }
+            return .decision(deviceSeq: try sequence(fields[1]), accept: fields[2] == "A")
+        case "CMS":
+            guard fields.count == 2 || fields.count == 3, let status = MechStatus(rawValue: fields[1]) else {
+                throw FieldError(reason: "unknown status")
+            }
+            return .status(status, detail: fields.count == 3 ? fields[2] : nil)
+        case "CMI":
+            guard fields.count == 2, fields[1] == "0" || fields[1] == "1" else { throw FieldError(reason: "CMI takes 0 or 1") }
+            return .inhibit(fields[1] == "1")
+        default:
+            throw FieldError(reason: "unknown sentence type")
+        }
+    }
+
+    static func sequence(_ field: String) throws(FieldError) -> UInt64 {
+        guard let value = UInt64(field) else { throw FieldError(reason: "bad device sequence '\(field)'") }
+        return value
+    }
+
+    /// Mech firmware prints plain decimals; `nan` and `inf` pass through for the sanity guard.
+    static func number(_ field: String, _ name: String) throws(FieldError) -> Double {
+        guard !field.isEmpty, field.count <= 16, let value = Double(field) else { throw FieldError(reason: "bad \(name) '\(field)'") }
+        return value
+    }
+
+    static func hexValue(_ high: UInt8, _ low: UInt8) -> UInt8? {
+        func digit(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        guard let h = digit(high), let l = digit(low) else { return nil }
+        return h << 4 | l
+    }
+
+    func text(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes.map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+}
