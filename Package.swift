@@ -25,10 +25,14 @@ let package = Package(
     products: [
         .executable(name: "coinmech-bench", targets: ["CoinMechBench"]),
         .executable(name: "coinsim", targets: ["CoinSim"]),
+        .executable(name: "coinmechd", targets: ["coinmechd"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
@@ -47,6 +51,23 @@ let package = Package(
         .target(name: "CLinux"),
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
         .target(name: "CoinMechSerial"),
+        // Where readings come from: the serial raw-sensor mech (termios, reconnects).
+        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CLinux"]),
+        // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
+        .target(name: "CoinMechLedger", dependencies: ["CoinMechChain", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Daemon wiring: configuration, the deciding loop, logging, lifecycle.
+        .target(
+            name: "CoinMechDaemon",
+            dependencies: [
+                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "coinmechd",
+            dependencies: ["CoinMechDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
@@ -71,7 +92,10 @@ let package = Package(
 
         .testTarget(
             name: "CoinMechTests",
-            dependencies: ["CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore"],
+            dependencies: [
+                "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
+                "CoinMechDaemon", "CoinMechLedger", "CoinMechSources",
+            ],
             path: "Tests/CoinMechTests"
         ),
     ] + plugins.map(\.1)

@@ -58,6 +58,7 @@ public final class MechSimulator {
     private var latencies: [Int] = []
     private var currentInsertion: (number: Int, kind: String, currency: String?, value: Int64?, duplicated: Bool)?
     private var recorder: TraceWriter?
+    private var announcePowerUp = false
     private let start: UInt64
 
     public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) {
@@ -133,7 +134,7 @@ public final class MechSimulator {
                 let settled = Self.now() + UInt64(options.settleMilliseconds * 1e6)
                 if truth.connections.connects == 1 {
                     nextAction = settled
-                    if case .scenario = script { send(SerialFrame.status(.powerUp, detail: nil).bytes) }
+                    announcePowerUp = true
                 } else if let next = nextAction {
                     nextAction = max(next, settled)
                 }
@@ -154,6 +155,11 @@ public final class MechSimulator {
                     }
                 }
                 continue
+            }
+            if announcePowerUp, case .scenario = script {
+                // After the settle time, so a host that flushes its input on open still hears it.
+                announcePowerUp = false
+                send(SerialFrame.status(.powerUp, detail: nil).bytes)
             }
             switch script {
             case .scenario(let scenario, var generator):

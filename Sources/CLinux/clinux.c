@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "clinux.h"
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,3 +25,5 @@ int cm_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     *gid = credentials.gid;
     return 0;
 }
+
+int cm_tty_exclusive(int fd) { return ioctl(fd, TIOCEXCL); }

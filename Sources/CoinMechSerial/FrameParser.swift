@@ -63,6 +63,9 @@ public struct FrameParser: Sendable {
 
     public init() { sentence.reserveCapacity(SerialFrame.maximumLength) }
 
+    /// Carries error counts over from an earlier parser (after a reconnect).
+    public mutating func restoreCounts(_ counts: FrameErrorCounts) { errors = counts }
+
     /// Parses `bytes`, reporting each sentence or error in stream order.
     public mutating func feed(_ bytes: some Sequence<UInt8>, _ emit: (FrameEvent) -> Void) {
         for byte in bytes {

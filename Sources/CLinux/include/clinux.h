@@ -17,4 +17,7 @@ int cm_ppoll(struct pollfd *fds, unsigned long count, const struct timespec *tim
 /* The peer of a Unix stream socket (SO_PEERCRED). Returns 0 on success. */
 int cm_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 
+/* ioctl(fd, TIOCEXCL): no further opens of this tty (except by root). Returns 0 on success. */
+int cm_tty_exclusive(int fd);
+
 #endif

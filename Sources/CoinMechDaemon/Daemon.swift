@@ -1,0 +1,124 @@
+import CoinMechChain
+import CoinMechLedger
+import CoinMechPlugins
+import CoinMechSettings
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Why the daemon could not start.
+public enum DaemonError: Error, CustomStringConvertible, Sendable {
+    case configuration(SettingsError)
+    case ledger(LedgerError)
+    case directory(String, String)
+
+    public var description: String {
+        switch self {
+        case .configuration(let error): "\(error)"
+        case .ledger(let error): "\(error)"
+        case .directory(let path, let reason): "\(path): \(reason)"
+        }
+    }
+}
+
+/// The daemon wired together: ledger, chain, deciding loop, under one service group that
+/// shuts down gracefully on SIGTERM and SIGINT.
+public final class Daemon: Sendable {
+    public static let version = "0.4.0"
+
+    public let configuration: DaemonConfiguration
+    public let ledger: Ledger
+    public let chain: ChainHolder
+    public let loop: DecidingLoop
+    private let logger: Logger
+
+    public init(configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) {
+        self.configuration = configuration
+        self.logger = logger
+        for directory in [configuration.runtimeDirectory, configuration.stateDirectory] {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw .directory(directory, "cannot create: \(error.localizedDescription)")
+            }
+        }
+        do throws(LedgerError) {
+            let pages = configuration.ledgerMaxSizeMiB.map { Int($0 * 1024 * 1024 / 4096) }
+            ledger = try Ledger(directory: configuration.stateDirectory, maximumPageCount: pages)
+        } catch {
+            throw .ledger(error)
+        }
+        let generation: UInt64
+        do {
+            generation = try Self.nextGeneration(ledger)
+        } catch {
+            throw .ledger(error)
+        }
+        let built = try Self.buildChain(configuration, generation: generation, logger: logger)
+        chain = ChainHolder(built)
+        do {
+            loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, logger: logger)
+            try ledger.append([.event(.startup, source: nil, detail: [
+                "version": Self.version, "chain_generation": "\(generation)",
+                "links": built.links.map { "\($0.name)=\($0.origin.plugin)@\($0.origin.version)" }.joined(separator: ","),
+            ])])
+        } catch {
+            throw .ledger(error)
+        }
+    }
+
+    /// Builds the configured chain; errors point at the configuration's lines.
+    public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?) throws(DaemonError) -> Chain {
+        let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.runtimeDirectory)
+        do throws(ChainBuildError) {
+            return try ChainBuilder(loader: loader).build(generation: generation, links: configuration.chain.map(\.spec)) { warning in
+                logger?.warning("\(warning)")
+            }
+        } catch {
+            throw .configuration(configuration.settingsError(for: error))
+        }
+    }
+
+    /// Generations continue across restarts, so a ledger entry's generation is unambiguous.
+    static func nextGeneration(_ ledger: Ledger) throws(LedgerError) -> UInt64 {
+        let events = try ledger.events(since: max(0, try ledger.lastSeq() - 50_000), limit: 50_000)
+        let highest = events.compactMap(\.chainGeneration).max()
+            ?? events.filter { $0.kind == "startup" }.compactMap { $0.detail.flatMap(Self.generation(inDetail:)) }.max() ?? 0
+        return UInt64(max(0, highest)) + 1
+    }
+
+    static func generation(inDetail detail: String) -> Int64? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(detail.utf8)) as? [String: String] else { return nil }
+        return object["chain_generation"].flatMap { Int64($0) }
+    }
+
+    /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.
+    public func run() async throws {
+        let deciding = DecidingService(loop: loop)
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: deciding)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        logger.notice("stopped")
+    }
+}
+
+/// Runs the deciding loop on its own thread: its poll loop must never wait on the
+/// cooperative thread pool, and nothing else may ever wait on it.
+struct DecidingService: Service {
+    let loop: DecidingLoop
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [loop] in
+                    loop.run()
+                    continuation.resume()
+                }
+                thread.name = "deciding"
+                thread.start()
+            }
+        } onGracefulShutdown: {
+            loop.stop()
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import CoinMechPlugins
+import CoinMechSettings
+import Foundation
+import Logging
+
+/// Everything `coinmechd` reads from its configuration file (docs/CONFIG.md).
+public struct DaemonConfiguration: Sendable {
+    public struct Source: Sendable, Equatable {
+        /// "serial" is the only kind so far.
+        public var kind: String
+        public var device: String
+        public var baud: Int
+        /// Name recorded in the ledger with each reading.
+        public var name: String
+    }
+
+    public struct Socket: Sendable, Equatable {
+        public var path: String
+        public var mode: UInt32
+        public var group: String?
+        public var controlUsers: [String]
+        public var controlGroups: [String]
+    }
+
+    /// A chain link with the lines it came from, so errors can point at them.
+    public struct Link: Sendable, Equatable {
+        public var spec: LinkSpec
+        public var line: Int?
+        public var configLine: Int?
+    }
+
+    /// The file this came from.
+    public var file: String
+    public var logLevel: Logger.Level
+    public var source: Source
+    public var pluginDirectory: String
+    public var stateDirectory: String
+    public var runtimeDirectory: String
+    public var socket: Socket
+    public var chain: [Link]
+    /// Cap on the ledger's size in MiB (nil: the disk is the limit).
+    public var ledgerMaxSizeMiB: Double?
+
+    public static let defaultPath = "/etc/coinmech/coinmechd.yaml"
+    static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "socket", "ledger"]
+
+    /// Reads and checks `path`. Relative paths in it are relative to the file's directory.
+    /// `pluginDirectory` overrides `plugin_dir` (the demo and tests use the build's own plugins).
+    public static func load(path: String, pluginDirectory override: String? = nil) throws(SettingsError) -> DaemonConfiguration {
+        let table = try SettingsTable.load(path: path)
+        return try parse(table, pluginDirectory: override)
+    }
+
+    public static func parse(_ table: SettingsTable, pluginDirectory override: String? = nil) throws(SettingsError) -> DaemonConfiguration {
+        try table.rejectUnknownKeys(topKeys)
+        let base = URL(fileURLWithPath: table.file).deletingLastPathComponent().path
+        func resolve(_ path: String) -> String { path.hasPrefix("/") ? path : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: base + "/")).standardizedFileURL.path }
+
+        let levelName = try table.string("log_level") ?? "info"
+        guard let level = Logger.Level(rawValue: levelName) else {
+            throw table.error("log_level", "must be one of trace, debug, info, notice, warning, error, critical")
+        }
+
+        guard let sourceTable = try table.table("source") else { throw table.error("missing table 'source' (kind, device, baud)") }
+        try sourceTable.rejectUnknownKeys(["kind", "device", "baud", "name"])
+        let kind = try sourceTable.string("kind") ?? "serial"
+        guard kind == "serial" else { throw sourceTable.error("kind", "unknown source kind '\(kind)' (known: serial)") }
+        guard let device = try sourceTable.string("device"), !device.isEmpty else { throw sourceTable.error("device", "is required") }
+        let baud = try sourceTable.int("baud") ?? 9600
+        guard [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
+            throw sourceTable.error("baud", "must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
+        }
+        let source = Source(kind: kind, device: resolve(device), baud: baud, name: try sourceTable.string("name") ?? kind)
+
+        let configuredPlugins = resolve(try table.string("plugin_dir") ?? "/usr/lib/coinmech/plugins")
+        let pluginDirectory = override ?? configuredPlugins
+        let stateDirectory = resolve(try table.string("state_dir") ?? "/var/lib/coinmech")
+        let runtimeDirectory = resolve(try table.string("runtime_dir") ?? "/run/coinmech")
+
+        var socket = Socket(path: "\(runtimeDirectory)/coinmechd.sock", mode: 0o660, group: nil, controlUsers: ["root"], controlGroups: [])
+        if let socketTable = try table.table("socket") {
+            try socketTable.rejectUnknownKeys(["path", "mode", "group", "control_users", "control_groups"])
+            if let path = try socketTable.string("path") { socket.path = resolve(path) }
+            if let mode = try socketTable.string("mode") {
+                guard let value = UInt32(mode, radix: 8), value <= 0o777 else { throw socketTable.error("mode", "must be an octal file mode such as \"0660\"") }
+                socket.mode = value
+            }
+            socket.group = try socketTable.string("group")
+            socket.controlUsers = try socketTable.strings("control_users") ?? socket.controlUsers
+            socket.controlGroups = try socketTable.strings("control_groups") ?? socket.controlGroups
+        }
+
+        var ledgerMax: Double?
+        if let ledger = try table.table("ledger") {
+            try ledger.rejectUnknownKeys(["max_size_mb"])
+            if let size = try ledger.double("max_size_mb") {
+                guard size >= 0.05 else { throw ledger.error("max_size_mb", "must be at least 0.05") }
+                ledgerMax = size
+            }
+        }
+
+        guard let links = try table.tables("chain"), !links.isEmpty else {
+            throw table.error("chain", "is required: a list of links, e.g. - plugin: sanity")
+        }
+        let loader = PluginLoader(directory: pluginDirectory, runtimeDirectory: runtimeDirectory)
+        var chain: [Link] = []
+        for link in links {
+            try link.rejectUnknownKeys(["plugin", "name", "config"])
+            guard let plugin = try link.string("plugin"), !plugin.isEmpty else { throw link.error("plugin", "is required") }
+            let config = try link.table("config")
+            do throws(PluginLoadError) {
+                _ = try loader.path(forPlugin: plugin)
+            } catch {
+                throw link.error("plugin", "\(error)")
+            }
+            let name = try link.string("name") ?? plugin
+            if let clash = chain.first(where: { $0.spec.name == name }) {
+                throw link.error("name", "link name '\(name)' is used twice (also at line \(clash.line.map(String.init) ?? "?")); set a distinct 'name'")
+            }
+            chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: config?.json() ?? "{}"),
+                              line: link.line("plugin"), configLine: link.line("config")))
+        }
+        return DaemonConfiguration(
+            file: table.file, logLevel: level, source: source, pluginDirectory: pluginDirectory, stateDirectory: stateDirectory,
+            runtimeDirectory: runtimeDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax)
+    }
+
+    /// A chain build error as a settings error, pointing at the failing link's lines.
+    public func settingsError(for error: ChainBuildError) -> SettingsError {
+        let index = error.position - 1
+        guard chain.indices.contains(index) else { return SettingsError(file: file, line: nil, key: "chain", message: error.description) }
+        let link = chain[index]
+        switch error.cause {
+        case .plugin(.createFailed(_, _, let message)):
+            return SettingsError(file: file, line: link.configLine ?? link.line, key: "chain[\(index)].config", message: "plugin '\(link.spec.plugin)' refused its configuration: \(message)")
+        case .plugin(let cause):
+            return SettingsError(file: file, line: link.line, key: "chain[\(index)].plugin", message: cause.description)
+        default:
+            return SettingsError(file: file, line: link.line, key: "chain[\(index)]", message: error.description)
+        }
+    }
+}

@@ -1,0 +1,241 @@
+import CoinMechChain
+import CoinMechLedger
+import CoinMechSerial
+import CoinMechSources
+import Foundation
+import Logging
+import Synchronization
+
+/// The heart of the daemon: reads the mech, decides each reading on the current chain,
+/// commits the decisions, and only then tells the mech to accept.
+///
+/// Runs on its own thread (`run()` blocks) and owns the mech, the sequence tracker and the
+/// answers. Everything that arrives in one read is decided, committed in one transaction
+/// (group commit), then answered. If the ledger cannot write, every coin is returned and the
+/// mech is inhibited until a write succeeds again.
+public final class DecidingLoop: @unchecked Sendable {
+    private let mech: SerialMech
+    private let sourceName: String
+    private let chain: ChainHolder
+    private let ledger: Ledger
+    private let logger: Logger
+    private var tracker: DeviceSequenceTracker
+    /// Answers given in the current epoch, by device seq, for duplicate sentences.
+    private var answers: [UInt64: Bool] = [:]
+    private var operatorInhibit = false
+    private var ledgerFailingSince: UInt64?
+    private var lastRecoveryAttempt: UInt64 = 0
+    /// Unused end of the wake pipe: `stop()` writes a byte to wake `poll`.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let stopping = Atomic<Bool>(false)
+    /// Counters for status reports.
+    public let counters = Counters()
+
+    /// What the deciding loop has done, readable from any thread.
+    public final class Counters: Sendable {
+        public let readings = Atomic<UInt64>(0)
+        public let accepted = Atomic<UInt64>(0)
+        public let rejected = Atomic<UInt64>(0)
+        public let duplicates = Atomic<UInt64>(0)
+        public let protocolErrors = Atomic<UInt64>(0)
+        /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
+        public let heartbeat = Atomic<UInt64>(0)
+        init() {}
+    }
+
+    public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, logger: Logger) throws(LedgerError) {
+        mech = SerialMech(path: configuration.source.device, baud: configuration.source.baud)
+        sourceName = configuration.source.name
+        self.chain = chain
+        self.ledger = ledger
+        self.logger = logger
+        let state = try ledger.sourceState(sourceName)
+        tracker = DeviceSequenceTracker(
+            epoch: state.epoch, lastSeq: state.lastDeviceSeq,
+            recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
+        for decision in state.recent { answers[decision.deviceSeq] = decision.accepted }
+        var fds: [Int32] = [0, 0]
+        pipe(&fds)
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        _ = fcntl(wakeRead, F_SETFL, O_NONBLOCK)
+    }
+
+    deinit {
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    /// Asks `run()` to finish the reading in hand, commit, and return.
+    public func stop() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    /// Runs until `stop()`.
+    public func run() {
+        logger.info("deciding", metadata: ["device": "\(mech.path)", "chain_generation": "\(chain.current.generation)"])
+        while !stopping.load(ordering: .sequentiallyConsistent) {
+            let now = Self.now()
+            counters.heartbeat.store(now, ordering: .relaxed)
+            var events = mech.connectIfDue(now: now)
+            if events.isEmpty {
+                events = waitForEvents(now: now)
+            }
+            handle(events)
+            retryLedgerIfFailing()
+        }
+        // Shutting down: the mech returns coins by itself until the daemon is back.
+        mech.setInhibit(true)
+        handle(mech.disconnect(reason: "daemon stopping", now: Self.now()))
+        let errors = mech.frameErrors
+        _ = commit([.event(.shutdown, source: sourceName, detail: [
+            "readings": "\(counters.readings.load(ordering: .relaxed))", "duplicates": "\(counters.duplicates.load(ordering: .relaxed))",
+            "garbage_bytes": "\(errors.garbageBytes)", "bad_checksums": "\(errors.badChecksums)", "truncated": "\(errors.truncated)",
+            "overlong": "\(errors.overlong)", "malformed": "\(errors.malformed)",
+        ])])
+        logger.info("deciding loop stopped")
+    }
+
+    private func waitForEvents(now: UInt64) -> [MechEvent] {
+        var descriptors = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        if let fd = mech.descriptor { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+        var timeoutMs: Int32 = 1000
+        if let next = mech.nextReconnect { timeoutMs = Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0) }
+        if ledgerFailingSince != nil { timeoutMs = min(timeoutMs, 1000) }
+        let ready = poll(&descriptors, nfds_t(descriptors.count), timeoutMs)
+        guard ready > 0 else { return [] }
+        if descriptors[0].revents != 0 {
+            var drain = [UInt8](repeating: 0, count: 64)
+            _ = read(wakeRead, &drain, drain.count)
+        }
+        if descriptors.count > 1 && descriptors[1].revents != 0 {
+            let hungUp = descriptors[1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
+            return mech.readEvents(now: Self.now(), hungUp: hungUp)
+        }
+        return []
+    }
+
+    /// Decides every reading among `events`, records everything in one transaction, then answers.
+    func handle(_ events: [MechEvent]) {
+        guard !events.isEmpty else { return }
+        var batch: [LedgerEntry] = []
+        var replies: [(seq: UInt64, accept: Bool)] = []
+        let current = chain.current
+        for event in events {
+            switch event {
+            case .connected(let path):
+                logger.notice("mech connected", metadata: ["device": "\(path)"])
+                batch.append(.event(.sourceConnected, source: sourceName, detail: ["device": path]))
+                mech.setInhibit(operatorInhibit || ledgerFailingSince != nil)
+            case .lost(let path, let reason):
+                logger.warning("mech lost", metadata: ["device": "\(path)", "reason": "\(reason)"])
+                batch.append(.event(.sourceLost, source: sourceName, detail: ["device": path, "reason": reason]))
+            case .status(.powerUp, _):
+                tracker.powerUp()
+                answers.removeAll()
+                logger.notice("mech powered up", metadata: ["epoch": "\(tracker.epoch)"])
+                batch.append(.event(.mechPowerUp, source: sourceName, detail: ["epoch": "\(tracker.epoch)"]))
+            case .status(let status, let detail):
+                logger.warning("mech status", metadata: ["status": "\(status.rawValue)", "detail": "\(detail ?? "")"])
+                batch.append(.event(.mechStatus, source: sourceName, detail: ["status": status.rawValue.lowercased(), "detail": detail ?? ""]))
+            case .protocolError(let error):
+                counters.protocolErrors.add(1, ordering: .relaxed)
+                logger.warning("bad data from mech", metadata: ["error": "\(error)"])
+            case .reading(let seq, let measurement, let receivedAt):
+                let epoch: Int64
+                switch tracker.classify(seq, measurement) {
+                case .duplicate:
+                    counters.duplicates.add(1, ordering: .relaxed)
+                    let answer = answers[seq] ?? false
+                    logger.info("duplicate sentence answered again", metadata: ["devseq": "\(seq)", "accept": "\(answer)"])
+                    replies.append((seq, answer))
+                    continue
+                case .impliedPowerUp(let newEpoch):
+                    answers.removeAll()
+                    logger.warning("device numbers went back without a power-up: new epoch", metadata: ["epoch": "\(newEpoch)"])
+                    batch.append(.event(.mechPowerUp, source: sourceName, detail: ["epoch": "\(newEpoch)", "implied": "true"]))
+                    epoch = newEpoch
+                case .new(let current):
+                    epoch = current
+                }
+                let reading = Reading(
+                    deviceSeq: seq, timestampNanoseconds: receivedAt, diameterMM: measurement.diameterMM, weightG: measurement.weightG,
+                    thicknessMM: measurement.thicknessMM, channel: measurement.channel, source: sourceName)
+                let decision = operatorInhibit
+                    ? Decision(rejectedBy: "inhibit", chainGeneration: current.generation, reason: "inhibited", message: "the mech is inhibited")
+                    : current.decide(reading)
+                counters.readings.add(1, ordering: .relaxed)
+                batch.append(.decision(source: sourceName, epoch: epoch, reading: reading, decision: decision))
+                replies.append((seq, decision.isAccept))
+                answers[seq] = decision.isAccept
+                logger.debug("decision", metadata: [
+                    "devseq": "\(seq)", "epoch": "\(epoch)", "reading": "\(reading)", "verdict": "\(decision.verdict)",
+                    "link": "\(decision.linkName)", "generation": "\(decision.chainGeneration)",
+                ])
+            }
+        }
+        let committed = commit(batch)
+        for reply in replies {
+            // The invariant: no accept reaches the mech unless its decision is on disk.
+            let accept = reply.accept && committed
+            if !mech.answer(deviceSeq: reply.seq, accept: accept) {
+                logger.warning("could not answer the mech", metadata: ["devseq": "\(reply.seq)"])
+            }
+            if accept {
+                counters.accepted.add(1, ordering: .relaxed)
+            } else {
+                counters.rejected.add(1, ordering: .relaxed)
+            }
+        }
+        if !committed {
+            for reply in replies where reply.accept { answers[reply.seq] = false }
+        }
+    }
+
+    /// Appends `batch`; on failure starts the fail-safe (return everything, inhibit the mech).
+    private func commit(_ batch: [LedgerEntry]) -> Bool {
+        guard !batch.isEmpty else { return true }
+        do throws(LedgerError) {
+            try ledger.append(batch)
+            if let since = ledgerFailingSince { recovered(after: since) }
+            return true
+        } catch {
+            if ledgerFailingSince == nil {
+                ledgerFailingSince = Self.now()
+                logger.critical("ledger cannot write: returning every coin and inhibiting the mech", metadata: ["error": "\(error)"])
+                mech.setInhibit(true)
+            } else {
+                logger.error("ledger still cannot write", metadata: ["error": "\(error)"])
+            }
+            return false
+        }
+    }
+
+    private func retryLedgerIfFailing() {
+        guard let since = ledgerFailingSince else { return }
+        let now = Self.now()
+        guard now - lastRecoveryAttempt > 5_000_000_000 else { return }
+        lastRecoveryAttempt = now
+        let seconds = String(format: "%.1f", Double(now - since) / 1e9)
+        if (try? ledger.append([.event(.ledgerRecovered, source: nil, detail: ["failed_for_s": seconds])])) != nil {
+            ledgerFailingSince = nil
+            logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(seconds)"])
+            mech.setInhibit(operatorInhibit)
+        }
+    }
+
+    private func recovered(after since: UInt64) {
+        ledgerFailingSince = nil
+        logger.notice("ledger writes again: accepting coins")
+        mech.setInhibit(operatorInhibit)
+    }
+
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}

@@ -1,0 +1,17 @@
+/// A ledger failure. While the ledger cannot write, the daemon accepts no coin.
+public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
+    case open(path: String, message: String)
+    /// The disk or the database size limit is full.
+    case full(message: String)
+    case write(message: String)
+    case read(message: String)
+
+    public var description: String {
+        switch self {
+        case .open(let path, let message): "ledger \(path): cannot open: \(message)"
+        case .full(let message): "ledger full: \(message)"
+        case .write(let message): "ledger write failed: \(message)"
+        case .read(let message): "ledger read failed: \(message)"
+        }
+    }
+}

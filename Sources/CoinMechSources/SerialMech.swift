@@ -1,0 +1,113 @@
+import CoinMechSerial
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A raw-sensor coin mech on a serial line: opens the device, turns bytes into events,
+/// answers readings, and reconnects with backoff when the device goes away (USB adapters do).
+///
+/// Owned by the deciding loop's thread; not thread-safe.
+public final class SerialMech {
+    public let path: String
+    public let baud: Int
+    private var port: SerialPort?
+    private var parser = FrameParser()
+    private var nextAttempt: UInt64 = 0
+    private var backoffNanoseconds: UInt64 = SerialMech.minimumBackoff
+    private var inhibited = false
+    private var lastOpenError: String?
+
+    static let minimumBackoff: UInt64 = 100_000_000
+    static let maximumBackoff: UInt64 = 2_000_000_000
+
+    public init(path: String, baud: Int) {
+        self.path = path
+        self.baud = baud
+    }
+
+    /// The descriptor to poll for input, while connected.
+    public var descriptor: Int32? { port?.descriptor }
+    public var isConnected: Bool { port != nil }
+    /// Frames the parser skipped since start, by kind.
+    public var frameErrors: FrameErrorCounts { parser.errors }
+    /// When the next reconnect attempt is due (CLOCK_MONOTONIC ns), while disconnected.
+    public var nextReconnect: UInt64? { port == nil ? nextAttempt : nil }
+    /// Why the last open failed, while disconnected.
+    public var disconnectedReason: String? { port == nil ? lastOpenError : nil }
+
+    /// Opens the device if disconnected and an attempt is due.
+    public func connectIfDue(now: UInt64) -> [MechEvent] {
+        guard port == nil, now >= nextAttempt else { return [] }
+        do throws(SerialPortError) {
+            port = try SerialPort(path: path, baud: baud)
+            parser = FrameParser(continuingCountsOf: parser)
+            backoffNanoseconds = Self.minimumBackoff
+            lastOpenError = nil
+            if inhibited { _ = port?.write(SerialFrame.inhibit(true).bytes) }
+            return [.connected(path: path)]
+        } catch {
+            lastOpenError = error.description
+            nextAttempt = now + backoffNanoseconds
+            backoffNanoseconds = min(backoffNanoseconds * 2, Self.maximumBackoff)
+            return []
+        }
+    }
+
+    /// Reads everything waiting and returns what it meant. `hungUp` is poll's POLLHUP/POLLERR:
+    /// once the waiting bytes are read, the device is gone.
+    public func readEvents(now: UInt64, hungUp: Bool = false) -> [MechEvent] {
+        guard let port else { return [] }
+        var events: [MechEvent] = []
+        while true {
+            switch port.read() {
+            case .nothing:
+                return hungUp ? events + disconnect(reason: "hang-up", now: now) : events
+            case .hangUp(let reason):
+                return events + disconnect(reason: reason, now: now)
+            case .bytes(let bytes):
+                parser.feed(bytes) { event in
+                    switch event {
+                    case .frame(.reading(let seq, let diameter, let weight, let thickness)):
+                        let measurement = Measurement(diameterMM: diameter, weightG: weight, thicknessMM: thickness, channel: nil)
+                        events.append(.reading(deviceSeq: seq, measurement: measurement, receivedAt: now))
+                    case .frame(.status(let status, let detail)):
+                        events.append(.status(status, detail: detail))
+                    case .frame:
+                        break  // a mech does not send decisions or inhibit commands; ignore echoes
+                    case .error(let error):
+                        events.append(.protocolError(error))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tells the mech to open the gate (`accept`) or return the coin. False if the line is gone.
+    @discardableResult
+    public func answer(deviceSeq: UInt64, accept: Bool) -> Bool {
+        port?.write(SerialFrame.decision(deviceSeq: deviceSeq, accept: accept).bytes) ?? false
+    }
+
+    /// Inhibits the mech (it returns coins by itself) or lifts it; repeated after a reconnect.
+    public func setInhibit(_ on: Bool) {
+        inhibited = on
+        _ = port?.write(SerialFrame.inhibit(on).bytes)
+    }
+
+    /// Closes the device (also used at shutdown).
+    public func disconnect(reason: String, now: UInt64) -> [MechEvent] {
+        guard port != nil else { return [] }
+        port = nil
+        nextAttempt = now + backoffNanoseconds
+        return [.lost(path: path, reason: reason)]
+    }
+}
+
+extension FrameParser {
+    /// A fresh parser (no partial sentence) that keeps counting errors where `other` left off.
+    init(continuingCountsOf other: FrameParser) {
+        self.init()
+        restoreCounts(other.errors)
+    }
+}

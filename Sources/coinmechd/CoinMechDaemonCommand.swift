@@ -1,0 +1,64 @@
+import ArgumentParser
+import CoinMechDaemon
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct CoinMechDaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coinmechd",
+        abstract: "The CoinMech daemon: reads a coin mech, validates each coin through plugins, records every decision.",
+        discussion: """
+            Exit status: 0 stopped cleanly (SIGTERM, SIGINT) or --check-config passed; 1 configuration error;
+            2 the ledger or a directory could not be opened.
+            """,
+        version: Daemon.version)
+
+    @Option(name: .long, help: "Configuration file.")
+    var config = DaemonConfiguration.defaultPath
+
+    @Flag(name: .long, help: "Check the configuration (and load every plugin of the chain), then exit.")
+    var checkConfig = false
+
+    @Option(name: .long, help: "Plugin directory, overriding plugin_dir in the configuration.")
+    var pluginDir: String?
+
+    func run() async throws {
+        // A SIGHUP before the reload handler exists must not kill the daemon.
+        signal(SIGHUP, SIG_IGN)
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try DaemonConfiguration.load(path: config, pluginDirectory: pluginDir)
+        } catch {
+            Self.fail("\(error)", code: 1)
+        }
+        if checkConfig {
+            do {
+                let chain = try Daemon.buildChain(configuration, generation: 0, logger: nil)
+                print("\(config): configuration is valid; chain: \(chain.links.map { "\($0.name) (\($0.origin.plugin) \($0.origin.version))" }.joined(separator: " → "))")
+                return
+            } catch {
+                Self.fail("\(error)", code: 1)
+            }
+        }
+        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: configuration.logLevel) }
+        let logger = Logger(label: "coinmechd")
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(configuration: configuration, logger: logger)
+        } catch {
+            if case .configuration = error { Self.fail("\(error)", code: 1) }
+            Self.fail("\(error)", code: 2)
+        }
+        try await daemon.run()
+    }
+
+    static func fail(_ message: String, code: Int32) -> Never {
+        FileHandle.standardError.write(Data("coinmechd: \(message)\n".utf8))
+        Glibc.exit(code)
+    }
+}
