@@ -59,6 +59,7 @@ public final class MechSimulator {
     private var currentInsertion: (number: Int, kind: String, currency: String?, value: Int64?, duplicated: Bool)?
     private var recorder: TraceWriter?
     private var announcePowerUp = false
+    private var disconnectedBefore: Set<Int> = []
     private let start: UInt64
 
     public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) {
@@ -187,8 +188,11 @@ public final class MechSimulator {
         let number = truth.sent.insertions + 1
         guard scenario.coins == 0 || number <= scenario.coins else { return true }
         let faults = scenario.faults
-        if faults.disconnectAt.contains(number) {
+        if faults.disconnectAt.contains(number) && !disconnectedBefore.contains(number) {
+            // Pull the device away; this insertion waits until a host has the new device open.
+            disconnectedBefore.insert(number)
             try disconnect(milliseconds: faults.disconnectMilliseconds)
+            return false
         }
         if faults.powerCycleAt.contains(number) {
             truth.faultsInjected.powerCycles += 1

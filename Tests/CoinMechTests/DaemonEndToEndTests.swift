@@ -1,0 +1,195 @@
+import CoinMechLedger
+import CoinSimCore
+import Foundation
+import Testing
+
+/// Real processes: coinsim on a real pty, coinmechd with real plugins and a real SQLite ledger.
+@Suite("coinmechd end to end against coinsim", .serialized)
+struct DaemonEndToEndTests {
+    @Test("default scenario: the ledger's accepted coins are the mech's accepted coins, one to one")
+    func defaultScenario() throws {
+        let harness = try DaemonHarness()
+        try harness.startSimulator(try String(contentsOfFile: "\(TestSupport.packageRoot)/Simulators/scenarios/default.yaml", encoding: .utf8),
+                                   arguments: ["--coins", "60", "--rate", "15"])
+        try harness.startDaemon()
+        let truth = try harness.simulatorTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+
+        #expect(truth.outcomes.deadlineMisses == 0)
+        let decisions = try harness.decisions()
+        #expect(decisions.count == 60)
+        let ledgerAccepted = DaemonHarness.acceptedInLedger(decisions)
+        let mechAccepted = DaemonHarness.acceptedInTruth(truth)
+        #expect(ledgerAccepted == mechAccepted)
+        #expect(!mechAccepted.isEmpty)
+        // Only genuine coins were credited, and the totals say the same as the mech.
+        #expect(truth.acceptedValue["(not creditable)"] == nil)
+        let totals = try harness.ledger().totals()
+        #expect(Totals.value(of: totals.current) == truth.acceptedValue)
+        #expect(Totals.value(of: totals.lifetime) == truth.acceptedValue)
+        // Slugs, washers and foreign coins were returned, with a reason.
+        let rejected = decisions.filter { $0.verdict == "reject" }
+        #expect(rejected.allSatisfy { $0.reason != nil && $0.link != nil })
+        #expect(harness.daemonLog.contains("<7>coinmechd: decision"))
+    }
+
+    @Test("faults: garbage and broken sentences are counted, duplicates credited once, nothing wrong credited")
+    func faults() throws {
+        let harness = try DaemonHarness()
+        try harness.startSimulator(try String(contentsOfFile: "\(TestSupport.packageRoot)/Simulators/scenarios/faults.yaml", encoding: .utf8))
+        try harness.startDaemon()
+        let truth = try harness.simulatorTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+
+        let decisions = try harness.decisions()
+        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(truth))
+        #expect(truth.outcomes.deadlineMisses == 0)
+        #expect(truth.faultsInjected.duplicates > 0)
+        #expect(truth.protocolErrors.duplicateDecisions == truth.faultsInjected.duplicates)  // answered again…
+        #expect(decisions.count == truth.sent.readings - truth.faultsInjected.duplicates)  // …recorded once
+        let totals = try harness.ledger().totals()
+        #expect(Totals.value(of: totals.current) == truth.acceptedValue)
+
+        let events = try harness.ledger().events(since: 0, limit: 100_000)
+        let shutdown = try #require(events.last { $0.kind == "shutdown" }?.detail)
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(shutdown.utf8)) as? [String: String])
+        #expect(counts["garbage_bytes"] == "\(truth.faultsInjected.garbageBytes)")
+        #expect(counts["bad_checksums"] == "\(truth.faultsInjected.badChecksums)")
+        #expect(counts["overlong"] == "\(truth.faultsInjected.overlong)")
+        #expect(counts["truncated"] == "\(truth.faultsInjected.truncated)")
+        #expect(counts["duplicates"] == "\(truth.faultsInjected.duplicates)")
+        // The power cycle and the disconnect are on record.
+        #expect(events.filter { $0.kind == "mech_power_up" }.count == 2)
+        #expect(events.filter { $0.kind == "source_lost" }.count >= 2)  // the disconnect, and the end
+        #expect(events.filter { $0.kind == "mech_status" }.count == 1)
+    }
+
+    @Test("a disconnect and reconnect mid-run loses no committed coin")
+    func disconnect() throws {
+        let harness = try DaemonHarness()
+        try harness.startSimulator("coins: 30\nrate_per_s: 15\nseed: 21\nfaults: {disconnect_at: [12], disconnect_ms: 600}\n")
+        try harness.startDaemon()
+        let truth = try harness.simulatorTruth()
+        #expect(try harness.stopDaemon() == 0)
+        #expect(truth.connections.connects == 2)
+        let decisions = try harness.decisions()
+        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(truth))
+        let kinds = try harness.ledger().events(since: 0).map(\.kind)
+        let lost = try #require(kinds.firstIndex(of: "source_lost"))
+        #expect(kinds[lost...].contains("source_connected"))
+        #expect(decisions.count == 30)
+    }
+
+    @Test("a restart keeps the totals, and device numbering continues in a new epoch")
+    func restartKeepsTotals() throws {
+        let harness = try DaemonHarness()
+        var expected: [String: Int64] = [:]
+        for run in 0..<2 {
+            try harness.startSimulator("coins: 15\nrate_per_s: 20\nseed: \(30 + run)\nmix: {quarter: 1, dime: 1}\n")
+            try harness.startDaemon()
+            let truth = try harness.simulatorTruth()
+            #expect(try harness.stopDaemon() == 0)
+            expected.merge(truth.acceptedValue) { $0 + $1 }
+        }
+        let totals = try harness.ledger().totals()
+        #expect(Totals.value(of: totals.lifetime) == expected)
+        #expect(Totals.value(of: totals.current) == expected)
+        #expect(try harness.decisions().count == 30)
+        #expect(Set(try harness.decisions().compactMap(\.epoch)).count == 2)
+    }
+
+    @Test("kill -9: every coin the mech accepted is in the ledger")
+    func killNine() throws {
+        let harness = try DaemonHarness()
+        try harness.startSimulator("coins: 400\nrate_per_s: 60\nseed: 5\nmix: {quarter: 1}\n")
+        try harness.startDaemon()
+        usleep(2_500_000)
+        #expect(try harness.stopDaemon(SIGKILL) == 9)
+        // With no host the simulated mech waits for one; end its session.
+        usleep(200_000)
+        try harness.stopSimulator()
+        let truth = try harness.simulatorTruth()
+        #expect(truth.ended == "signal")
+        let inLedger = DaemonHarness.acceptedInLedger(try harness.decisions())
+        let accepted = DaemonHarness.acceptedInTruth(truth)
+        #expect(accepted.count > 20)
+        #expect(accepted.isSubset(of: inLedger), "accepted by the mech but not on disk: \(accepted.subtracting(inLedger))")
+        // At most the batch in flight was committed without its answer reaching the mech.
+        #expect(inLedger.subtracting(accepted).count <= 2)
+    }
+
+    @Test("SIGINT stops as cleanly as SIGTERM")
+    func sigint() throws {
+        let harness = try DaemonHarness()
+        try harness.startSimulator("coins: 5\nrate_per_s: 20\n")
+        try harness.startDaemon()
+        _ = try harness.simulatorTruth()
+        #expect(try harness.stopDaemon(SIGINT) == 0)
+        #expect(try harness.ledger().events(since: 0).last?.kind == "shutdown")
+    }
+
+    @Test("a full ledger: no coin is accepted unrecorded, the mech is inhibited, the error is loud")
+    func ledgerFull() throws {
+        let harness = try DaemonHarness(extra: "ledger: {max_size_mb: 0.06}")
+        try harness.startSimulator("coins: 400\nrate_per_s: 80\nseed: 8\nmix: {quarter: 1}\n")
+        try harness.startDaemon()
+        let truth = try harness.simulatorTruth()
+        #expect(try harness.stopDaemon() == 0)
+        let inLedger = DaemonHarness.acceptedInLedger(try harness.decisions())
+        #expect(DaemonHarness.acceptedInTruth(truth).isSubset(of: inLedger))
+        #expect(truth.outcomes.inhibited > 0, "the mech was never inhibited")
+        #expect(harness.daemonLog.contains("<2>coinmechd: ledger cannot write: returning every coin and inhibiting the mech"))
+    }
+}
+
+@Suite("coinmechd configuration errors")
+struct DaemonConfigurationTests {
+    func run(_ text: String, check: Bool = false, file: String = "coinmechd.yaml") throws -> (Int32?, String) {
+        let dir = TestSupport.temporaryDirectory("config")
+        try text.write(toFile: "\(dir)/\(file)", atomically: true, encoding: .utf8)
+        let daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory] + (check ? ["--check-config"] : []))
+        let status = daemon.wait(timeout: 20)
+        return (status, daemon.stderr.replacingOccurrences(of: dir + "/", with: ""))
+    }
+
+    static let valid = "source: {device: /dev/null}\nchain:\n  - plugin: sanity\n"
+
+    @Test("each configuration error names the file, the line and the key, and exits 1", arguments: [
+        ("sorce: {device: x}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'sorce': unknown key (known here: chain, ledger, log_level, plugin_dir, runtime_dir, socket, source, state_dir)"),
+        ("source: {device: x, baud: fast}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.baud': must be a whole number, got 'fast'"),
+        ("source: {device: x}\nchain:\n  - plugin: sanity\n  - plugin: nope\n", "coinmechd: coinmechd.yaml:4: key 'chain[1].plugin': plugin 'nope' not found (tried"),
+        ("source: {device: x}\nlog_level: loud\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'log_level': must be one of trace, debug, info, notice, warning, error, critical"),
+        ("source: {device: x}\n", "coinmechd: coinmechd.yaml:1: key 'chain': is required: a list of links, e.g. - plugin: sanity"),
+        ("source: {device: x}\nchain:\n  - plugin: sanity\n    confg: {}\n", "coinmechd: coinmechd.yaml:4: key 'chain[0].confg': unknown key (known here: config, name, plugin)"),
+        ("source: {device: x\nchain: []\n", "coinmechd: coinmechd.yaml:2: not valid YAML"),
+        ("source: {device: x}\nsocket: {mode: rw}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'socket.mode': must be an octal file mode such as \"0660\""),
+    ])
+    func errors(text: String, message: String) throws {
+        let (status, stderr) = try run(text)
+        #expect(status == 1)
+        #expect(stderr.hasPrefix(message), "got: \(stderr)")
+    }
+
+    @Test("an unreadable configuration file says so")
+    func unreadable() throws {
+        let daemon = try ChildProcess("coinmechd", ["--config", "/nonexistent/coinmechd.yaml"])
+        #expect(daemon.wait() == 1)
+        #expect(daemon.stderr == "coinmechd: /nonexistent/coinmechd.yaml: cannot read file: no such file\n")
+    }
+
+    @Test("--check-config loads the plugins and reports a configuration a plugin refuses, at its line")
+    func checkConfig() throws {
+        let bad = "source: {device: x}\nchain:\n  - plugin: sanity\n  - name: money\n    plugin: coin-table\n    config: {currency: XXX}\n"
+        let (status, stderr) = try run(bad, check: true)
+        #expect(status == 1)
+        #expect(stderr == "coinmechd: coinmechd.yaml:6: key 'chain[1].config': plugin 'coin-table' refused its configuration: key 'currency': no built-in table for 'XXX' (known: USD, EUR, GBP)\n")
+        let (okStatus, _) = try run(Self.valid, check: true)
+        #expect(okStatus == 0)
+    }
+
+    @Test("the shipped configurations are valid", arguments: ["coinmechd.yaml", "coinmechd.demo.yaml"])
+    func shipped(name: String) throws {
+        let daemon = try ChildProcess("coinmechd", ["--config", "\(TestSupport.packageRoot)/config/\(name)", "--plugin-dir", TestSupport.binDirectory, "--check-config"])
+        #expect(daemon.wait() == 0, "\(daemon.stderr)")
+    }
+}

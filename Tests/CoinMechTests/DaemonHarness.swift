@@ -1,0 +1,97 @@
+import CoinMechLedger
+import CoinSimCore
+import Foundation
+import Testing
+
+/// A scratch directory with a configuration, a real `coinsim` and a real `coinmechd`.
+final class DaemonHarness {
+    let dir: String
+    var config: String { "\(dir)/coinmechd.yaml" }
+    private(set) var simulator: ChildProcess?
+    private(set) var daemon: ChildProcess?
+    private var truthCount = 0
+
+    static let defaultChain = """
+        chain:
+          - plugin: sanity
+          - plugin: weight-floor
+            config: {min_weight_g: 1.5}
+          - name: usd
+            plugin: coin-table
+            config: {currency: USD, tolerance: 0.04}
+        """
+
+    init(chain: String = DaemonHarness.defaultChain, extra: String = "") throws {
+        dir = TestSupport.temporaryDirectory("daemon")
+        try """
+            log_level: debug
+            source: {kind: serial, device: mech, baud: 9600}
+            state_dir: state
+            runtime_dir: run
+            \(extra)
+            \(chain)
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+    }
+
+    /// Starts coinsim with `scenario` (YAML text) linked at `<dir>/mech`.
+    func startSimulator(_ scenario: String, arguments: [String] = []) throws {
+        truthCount += 1
+        try scenario.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
+        let sim = try ChildProcess("coinsim", ["--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/mech",
+                                               "--truth", "\(dir)/truth\(truthCount).json", "--host-timeout", "20"] + arguments)
+        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
+        simulator = sim
+    }
+
+    func startDaemon(_ arguments: [String] = []) throws {
+        daemon = try ChildProcess("coinmechd", ["--config", config, "--plugin-dir", TestSupport.binDirectory] + arguments)
+    }
+
+    /// Waits for the simulator to finish its scenario and returns its ground truth.
+    func simulatorTruth(timeout: Double = 60) throws -> GroundTruth {
+        let sim = try #require(simulator)
+        #expect(sim.wait(timeout: timeout) == 0, "coinsim: \(sim.stderr)")
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth\(truthCount).json")))
+    }
+
+    /// Ends the simulator's session early (it still writes its ground truth).
+    func stopSimulator() throws {
+        try #require(simulator).signal(SIGTERM)
+    }
+
+    /// Sends `signal` to the daemon and returns its exit status.
+    @discardableResult
+    func stopDaemon(_ signal: Int32 = SIGTERM) throws -> Int32? {
+        let daemon = try #require(daemon)
+        daemon.signal(signal)
+        return daemon.wait(timeout: 20)
+    }
+
+    func ledger() throws -> Ledger { try Ledger(directory: "\(dir)/state") }
+
+    /// Every decision in the ledger.
+    func decisions() throws -> [LedgerEvent] { try ledger().events(since: 0, limit: 1_000_000).filter { $0.kind == "decision" } }
+
+    /// Accepted coins as (epoch index, devseq): epochs numbered 0, 1, … in the order they appear,
+    /// as the simulator numbers them.
+    static func acceptedInLedger(_ decisions: [LedgerEvent], epochOffset: Int = 0) -> Set<CoinKey> {
+        let epochs = Array(Set(decisions.compactMap(\.epoch))).sorted()
+        return Set(decisions.filter { $0.verdict == "accept" }.map {
+            CoinKey(epoch: epochs.firstIndex(of: $0.epoch!)! + epochOffset, devseq: UInt64($0.deviceSeq!))
+        })
+    }
+
+    static func acceptedInTruth(_ truth: GroundTruth) -> Set<CoinKey> {
+        Set(truth.coins.filter { $0.outcome == "accept" }.map { CoinKey(epoch: $0.epoch, devseq: $0.devseq) })
+    }
+
+    var daemonLog: String { daemon?.stderr ?? "" }
+}
+
+struct CoinKey: Hashable, CustomStringConvertible {
+    var epoch: Int
+    var devseq: UInt64
+    var description: String { "\(epoch)/\(devseq)" }
+}
