@@ -19,6 +19,7 @@ test:
 bench:
 	$(SWIFT) build -c release
 	$(RELEASE_BIN)/coinmech-bench chain
+	$(RELEASE_BIN)/coinmech-bench e2e
 
 clean:
 	rm -rf .build

@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
-                "CoinMechPlugins", "CoinFacts", "AllocationCounter",
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"

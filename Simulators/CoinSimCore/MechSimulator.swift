@@ -23,6 +23,9 @@ public final class MechSimulator {
         public var hostTimeoutSeconds = 0.0
         /// Wait between the host opening the device and the first insertion.
         public var settleMilliseconds = 100.0
+        /// Insert the next coin as soon as the previous reading is answered (or its deadline
+        /// passes) instead of at the scenario's rate: as fast as the protocol allows.
+        public var lockstep = false
 
         public init() {}
     }
@@ -146,6 +149,7 @@ public final class MechSimulator {
             }
 
             expireDeadlines()
+            if options.lockstep, nextAction == Self.awaitingDecision, pending.isEmpty { nextAction = Self.now() }
 
             guard connected, let due = nextAction, Self.now() >= due else {
                 if nextAction == nil, pending.isEmpty, truth.connections.connects > 0 {
@@ -168,6 +172,8 @@ public final class MechSimulator {
                 script = .scenario(scenario, generator)
                 if done {
                     nextAction = nil
+                } else if options.lockstep {
+                    nextAction = Self.awaitingDecision
                 } else {
                     let gap = generator.gap(after: truth.sent.insertions)
                     script = .scenario(scenario, generator)
@@ -432,6 +438,9 @@ public final class MechSimulator {
     }
 
     private func record(_ entry: TraceEntry) { recorder?.write(entry) }
+
+    /// `nextAction` in lockstep mode while a reading waits for its answer.
+    static let awaitingDecision = UInt64.max
 
     static func now() -> UInt64 {
         var time = timespec()

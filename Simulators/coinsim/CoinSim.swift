@@ -29,6 +29,8 @@ struct SessionOptions: ParsableArguments {
     var hostTimeout: Double = 0
     @Option(help: "Wait this long after the last deadline for late decisions (ms).")
     var lingerMs: Double = 200
+    @Flag(help: "Insert each coin as soon as the previous one is answered (as fast as the protocol allows).")
+    var lockstep = false
 
     var simulatorOptions: MechSimulator.Options {
         var options = MechSimulator.Options()
@@ -36,6 +38,7 @@ struct SessionOptions: ParsableArguments {
         options.recordPath = record
         options.hostTimeoutSeconds = hostTimeout
         options.lingerMilliseconds = lingerMs
+        options.lockstep = lockstep
         return options
     }
 

@@ -111,22 +111,23 @@ public final class Ledger: Sendable {
         case .accept(let d): (currency, denomination, value) = (d.currency, d.code, d.valueMinor)
         case .reject(let r): (reason, message) = (r.reason, r.message)
         }
-        try db.execute(sql: """
+        // Cached statements: compiled once per connection, not per coin.
+        try db.cachedStatement(sql: """
             INSERT INTO events (time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
                                 verdict, currency, denomination, value_minor, link, reason, message, chain_generation)
             VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [
+            """).execute(arguments: [
                 time, source, epoch, Int64(bitPattern: reading.deviceSeq), reading.diameterMM, reading.weightG, reading.thicknessMM,
                 reading.channel.map { Int64($0) }, verdict.isAccept ? "accept" : "reject", currency, denomination, value,
                 decision.linkName, reason, message, Int64(bitPattern: decision.chainGeneration),
             ])
         if let currency, let denomination, let value {
             for period in ["current", "lifetime"] {
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO totals (period, currency, denomination, count, value_minor, weight_g) VALUES (?, ?, ?, 1, ?, ?)
                     ON CONFLICT (period, currency, denomination) DO UPDATE SET
                         count = count + 1, value_minor = value_minor + excluded.value_minor, weight_g = weight_g + excluded.weight_g
-                    """, arguments: [period, currency, denomination, value, reading.weightG ?? 0])
+                    """).execute(arguments: [period, currency, denomination, value, reading.weightG ?? 0])
             }
         }
     }

@@ -1,0 +1,176 @@
+import ArgumentParser
+import CoinSimCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coinmech-bench e2e`: the release daemon against coinsim, latency seen by the device,
+/// compared in the same run with the floor: a pty round trip plus one fsync on the ledger's
+/// filesystem.
+struct E2EBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "e2e",
+        abstract: "Decision latency at the device: 20 coins/s steady, then a 1,000-reading burst, against the pty+fsync floor.")
+
+    @Option(help: "Seconds of steady traffic at --rate.") var seconds = 30.0
+    @Option(help: "Steady rate, coins per second.") var rate = 20.0
+    @Option(help: "Readings in the burst (each sent as soon as the previous is answered).") var burst = 1000
+    @Option(help: "Paced floor samples (taken at --rate, before the back-to-back ones).") var floorPaced = 300
+    @Flag(help: "Print one JSON object instead of a table.") var json = false
+
+    func run() throws {
+        let bin = executableDirectory()
+        let dir = NSTemporaryDirectory() + "coinmech-e2e-\(getpid())"
+        try FileManager.default.createDirectory(atPath: "\(dir)/state", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try """
+            log_level: warning
+            source: {kind: serial, device: mech, baud: 115200}
+            state_dir: state
+            runtime_dir: run
+            chain:
+              - plugin: sanity
+              - plugin: weight-floor
+                config: {min_weight_g: 1.5}
+              - name: usd
+                plugin: coin-table
+                config: {currency: USD, tolerance: 0.04}
+            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        try "seed: 3\ncurrency: USD\nothers: {slug: 0.05}\n".write(toFile: "\(dir)/mix.yaml", atomically: true, encoding: .utf8)
+
+        let floorSamples = try measureFloor(paced: min(floorPaced, Int(seconds * rate)), interval: 1 / rate, hot: burst, directory: "\(dir)/state")
+
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "\(bin)/coinmechd")
+        daemon.arguments = ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", bin]
+        daemon.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try daemon.run()
+        defer {
+            daemon.terminate()
+            daemon.waitUntilExit()
+        }
+        let steady = try simulate(bin: bin, dir: dir, name: "steady", arguments: ["--coins", "\(Int(seconds * rate))", "--rate", "\(rate)"])
+        let fast = try simulate(bin: bin, dir: dir, name: "burst", arguments: ["--coins", "\(burst)", "--lockstep"])
+
+        let floorPacedSamples = Array(floorSamples.prefix(min(floorPaced, Int(seconds * rate)))).sorted()
+        let floorHotSamples = Array(floorSamples.dropFirst(floorPacedSamples.count)).sorted()
+        let floor = floorSamples.sorted()
+        let all = (steady.coins + fast.coins).compactMap(\.latencyUs).sorted()
+        let p50 = percentile(all, 0.50), p99 = percentile(all, 0.99)
+        let result = E2EResult(
+            e2e_p50_us: p50, e2e_p99_us: p99, e2e_max_us: all.last ?? 0, floor_p50_us: percentile(floor, 0.50),
+            floor_p99_us: percentile(floor, 0.99), p99_over_floor: Double(p99) / Double(max(1, percentile(floor, 0.99))),
+            deadline_misses: steady.outcomes.deadlineMisses + fast.outcomes.deadlineMisses,
+            steady_p99_us: steady.latencyUs.p99, burst_p99_us: fast.latencyUs.p99,
+            burst_readings_per_s: Double(fast.sent.readings) / max(0.001, fast.durationS), readings: all.count)
+        if json {
+            print(String(decoding: try JSONEncoder.sorted.encode(result), as: UTF8.self))
+        } else {
+            print("""
+                e2e bench: release coinmechd against coinsim; latency from writing a reading to reading its answer
+                  phase                              readings    p50 µs    p99 µs    max µs   misses
+                  steady \(rate)/s for \(seconds) s      \(pad(steady.latencyUs.count, 8))  \(pad(steady.latencyUs.p50))  \(pad(steady.latencyUs.p99))  \(pad(steady.latencyUs.max))   \(steady.outcomes.deadlineMisses)
+                  burst (lockstep, \(Int(result.burst_readings_per_s))/s)          \(pad(fast.latencyUs.count, 8))  \(pad(fast.latencyUs.p50))  \(pad(fast.latencyUs.p99))  \(pad(fast.latencyUs.max))   \(fast.outcomes.deadlineMisses)
+                  all                                \(pad(all.count, 8))  \(pad(p50))  \(pad(p99))  \(pad(result.e2e_max_us))   \(result.deadline_misses)   (target 0)
+                  floor, paced at \(rate)/s              \(pad(floorPacedSamples.count, 8))  \(pad(percentile(floorPacedSamples, 0.5)))  \(pad(percentile(floorPacedSamples, 0.99)))
+                  floor, back to back                \(pad(floorHotSamples.count, 8))  \(pad(percentile(floorHotSamples, 0.5)))  \(pad(percentile(floorHotSamples, 0.99)))
+                  floor, all (pty round trip + fsync) \(pad(floor.count, 8))  \(pad(result.floor_p50_us))  \(pad(result.floor_p99_us))
+                  p99 over floor: \(String(format: "%.2f", result.p99_over_floor))   (target ≤ 1.5)
+                """)
+        }
+    }
+
+    private func simulate(bin: String, dir: String, name: String, arguments: [String]) throws -> GroundTruth {
+        let sim = Process()
+        sim.executableURL = URL(fileURLWithPath: "\(bin)/coinsim")
+        sim.arguments = ["--scenario", "\(dir)/mix.yaml", "--link", "\(dir)/mech", "--truth", "\(dir)/\(name).json", "--host-timeout", "30"] + arguments
+        sim.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        sim.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try sim.run()
+        sim.waitUntilExit()
+        guard sim.terminationStatus == 0 else { throw ValidationError("coinsim \(name) exited \(sim.terminationStatus)") }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/\(name).json")))
+    }
+
+    /// µs per reading of the least any design must do: a sentence from the device to the host
+    /// over a pty, an fsync of 4 KiB on the ledger's filesystem, and the answer back, with the
+    /// device and the host on two threads that sleep in poll as the real ones do. Paced like
+    /// the e2e run: `paced` readings `interval` apart, then `hot` back to back.
+    private func measureFloor(paced: Int, interval: Double, hot: Int, directory: String) throws -> [Int] {
+        var master: Int32 = -1, device: Int32 = -1
+        guard openpty(&master, &device, nil, nil, nil) == 0 else { throw ValidationError("openpty failed") }
+        var settings = termios()
+        tcgetattr(device, &settings)
+        cfmakeraw(&settings)
+        tcsetattr(device, TCSANOW, &settings)
+        let file = open("\(directory)/fsync-probe", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let total = paced + hot
+        let host = Thread { [device] in
+            // The host: wait for a sentence, make it durable, answer.
+            let page = [UInt8](repeating: 0x55, count: 4096), answer = Array("$CMD,1,A*35\r\n".utf8)
+            var buffer = [UInt8](repeating: 0, count: 256)
+            for _ in 0..<total {
+                Self.readLine(device, &buffer)
+                _ = pwrite(file, page, page.count, 0)
+                fsync(file)
+                _ = write(device, answer, answer.count)
+            }
+        }
+        host.start()
+        let reading = Array("$CMR,1,24.260,5.670,1.750*44\r\n".utf8)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var results: [Int] = []
+        results.reserveCapacity(total)
+        for index in 0..<total {
+            if index < paced { usleep(useconds_t(interval * 1e6)) }
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = write(master, reading, reading.count)
+            Self.readLine(master, &buffer)
+            results.append(Int((DispatchTime.now().uptimeNanoseconds - start) / 1000))
+        }
+        close(file)
+        close(master)
+        close(device)
+        return results
+    }
+
+    /// Blocks in poll until a whole line has arrived.
+    private static func readLine(_ fd: Int32, _ buffer: inout [UInt8]) {
+        var got = 0
+        while got == 0 || buffer[got - 1] != UInt8(ascii: "\n") {
+            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&waiting, 1, 1000)
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, $0.count - got) }
+            if n <= 0 { return }
+            got += n
+        }
+    }
+
+    private func percentile(_ sorted: [Int], _ p: Double) -> Int {
+        guard !sorted.isEmpty else { return 0 }
+        return sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
+    }
+
+    private func pad(_ value: Int, _ width: Int = 8) -> String {
+        let text = String(value)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}
+
+struct E2EResult: Encodable {
+    let e2e_p50_us: Int
+    let e2e_p99_us: Int
+    let e2e_max_us: Int
+    let floor_p50_us: Int
+    let floor_p99_us: Int
+    let p99_over_floor: Double
+    let deadline_misses: Int
+    let steady_p99_us: Int
+    let burst_p99_us: Int
+    let burst_readings_per_s: Double
+    let readings: Int
+}
