@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "coinmech-bench", targets: ["CoinMechBench"]),
         .executable(name: "coinsim", targets: ["CoinSim"]),
         .executable(name: "coinmechd", targets: ["coinmechd"]),
+        .executable(name: "coinctl", targets: ["coinctl"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -33,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
@@ -55,11 +57,29 @@ let package = Package(
         .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CLinux"]),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
         .target(name: "CoinMechLedger", dependencies: ["CoinMechChain", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The client protocol's messages, shared by the daemon and its clients.
+        .target(name: "CoinMechProtocol"),
+        // The Unix-socket API: JSON lines, subscriptions with replay, access control.
+        .target(
+            name: "CoinMechPublisher",
+            dependencies: [
+                "CoinMechProtocol", "CoinMechLedger", "CLinux",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A blocking client for the socket API (coinctl, tests, scripts in Swift).
+        .target(name: "CoinMechClient", dependencies: ["CoinMechProtocol"]),
+        .executableTarget(
+            name: "coinctl",
+            dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // Daemon wiring: configuration, the deciding loop, logging, lifecycle.
         .target(
             name: "CoinMechDaemon",
             dependencies: [
                 "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux",
+                "CoinMechPublisher", "CoinMechProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -94,7 +114,7 @@ let package = Package(
             name: "CoinMechTests",
             dependencies: [
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
-                "CoinMechDaemon", "CoinMechLedger", "CoinMechSources",
+                "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
             ],
             path: "Tests/CoinMechTests"
         ),

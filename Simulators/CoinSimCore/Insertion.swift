@@ -95,8 +95,12 @@ public struct InsertionGenerator: Sendable {
             let period = max(1, Int(burst.everySeconds * scenario.ratePerSecond)) + burst.coins
             if number % period >= period - burst.coins { return 1 / burst.ratePerSecond }
         }
-        return rng.exponential(mean: 1 / scenario.ratePerSecond)
+        // Coins cannot follow each other faster than the mech's mechanics allow.
+        return max(Self.minimumGap, rng.exponential(mean: 1 / scenario.ratePerSecond))
     }
+
+    /// The shortest gap between two insertions outside bursts: 50 ms (20 coins/s).
+    public static let minimumGap = 0.05
 
     /// Random bytes for a garbage burst.
     public mutating func garbage(_ count: Int) -> [UInt8] {

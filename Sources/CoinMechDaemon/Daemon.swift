@@ -1,9 +1,11 @@
 import CoinMechChain
 import CoinMechLedger
 import CoinMechPlugins
+import CoinMechPublisher
 import CoinMechSettings
 import Foundation
 import Logging
+import NIOPosix
 import ServiceLifecycle
 
 /// Why the daemon could not start.
@@ -11,12 +13,14 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case configuration(SettingsError)
     case ledger(LedgerError)
     case directory(String, String)
+    case socket(String)
 
     public var description: String {
         switch self {
         case .configuration(let error): "\(error)"
         case .ledger(let error): "\(error)"
         case .directory(let path, let reason): "\(path): \(reason)"
+        case .socket(let message): message
         }
     }
 }
@@ -30,7 +34,9 @@ public final class Daemon: Sendable {
     public let ledger: Ledger
     public let chain: ChainHolder
     public let loop: DecidingLoop
+    public let hub = EventHub()
     private let logger: Logger
+    private let started = Date()
 
     public init(configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) {
         self.configuration = configuration
@@ -57,7 +63,7 @@ public final class Daemon: Sendable {
         let built = try Self.buildChain(configuration, generation: generation, logger: logger)
         chain = ChainHolder(built)
         do {
-            loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, logger: logger)
+            loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, hub: hub, logger: logger)
             try ledger.append([.event(.startup, source: nil, detail: [
                 "version": Self.version, "chain_generation": "\(generation)",
                 "links": built.links.map { "\($0.name)=\($0.origin.plugin)@\($0.origin.version)" }.joined(separator: ","),
@@ -94,10 +100,33 @@ public final class Daemon: Sendable {
 
     /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.
     public func run() async throws {
+        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let policy = AccessPolicy(users: configuration.socket.controlUsers, groups: configuration.socket.controlGroups)
+        for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
+        let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, started: started)
+        let server: SocketServer
+        do throws(SocketServerError) {
+            server = try SocketServer(
+                path: configuration.socket.path, mode: configuration.socket.mode, groupName: configuration.socket.group,
+                context: PublisherContext(ledger: ledger, control: control, hub: hub, policy: policy, daemonVersion: Self.version, logger: logger),
+                on: eventLoops)
+        } catch {
+            try? await eventLoops.shutdownGracefully()
+            throw DaemonError.socket(error.message)
+        }
+        logger.notice("listening", metadata: ["socket": "\(server.path)"])
         let deciding = DecidingService(loop: loop)
         let group = ServiceGroup(
             configuration: .init(services: [.init(service: deciding)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            server.close()
+            try? await eventLoops.shutdownGracefully()
+            throw error
+        }
+        server.close()
+        try await eventLoops.shutdownGracefully()
         logger.notice("stopped")
     }
 }

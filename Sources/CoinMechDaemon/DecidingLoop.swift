@@ -1,5 +1,7 @@
 import CoinMechChain
 import CoinMechLedger
+import CoinMechProtocol
+import CoinMechPublisher
 import CoinMechSerial
 import CoinMechSources
 import Foundation
@@ -29,8 +31,27 @@ public final class DecidingLoop: @unchecked Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let stopping = Atomic<Bool>(false)
+    private let hub: EventHub
+    private let commands = Mutex<[Command]>([])
     /// Counters for status reports.
     public let counters = Counters()
+    /// What `status` reports, updated by the loop after each turn.
+    public let state = Mutex(State())
+
+    /// A request from another thread, run by the loop between batches so that every ledger
+    /// write comes from this thread and events are published in `seq` order.
+    public enum Command: Sendable {
+        case inhibit(Bool, by: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
+        case collect(by: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
+    }
+
+    /// The loop's state as `status` shows it.
+    public struct State: Sendable {
+        public var connected = false
+        public var disconnectedReason: String?
+        public var inhibited = false
+        public var ledgerFailing = false
+    }
 
     /// What the deciding loop has done, readable from any thread.
     public final class Counters: Sendable {
@@ -44,8 +65,9 @@ public final class DecidingLoop: @unchecked Sendable {
         init() {}
     }
 
-    public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, logger: Logger) throws(LedgerError) {
+    public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, hub: EventHub, logger: Logger) throws(LedgerError) {
         mech = SerialMech(path: configuration.source.device, baud: configuration.source.baud)
+        self.hub = hub
         sourceName = configuration.source.name
         self.chain = chain
         self.ledger = ledger
@@ -70,6 +92,16 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Asks `run()` to finish the reading in hand, commit, and return.
     public func stop() {
         stopping.store(true, ordering: .sequentiallyConsistent)
+        wake()
+    }
+
+    /// Queues `command` for the loop; its completion runs on the loop's thread.
+    public func submit(_ command: Command) {
+        commands.withLock { $0.append(command) }
+        wake()
+    }
+
+    private func wake() {
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
@@ -85,11 +117,14 @@ public final class DecidingLoop: @unchecked Sendable {
                 events = waitForEvents(now: now)
             }
             handle(events)
+            runCommands()
             retryLedgerIfFailing()
+            publishState()
         }
         // Shutting down: the mech returns coins by itself until the daemon is back.
         mech.setInhibit(true)
         handle(mech.disconnect(reason: "daemon stopping", now: Self.now()))
+        runCommands()
         let errors = mech.frameErrors
         _ = commit([.event(.shutdown, source: sourceName, detail: [
             "readings": "\(counters.readings.load(ordering: .relaxed))", "duplicates": "\(counters.duplicates.load(ordering: .relaxed))",
@@ -177,7 +212,7 @@ public final class DecidingLoop: @unchecked Sendable {
                 ])
             }
         }
-        let committed = commit(batch)
+        let committed = commit(batch) != nil
         for reply in replies {
             // The invariant: no accept reaches the mech unless its decision is on disk.
             let accept = reply.accept && committed
@@ -195,13 +230,16 @@ public final class DecidingLoop: @unchecked Sendable {
         }
     }
 
-    /// Appends `batch`; on failure starts the fail-safe (return everything, inhibit the mech).
-    private func commit(_ batch: [LedgerEntry]) -> Bool {
-        guard !batch.isEmpty else { return true }
+    /// Appends `batch` and publishes it; on failure starts the fail-safe (return everything,
+    /// inhibit the mech). Returns the recorded events, or nil if the ledger failed.
+    @discardableResult
+    private func commit(_ batch: [LedgerEntry]) -> [LedgerEvent]? {
+        guard !batch.isEmpty else { return [] }
         do throws(LedgerError) {
-            try ledger.append(batch)
+            let recorded = try ledger.append(batch)
             if let since = ledgerFailingSince { recovered(after: since) }
-            return true
+            hub.publish(recorded)
+            return recorded
         } catch {
             if ledgerFailingSince == nil {
                 ledgerFailingSince = Self.now()
@@ -210,8 +248,38 @@ public final class DecidingLoop: @unchecked Sendable {
             } else {
                 logger.error("ledger still cannot write", metadata: ["error": "\(error)"])
             }
-            return false
+            return nil
         }
+    }
+
+    private func runCommands() {
+        for command in commands.withLock({ queued in defer { queued.removeAll() }; return queued }) {
+            switch command {
+            case .inhibit(let on, let by, let completion):
+                operatorInhibit = on
+                mech.setInhibit(on || ledgerFailingSince != nil)
+                logger.notice(on ? "mech inhibited" : "mech inhibit lifted", metadata: ["by": "\(by)"])
+                if let recorded = commit([.event(.inhibit, source: sourceName, detail: ["on": "\(on)", "by": by])]) {
+                    completion(.success(["inhibited": .bool(on), "seq": .int(recorded.first?.seq ?? 0)]))
+                } else {
+                    completion(.failure(CommandError(.unavailable, "the mech is \(on ? "inhibited" : "no longer inhibited"), but the ledger cannot record it")))
+                }
+            case .collect(let by, let completion):
+                guard let event = commit([.collect(by: by)])?.first else {
+                    completion(.failure(CommandError(.unavailable, "the ledger cannot write: nothing collected")))
+                    continue
+                }
+                let rows = event.detail.flatMap(JSON.parse)?["collected"]?.string.flatMap(JSON.parse) ?? .array([])
+                logger.notice("cash box collected", metadata: ["by": "\(by)", "seq": "\(event.seq)"])
+                completion(.success(["seq": .int(event.seq), "collected": rows]))
+            }
+        }
+    }
+
+    private func publishState() {
+        let snapshot = State(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason,
+                             inhibited: operatorInhibit, ledgerFailing: ledgerFailingSince != nil)
+        state.withLock { $0 = snapshot }
     }
 
     private func retryLedgerIfFailing() {
@@ -220,7 +288,8 @@ public final class DecidingLoop: @unchecked Sendable {
         guard now - lastRecoveryAttempt > 5_000_000_000 else { return }
         lastRecoveryAttempt = now
         let seconds = String(format: "%.1f", Double(now - since) / 1e9)
-        if (try? ledger.append([.event(.ledgerRecovered, source: nil, detail: ["failed_for_s": seconds])])) != nil {
+        if let recorded = try? ledger.append([.event(.ledgerRecovered, source: nil, detail: ["failed_for_s": seconds])]) {
+            hub.publish(recorded)
             ledgerFailingSince = nil
             logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(seconds)"])
             mech.setInhibit(operatorInhibit)

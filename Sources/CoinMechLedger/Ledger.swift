@@ -77,25 +77,26 @@ public final class Ledger: Sendable {
         return migrator
     }
 
-    /// Records `entries` in one transaction and returns their sequence numbers.
+    /// Records `entries` in one transaction and returns them as recorded, with their `seq`.
     /// Accepted decisions add to both periods' totals in the same transaction.
     @discardableResult
-    public func append(_ entries: [LedgerEntry]) throws(LedgerError) -> [Int64] {
+    public func append(_ entries: [LedgerEntry]) throws(LedgerError) -> [LedgerEvent] {
         guard !entries.isEmpty else { return [] }
         let now = Date().timeIntervalSince1970
         do {
             return try pool.write { db in
-                var seqs: [Int64] = []
+                var recorded: [LedgerEvent] = []
                 for entry in entries {
                     switch entry {
                     case .decision(let source, let epoch, let reading, let decision):
-                        try Self.insertDecision(db, time: now, source: source, epoch: epoch, reading: reading, decision: decision)
+                        recorded.append(try Self.insertDecision(db, time: now, source: source, epoch: epoch, reading: reading, decision: decision))
                     case .event(let kind, let source, let detail):
-                        try Self.insertEvent(db, time: now, kind: kind, source: source, detail: detail)
+                        recorded.append(try Self.insertEvent(db, time: now, kind: kind, source: source, detail: detail))
+                    case .collect(let by):
+                        recorded.append(try Self.collect(db, time: now, by: by))
                     }
-                    seqs.append(db.lastInsertedRowID)
                 }
-                return seqs
+                return recorded
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw .full(message: Self.message(error))
@@ -104,7 +105,7 @@ public final class Ledger: Sendable {
         }
     }
 
-    private static func insertDecision(_ db: Database, time: Double, source: String, epoch: Int64, reading: Reading, decision: Decision) throws {
+    private static func insertDecision(_ db: Database, time: Double, source: String, epoch: Int64, reading: Reading, decision: Decision) throws -> LedgerEvent {
         let verdict = decision.verdict
         var currency: String?, denomination: String?, value: Int64?, reason: String?, message: String?
         switch verdict {
@@ -121,6 +122,7 @@ public final class Ledger: Sendable {
                 reading.channel.map { Int64($0) }, verdict.isAccept ? "accept" : "reject", currency, denomination, value,
                 decision.linkName, reason, message, Int64(bitPattern: decision.chainGeneration),
             ])
+        let seq = db.lastInsertedRowID
         if let currency, let denomination, let value {
             for period in ["current", "lifetime"] {
                 try db.cachedStatement(sql: """
@@ -130,16 +132,41 @@ public final class Ledger: Sendable {
                     """).execute(arguments: [period, currency, denomination, value, reading.weightG ?? 0])
             }
         }
+        return LedgerEvent(
+            seq: seq, time: time, kind: EventKind.decision.rawValue, source: source, epoch: epoch,
+            deviceSeq: Int64(bitPattern: reading.deviceSeq), diameterMM: reading.diameterMM, weightG: reading.weightG,
+            thicknessMM: reading.thicknessMM, channel: reading.channel.map { Int64($0) }, verdict: verdict.isAccept ? "accept" : "reject",
+            currency: currency, denomination: denomination, valueMinor: value, link: decision.linkName, reason: reason,
+            message: message, chainGeneration: Int64(bitPattern: decision.chainGeneration), detail: nil)
     }
 
-    private static func insertEvent(_ db: Database, time: Double, kind: EventKind, source: String?, detail: [String: String]) throws {
+    private static func insertEvent(_ db: Database, time: Double, kind: EventKind, source: String?, detail: [String: String]) throws -> LedgerEvent {
         let json = detail.isEmpty ? nil : String(decoding: try JSONSerialization.data(withJSONObject: detail, options: [.sortedKeys]), as: UTF8.self)
         let epoch = kind == .mechPowerUp ? detail["epoch"].flatMap { Int64($0) } : nil
         try db.execute(sql: "INSERT INTO events (time, kind, source, epoch, detail) VALUES (?, ?, ?, ?, ?)",
                        arguments: [time, kind.rawValue, source, epoch, json])
+        let seq = db.lastInsertedRowID
         if let source, let epoch {
             try db.execute(sql: "INSERT INTO sources (source, epoch) VALUES (?, ?) ON CONFLICT (source) DO UPDATE SET epoch = excluded.epoch",
                            arguments: [source, epoch])
+        }
+        return LedgerEvent(seq: seq, time: time, kind: kind.rawValue, source: source, epoch: epoch, detail: json)
+    }
+
+    private static func collect(_ db: Database, time: Double, by: String) throws -> LedgerEvent {
+        let rows = try Self.rows(db, period: "current")
+        let collected = String(decoding: try JSONEncoder.sorted.encode(rows), as: UTF8.self)
+        let event = try insertEvent(db, time: time, kind: .collect, source: nil, detail: ["by": by, "collected": collected])
+        try db.execute(sql: "DELETE FROM totals WHERE period = 'current'")
+        return event
+    }
+
+    static func rows(_ db: Database, period: String) throws -> [TotalsRow] {
+        try Row.fetchAll(db, sql: """
+            SELECT currency, denomination, count, value_minor, weight_g FROM totals WHERE period = ? ORDER BY currency, value_minor DESC
+            """, arguments: [period]).map {
+            TotalsRow(currency: $0["currency"], denomination: $0["denomination"], count: $0["count"],
+                      valueMinor: $0["value_minor"], weightG: $0["weight_g"])
         }
     }
 
@@ -151,18 +178,7 @@ public final class Ledger: Sendable {
     }
 
     public func totals() throws(LedgerError) -> Totals {
-        try read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT period, currency, denomination, count, value_minor, weight_g FROM totals ORDER BY currency, value_minor DESC
-                """)
-            func period(_ name: String) -> [TotalsRow] {
-                rows.filter { $0["period"] as String == name }.map {
-                    TotalsRow(currency: $0["currency"], denomination: $0["denomination"], count: $0["count"],
-                              valueMinor: $0["value_minor"], weightG: $0["weight_g"])
-                }
-            }
-            return Totals(current: period("current"), lifetime: period("lifetime"))
-        }
+        try read { db in Totals(current: try Self.rows(db, period: "current"), lifetime: try Self.rows(db, period: "lifetime")) }
     }
 
     /// Where `source`'s device numbering stands: its epoch, last device seq and recent decisions.
@@ -212,5 +228,14 @@ public final class Ledger: Sendable {
     static func message(_ error: any Error) -> String {
         if let error = error as? DatabaseError { return error.message ?? "\(error.resultCode)" }
         return "\(error)"
+    }
+}
+
+extension JSONEncoder {
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return encoder
     }
 }

@@ -25,4 +25,7 @@ public enum LedgerEntry: Sendable {
     case decision(source: String, epoch: Int64, reading: Reading, decision: Decision)
     /// An event; for `mechPowerUp` with an `epoch` detail, the source's epoch is updated too.
     case event(EventKind, source: String?, detail: [String: String] = [:])
+    /// Closes the cash-box period: records a `collect` event whose detail holds `by` and the
+    /// period's totals (`collected`, JSON), and resets the current period. Lifetime totals stay.
+    case collect(by: String)
 }

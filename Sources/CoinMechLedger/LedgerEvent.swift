@@ -22,4 +22,31 @@ public struct LedgerEvent: Sendable, Hashable, Codable {
     public var chainGeneration: Int64?
     /// Operator events' details (JSON object text).
     public var detail: String?
+
+    public init(
+        seq: Int64, time: Double, kind: String, source: String? = nil, epoch: Int64? = nil, deviceSeq: Int64? = nil,
+        diameterMM: Double? = nil, weightG: Double? = nil, thicknessMM: Double? = nil, channel: Int64? = nil, verdict: String? = nil,
+        currency: String? = nil, denomination: String? = nil, valueMinor: Int64? = nil, link: String? = nil, reason: String? = nil,
+        message: String? = nil, chainGeneration: Int64? = nil, detail: String? = nil
+    ) {
+        self.seq = seq
+        self.time = time
+        self.kind = kind
+        self.source = source
+        self.epoch = epoch
+        self.deviceSeq = deviceSeq
+        self.diameterMM = diameterMM
+        self.weightG = weightG
+        self.thicknessMM = thicknessMM
+        self.channel = channel
+        self.verdict = verdict
+        self.currency = currency
+        self.denomination = denomination
+        self.valueMinor = valueMinor
+        self.link = link
+        self.reason = reason
+        self.message = message
+        self.chainGeneration = chainGeneration
+        self.detail = detail
+    }
 }

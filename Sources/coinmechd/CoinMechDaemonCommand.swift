@@ -54,7 +54,11 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
             if case .configuration = error { Self.fail("\(error)", code: 1) }
             Self.fail("\(error)", code: 2)
         }
-        try await daemon.run()
+        do {
+            try await daemon.run()
+        } catch let error as DaemonError {
+            Self.fail("\(error)", code: 2)
+        }
     }
 
     static func fail(_ message: String, code: Int32) -> Never {

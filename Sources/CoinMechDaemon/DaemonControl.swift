@@ -1,0 +1,75 @@
+import CoinMechChain
+import CoinMechLedger
+import CoinMechProtocol
+import CoinMechPublisher
+import Foundation
+
+/// The socket API's view of the daemon: reads state directly, sends changes to the
+/// deciding loop (the only ledger writer).
+struct DaemonControl: ControlPlane {
+    let configuration: DaemonConfiguration
+    let loop: DecidingLoop
+    let chainHolder: ChainHolder
+    let ledger: Ledger
+    let started: Date
+
+    func status() -> JSON {
+        let state = loop.state.withLock { $0 }
+        let chain = chainHolder.current
+        let counters = loop.counters
+        var source: [String: JSON] = [
+            "kind": .string(configuration.source.kind), "device": .string(configuration.source.device),
+            "state": state.connected ? "connected" : "disconnected",
+        ]
+        if let reason = state.disconnectedReason { source["reason"] = .string(reason) }
+        return [
+            "source": .object(source),
+            "inhibited": .bool(state.inhibited),
+            "ledger": state.ledgerFailing ? "failing" : "ok",
+            "chain_generation": .int(Int64(chain.generation)),
+            "links": .int(Int64(chain.links.count)),
+            "counters": [
+                "readings": .int(Int64(counters.readings.load(ordering: .relaxed))),
+                "accepted": .int(Int64(counters.accepted.load(ordering: .relaxed))),
+                "rejected": .int(Int64(counters.rejected.load(ordering: .relaxed))),
+                "duplicates": .int(Int64(counters.duplicates.load(ordering: .relaxed))),
+                "protocol_errors": .int(Int64(counters.protocolErrors.load(ordering: .relaxed))),
+            ],
+            "uptime_s": .double((Date().timeIntervalSince(started) * 10).rounded() / 10),
+            "last_seq": .int((try? ledger.lastSeq()) ?? 0),
+            "version": .string(Daemon.version),
+        ]
+    }
+
+    func chain() -> JSON {
+        let chain = chainHolder.current
+        let links: [JSON] = chain.links.map { link in
+            let stats = link.statistics.snapshot
+            var object: [String: JSON] = [
+                "name": .string(link.name), "plugin": .string(link.origin.plugin), "version": .string(link.origin.version),
+                "sha256": .string(link.origin.sha256), "loaded_at": .double(link.origin.loadedAt),
+                "statistics": [
+                    "calls": .int(Int64(stats.calls)), "accepts": .int(Int64(stats.accepts)), "rejects": .int(Int64(stats.rejects)),
+                    "passes": .int(Int64(stats.passes)), "mean_ns": .double(stats.meanNanoseconds.rounded()),
+                    "sampled_calls": .int(Int64(stats.sampledCalls)),
+                ],
+            ]
+            if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
+            return .object(object)
+        }
+        return ["generation": .int(Int64(chain.generation)), "links": .array(links),
+                "terminal": ["rejects": .int(Int64(chain.terminalStatistics.snapshot.rejects))]]
+    }
+
+    func inhibit(_ on: Bool, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        loop.submit(.inhibit(on, by: peer.userName, completion: completion))
+    }
+
+    func collect(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        loop.submit(.collect(by: peer.userName, completion: completion))
+    }
+
+    func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        completion(.failure(CommandError(.notImplemented, "hot reload is not implemented yet; restart coinmechd to load a new chain")))
+    }
+}

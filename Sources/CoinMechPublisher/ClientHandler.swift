@@ -1,0 +1,278 @@
+import CoinMechLedger
+import CoinMechProtocol
+import Foundation
+import Logging
+import NIOCore
+
+/// What every client connection shares.
+public struct PublisherContext: Sendable {
+    public let ledger: Ledger
+    public let control: any ControlPlane
+    public let hub: EventHub
+    public let policy: AccessPolicy
+    public let daemonVersion: String
+    public let logger: Logger
+
+    public init(ledger: Ledger, control: any ControlPlane, hub: EventHub, policy: AccessPolicy, daemonVersion: String, logger: Logger) {
+        self.ledger = ledger
+        self.control = control
+        self.hub = hub
+        self.policy = policy
+        self.daemonVersion = daemonVersion
+        self.logger = logger
+    }
+}
+
+/// One client connection: answers requests, and streams events to a subscriber through a
+/// bounded queue that is written only while the socket can take it.
+final class ClientHandler: ChannelInboundHandler {
+    typealias InboundIn = RequestLine
+    typealias OutboundOut = ByteBuffer
+
+    private let shared: PublisherContext
+    private let peer: PeerCredentials
+    private var context: ChannelHandlerContext?
+
+    private enum Subscription {
+        case none
+        /// Reading history from the ledger; live events wait in `queue` too, deduplicated by seq.
+        case replaying
+        case live
+    }
+    private var subscription = Subscription.none
+    /// Events waiting to be written, in seq order.
+    private var queue: [LedgerEvent] = []
+    /// Highest seq queued (replayed or live): nothing at or below it is queued again.
+    private var queuedThrough: Int64 = 0
+    /// Highest seq written to the socket.
+    private var writtenThrough: Int64 = 0
+    /// Live events that arrived while the history was being read.
+    private var heldLive: [LedgerEvent] = []
+    private var replayCaughtUp = false
+    private var closing = false
+
+    init(shared: PublisherContext, peer: PeerCredentials) {
+        self.shared = shared
+        self.peer = peer
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        shared.hub.unregister(ObjectIdentifier(self))
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let seq = (try? shared.ledger.lastSeq()) ?? 0
+        send(["type": "hello", "protocol": .int(ClientProtocol.version), "daemon": "coinmechd",
+              "version": .string(shared.daemonVersion), "seq": .int(seq)])
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        shared.hub.unregister(ObjectIdentifier(self))
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { drain() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        shared.logger.debug("client connection error", metadata: ["peer": "\(peer)", "error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .tooLong:
+            send(ClientProtocol.error(id: nil, .lineTooLong, "request longer than \(ClientProtocol.maximumRequestLength) bytes; skipped"))
+        case .line(let text):
+            guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+            handle(text)
+        }
+    }
+
+    // MARK: Requests
+
+    private func handle(_ text: String) {
+        guard let request = JSON.parse(text), let fields = request.object else {
+            return send(ClientProtocol.error(id: nil, .badJSON, "not a JSON object"))
+        }
+        let id = fields["id"]
+        guard let command = fields["cmd"]?.string else {
+            return send(ClientProtocol.error(id: id, .badRequest, "missing \"cmd\" (a string)"))
+        }
+        if ClientProtocol.controlCommands.contains(command), !shared.policy.allowsControl(peer) {
+            shared.logger.notice("control command refused", metadata: ["peer": "\(peer)", "cmd": "\(command)"])
+            return send(ClientProtocol.error(id: id, .forbidden, "\(peer.userName) may not use '\(command)'"))
+        }
+        do throws(CommandError) {
+            switch command {
+            case "status":
+                send(ClientProtocol.reply(id: id, result: shared.control.status()))
+            case "chain":
+                send(ClientProtocol.reply(id: id, result: shared.control.chain()))
+            case "totals":
+                send(ClientProtocol.reply(id: id, result: try ledger { try $0.totals() }.json))
+            case "events":
+                let since = try integer(fields, "since", default: 0, range: 0...Int64.max)
+                let limit = try integer(fields, "limit", default: 100, range: 1...1000)
+                let events = try ledger { try $0.events(since: since, limit: Int(limit)) }
+                let last = try ledger { try $0.lastSeq() }
+                send(ClientProtocol.reply(id: id, result: ["events": .array(events.map { $0.json }), "last_seq": .int(last)]))
+            case "subscribe":
+                let last = try ledger { try $0.lastSeq() }
+                let since = try integer(fields, "since", default: last, range: 0...Int64.max)
+                guard case .none = subscription else { throw CommandError(.badRequest, "already subscribed on this connection") }
+                send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last)]))
+                subscribe(since: since)
+            case "inhibit":
+                guard let on = fields["on"]?.bool else { throw CommandError(.badRequest, "\"on\" must be true or false") }
+                shared.control.inhibit(on, by: peer, completion: replier(id))
+            case "collect":
+                shared.control.collect(by: peer, completion: replier(id))
+            case "reload":
+                shared.control.reload(by: peer, completion: replier(id))
+            default:
+                throw CommandError(.unknownCommand, "unknown command '\(command)' (known: \((ClientProtocol.readCommands.union(ClientProtocol.controlCommands)).sorted().joined(separator: ", ")))")
+            }
+        } catch {
+            send(ClientProtocol.error(id: id, error.code, error.message))
+        }
+    }
+
+    private func integer(_ fields: [String: JSON], _ key: String, default value: Int64, range: ClosedRange<Int64>) throws(CommandError) -> Int64 {
+        guard let field = fields[key], field != .null else { return value }
+        guard let number = field.int, range.contains(number) else {
+            throw CommandError(.badRequest, "\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    /// A ledger read; a failure becomes `unavailable`.
+    private func ledger<T>(_ body: (Ledger) throws -> T) throws(CommandError) -> T {
+        do {
+            return try body(shared.ledger)
+        } catch {
+            throw CommandError(.unavailable, "\(error)")
+        }
+    }
+
+    /// A completion that writes the reply on this connection's event loop.
+    private func replier(_ id: JSON?) -> @Sendable (Result<JSON, CommandError>) -> Void {
+        guard let context else { return { _ in } }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        return { result in
+            bound.eventLoop.execute {
+                switch result {
+                case .success(let value): bound.value.send(ClientProtocol.reply(id: id, result: value))
+                case .failure(let error): bound.value.send(ClientProtocol.error(id: id, error.code, error.message))
+                }
+            }
+        }
+    }
+
+    // MARK: Subscription
+
+    private func subscribe(since: Int64) {
+        guard let context else { return }
+        queuedThrough = since
+        writtenThrough = since
+        subscription = .replaying
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        // Register first, read history second: nothing committed in between can fall in a gap.
+        shared.hub.register(ObjectIdentifier(self), EventHub.Subscriber(eventLoop: context.eventLoop) { events in
+            bound.value.deliver(events)
+        })
+        replayNextPage()
+    }
+
+    /// Live events from the hub.
+    private func deliver(_ events: [LedgerEvent]) {
+        switch subscription {
+        case .none: return
+        case .replaying: heldLive.append(contentsOf: events)
+        case .live:
+            enqueue(events)
+            drain()
+        }
+    }
+
+    private func replayNextPage() {
+        guard case .replaying = subscription, !closing else { return }
+        let page: [LedgerEvent]
+        do {
+            page = try shared.ledger.events(since: queuedThrough, limit: 256)
+        } catch {
+            send(ClientProtocol.error(id: nil, .unavailable, "\(error)"))
+            context?.close(promise: nil)
+            return
+        }
+        enqueue(page)
+        if page.count < 256 {
+            // Caught up with the ledger: what arrived meanwhile follows, without repeats.
+            subscription = .live
+            let held = heldLive
+            heldLive = []
+            enqueue(held)
+        }
+        drain()
+    }
+
+    private func enqueue(_ events: [LedgerEvent]) {
+        for event in events where event.seq > queuedThrough {
+            queue.append(event)
+            queuedThrough = event.seq
+        }
+        if queue.count > ClientProtocol.maximumQueuedEvents { overflow() }
+    }
+
+    /// Writes queued events while the socket takes them; reads more history when the queue is low.
+    private func drain() {
+        guard let context, !closing else { return }
+        var wrote = false
+        while context.channel.isWritable, !queue.isEmpty {
+            let event = queue.removeFirst()
+            context.write(wrapOutboundOut(line(["type": "event", "seq": .int(event.seq), "event": event.json])), promise: nil)
+            writtenThrough = event.seq
+            wrote = true
+        }
+        if wrote { context.flush() }
+        if case .replaying = subscription, queue.count < 64 {
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.execute { bound.value.replayNextPage() }
+        }
+    }
+
+    /// The client fell too far behind: tell it where to resume and hang up.
+    private func overflow() {
+        guard let context, !closing else { return }
+        shared.logger.notice("subscriber too slow: disconnected", metadata: ["peer": "\(peer)", "resume_from": "\(writtenThrough)", "queued": "\(queue.count)"])
+        closing = true
+        queue.removeAll()
+        shared.hub.unregister(ObjectIdentifier(self))
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(line(["type": "overflow", "resume_from": .int(writtenThrough)]))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+        // A client that reads nothing will never take the overflow notice: close anyway.
+        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+    }
+
+    // MARK: Output
+
+    private func send(_ message: JSON) {
+        guard let context, !closing else { return }
+        context.writeAndFlush(wrapOutboundOut(line(message)), promise: nil)
+    }
+
+    private func line(_ message: JSON) -> ByteBuffer {
+        var buffer = context?.channel.allocator.buffer(capacity: 256) ?? ByteBuffer()
+        buffer.writeString(message.description)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return buffer
+    }
+}

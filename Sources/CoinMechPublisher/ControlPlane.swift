@@ -1,0 +1,24 @@
+import CoinMechProtocol
+
+/// An error a command answers with.
+public struct CommandError: Error, Sendable {
+    public var code: ClientProtocol.ErrorCode
+    public var message: String
+
+    public init(_ code: ClientProtocol.ErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// What the socket API asks of the daemon. Commands that change state complete on the
+/// daemon's own schedule (the deciding loop runs them between batches).
+public protocol ControlPlane: Sendable {
+    /// Source state, inhibit, chain generation, counters, uptime.
+    func status() -> JSON
+    /// The links with plugin, version, sha256, load time and statistics.
+    func chain() -> JSON
+    func inhibit(_ on: Bool, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    func collect(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import CoinMechClient
+import CoinMechProtocol
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct CoinCtl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coinctl",
+        abstract: "Talk to coinmechd: totals, coins as they come, the chain, and control.",
+        discussion: """
+            Exit status: 0 success; 1 the daemon refused the command (its message is printed);
+            2 the daemon is not running or cannot be reached; 3 permission denied (socket or
+            control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage error.
+            The socket is --socket, else $COINMECH_SOCKET, else /run/coinmech/coinmechd.sock.
+            """,
+        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Inhibit.self, Collect.self, Reload.self])
+}
+
+struct Common: ParsableArguments {
+    @Option(help: "The daemon's socket.") var socket: String?
+    @Flag(help: "Print JSON (one object per line) instead of tables.") var json = false
+
+    var path: String { socket ?? ProcessInfo.processInfo.environment["COINMECH_SOCKET"] ?? CoinMechConnection.defaultPath }
+
+    func connect() throws -> CoinMechConnection {
+        do {
+            return try CoinMechConnection(path: path)
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    /// Runs one request and prints its result with `table`, or as JSON.
+    func run(_ cmd: String, _ arguments: [String: JSON] = [:], table: (JSON) -> String) throws {
+        let connection = try connect()
+        do {
+            let result = try connection.request(cmd, arguments)
+            print(json ? result.description : table(result))
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// Prints the error and turns it into coinctl's exit status.
+func fail(_ error: ClientError) -> ExitCode {
+    FileHandle.standardError.write(Data("coinctl: \(error)\n".utf8))
+    switch error {
+    case .notRunning, .connection, .closed: return ExitCode(2)
+    case .permissionDenied: return ExitCode(3)
+    case .server(let code, _) where code == "forbidden": return ExitCode(3)
+    case .server: return ExitCode(1)
+    case .timeout, .protocolViolation: return ExitCode(4)
+    }
+}
+
+extension CoinCtl {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Source, inhibit, ledger, chain generation, counters, uptime.")
+        @OptionGroup var common: Common
+        func run() throws { try common.run("status") { Format.status($0) } }
+    }
+
+    struct Totals: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Money since the last collection and over the lifetime.")
+        @OptionGroup var common: Common
+        func run() throws { try common.run("totals") { Format.totals($0) } }
+    }
+
+    struct Chain: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The validator chain with statistics.")
+        @OptionGroup var common: Common
+        func run() throws { try common.run("chain") { Format.chain($0) } }
+    }
+
+    struct Events: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Recorded events after a sequence number.")
+        @OptionGroup var common: Common
+        @Option(help: "Show events after this seq.") var since: Int64 = 0
+        @Option(help: "At most this many (1–1000).") var limit: Int64 = 50
+        func run() throws {
+            try common.run("events", ["since": .int(since), "limit": .int(limit)]) { result in
+                (result["events"]?.array ?? []).map { Format.event($0) }.joined(separator: "\n")
+            }
+        }
+    }
+
+    struct Inhibit: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Inhibit the mech (it returns every coin) or lift it.")
+        @OptionGroup var common: Common
+        @Argument(help: "on or off") var state: String
+        func validate() throws {
+            guard ["on", "off"].contains(state) else { throw ValidationError("say 'on' or 'off'") }
+        }
+        func run() throws {
+            try common.run("inhibit", ["on": .bool(state == "on")]) { result in
+                result["inhibited"]?.bool == true ? "mech inhibited: coins are returned" : "mech accepting coins"
+            }
+        }
+    }
+
+    struct Collect: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Close the cash-box period; prints what was collected.")
+        @OptionGroup var common: Common
+        func run() throws {
+            try common.run("collect") { result in
+                "collected (event #\(result["seq"]?.int ?? 0)):\n" + Format.rows("collected", result["collected"]?.array ?? [])
+            }
+        }
+    }
+
+    struct Reload: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Rebuild the chain from the configuration and plugins; prints the outcome.")
+        @OptionGroup var common: Common
+        func run() throws {
+            try common.run("reload") { result in
+                "reloaded: chain generation \(result["generation"]?.int ?? 0)"
+            }
+        }
+    }
+}

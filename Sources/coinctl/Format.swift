@@ -1,0 +1,97 @@
+import CoinMechProtocol
+import Foundation
+
+/// Tables and lines for people.
+enum Format {
+    static func money(_ minor: Int64, _ currency: String) -> String {
+        let sign = minor < 0 ? "-" : ""
+        let magnitude = abs(minor)
+        let cents = magnitude % 100
+        return "\(sign)\(magnitude / 100).\(cents < 10 ? "0" : "")\(cents)"
+    }
+
+    static func values(_ values: [String: Int64]) -> String {
+        values.isEmpty ? "nothing" : values.keys.sorted().map { "\($0) \(money(values[$0]!, $0))" }.joined(separator: ", ")
+    }
+
+    static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let padding = String(repeating: " ", count: max(0, width - text.count))
+        return right ? padding + text : text + padding
+    }
+
+    static func status(_ s: JSON) -> String {
+        let source = s["source"]
+        let counters = s["counters"]
+        let uptime = Int(s["uptime_s"]?.double ?? 0)
+        return """
+            source      \(source?["kind"]?.string ?? "?") \(source?["device"]?.string ?? "?") (\(source?["state"]?.string ?? "?"))
+            inhibited   \(s["inhibited"]?.bool == true ? "yes" : "no")
+            ledger      \(s["ledger"]?.string ?? "?")
+            chain       generation \(s["chain_generation"]?.int ?? 0), \(s["links"]?.int ?? 0) links
+            readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0))
+            uptime      \(uptime / 3600)h \(uptime / 60 % 60)m \(uptime % 60)s
+            last seq    \(s["last_seq"]?.int ?? 0)
+            """
+    }
+
+    static func totals(_ t: JSON) -> String {
+        rows("current", t["current"]?.array ?? []) + "\n" + rows("lifetime", t["lifetime"]?.array ?? [])
+    }
+
+    static func rows(_ period: String, _ rows: [JSON]) -> String {
+        var lines = ["\(pad("period", 10))\(pad("currency", 10))\(pad("denomination", 14))\(pad("count", 7, right: true))\(pad("value", 11, right: true))\(pad("weight", 12, right: true))"]
+        var sums: [String: (Int64, Int64, Double)] = [:]
+        for row in rows {
+            let currency = row["currency"]?.string ?? "?"
+            let count = row["count"]?.int ?? 0, value = row["value_minor"]?.int ?? 0, weight = row["weight_g"]?.double ?? 0
+            lines.append("\(pad(period, 10))\(pad(currency, 10))\(pad(row["denomination"]?.string ?? "?", 14))\(pad("\(count)", 7, right: true))\(pad(money(value, currency), 11, right: true))\(pad(String(format: "%.2f g", weight), 12, right: true))")
+            let sum = sums[currency] ?? (0, 0, 0)
+            sums[currency] = (sum.0 + count, sum.1 + value, sum.2 + weight)
+        }
+        for (currency, sum) in sums.sorted(by: { $0.key < $1.key }) {
+            lines.append("\(pad(period, 10))\(pad(currency, 10))\(pad("total", 14))\(pad("\(sum.0)", 7, right: true))\(pad(money(sum.1, currency), 11, right: true))\(pad(String(format: "%.2f g", sum.2), 12, right: true))")
+        }
+        if rows.isEmpty { lines.append("\(pad(period, 10))(no coins)") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func chain(_ c: JSON) -> String {
+        var lines = ["chain generation \(c["generation"]?.int ?? 0)",
+                     "\(pad("#", 3))\(pad("link", 14))\(pad("plugin", 14))\(pad("version", 9))\(pad("sha256", 14))\(pad("calls", 8, right: true))\(pad("accept", 8, right: true))\(pad("reject", 8, right: true))\(pad("pass", 8, right: true))\(pad("mean ns", 9, right: true))"]
+        for (index, link) in (c["links"]?.array ?? []).enumerated() {
+            let stats = link["statistics"]
+            lines.append("\(pad("\(index + 1)", 3))\(pad(link["name"]?.string ?? "?", 14))\(pad(link["plugin"]?.string ?? "?", 14))\(pad(link["version"]?.string ?? "?", 9))\(pad(String((link["sha256"]?.string ?? "").prefix(12)), 14))\(pad("\(stats?["calls"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["accepts"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["rejects"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["passes"]?.int ?? 0)", 8, right: true))\(pad(String(format: "%.0f", stats?["mean_ns"]?.double ?? 0), 9, right: true))")
+        }
+        if let terminal = c["terminal"] { lines.append("\(pad("", 3))\(pad("unrecognized", 14))(host)\(pad("", 37))\(pad("\(terminal["rejects"]?.int ?? 0)", 24, right: true))") }
+        return lines.joined(separator: "\n")
+    }
+
+    static let clock: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter
+    }()
+
+    /// One line per event; accepted coins show the running totals.
+    static func event(_ e: JSON, totals: [String: Int64]? = nil) -> String {
+        let seq = e["seq"]?.int ?? 0
+        let time = clock.string(from: Date(timeIntervalSince1970: e["time"]?.double ?? 0))
+        let head = "#\(seq) \(time)"
+        switch e["kind"]?.string {
+        case "decision":
+            let measured = [e["diameter_mm"]?.double.map { String(format: "%.2f mm", $0) }, e["weight_g"]?.double.map { String(format: "%.2f g", $0) }]
+                .compactMap { $0 }.joined(separator: " ")
+            if e["verdict"]?.string == "accept" {
+                let currency = e["currency"]?.string ?? "?"
+                let line = "\(head) ACCEPT \(pad(currency + " " + (e["denomination"]?.string ?? "?"), 16)) \(pad(money(e["value_minor"]?.int ?? 0, currency), 7, right: true))  [\(measured)] by \(e["link"]?.string ?? "?")"
+                return totals.map { "\(line)   total \(values($0))" } ?? line
+            }
+            return "\(head) RETURN \(e["reason"]?.string ?? "?"): \(e["message"]?.string ?? "")  [\(measured)] by \(e["link"]?.string ?? "?")"
+        default:
+            let fields = e["detail"]?.object ?? [:]
+            let detail = fields.keys.sorted().filter { $0 != "collected" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }
+                .joined(separator: " ")
+            return "\(head) \(e["kind"]?.string ?? "?") \(detail)"
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import CoinMechClient
+import CoinMechProtocol
+import Foundation
+
+extension CoinCtl {
+    struct Watch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Follow coins and events as they happen; resumes after a reconnect without gaps or repeats.")
+        @OptionGroup var common: Common
+        @Option(help: "Replay recorded events after this seq first (default: only new ones).") var since: Int64?
+
+        func run() throws {
+            var last = since
+            var value: [String: Int64] = [:]
+            var first = true
+            while true {
+                let connection: CoinMechConnection
+                do {
+                    connection = try CoinMechConnection(path: common.path)
+                } catch {
+                    if first { throw fail(error) }
+                    sleep(1)
+                    continue
+                }
+                do {
+                    if first || last == nil {
+                        for (currency, amount) in try connection.request("totals")["current_value"]?.object ?? [:] {
+                            value[currency] = amount.int ?? 0
+                        }
+                        if !common.json { print("totals since the last collection: \(Format.values(value))") }
+                    }
+                    let reply = try connection.request("subscribe", last.map { ["since": .int($0)] } ?? [:])
+                    if last == nil { last = reply["since"]?.int }
+                    first = false
+                    while true {
+                        guard let message = try connection.nextEvent(timeout: 3600) else { continue }
+                        if message["type"]?.string == "overflow" {
+                            FileHandle.standardError.write(Data("coinctl: fell behind; resuming after #\(message["resume_from"]?.int ?? 0)\n".utf8))
+                            last = message["resume_from"]?.int ?? last
+                            break
+                        }
+                        guard let event = message["event"], let seq = event["seq"]?.int else { continue }
+                        last = seq
+                        if event["kind"]?.string == "decision", event["verdict"]?.string == "accept",
+                           let currency = event["currency"]?.string, let amount = event["value_minor"]?.int {
+                            value[currency, default: 0] += amount
+                        }
+                        if event["kind"]?.string == "collect" { value = [:] }
+                        if common.json {
+                            print(event.description)
+                        } else {
+                            print(Format.event(event, totals: value))
+                        }
+                        fflush(nil)
+                    }
+                } catch ClientError.closed {
+                    FileHandle.standardError.write(Data("coinctl: connection lost; reconnecting\n".utf8))
+                    sleep(1)
+                } catch {
+                    throw fail(error)
+                }
+            }
+        }
+    }
+}
