@@ -108,7 +108,9 @@ public final class Daemon: Sendable {
         do throws(SocketServerError) {
             server = try SocketServer(
                 path: configuration.socket.path, mode: configuration.socket.mode, groupName: configuration.socket.group,
-                context: PublisherContext(ledger: ledger, control: control, hub: hub, policy: policy, daemonVersion: Self.version, logger: logger),
+                context: PublisherContext(
+                    ledger: ledger, control: control, hub: hub, policy: policy, daemonVersion: Self.version,
+                    maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger),
                 on: eventLoops)
         } catch {
             try? await eventLoops.shutdownGracefully()

@@ -20,6 +20,8 @@ public struct DaemonConfiguration: Sendable {
         public var group: String?
         public var controlUsers: [String]
         public var controlGroups: [String]
+        /// Events a subscriber may have waiting before it is disconnected with `overflow`.
+        public var maxQueuedEvents: Int
     }
 
     /// A chain link with the lines it came from, so errors can point at them.
@@ -77,9 +79,9 @@ public struct DaemonConfiguration: Sendable {
         let stateDirectory = resolve(try table.string("state_dir") ?? "/var/lib/coinmech")
         let runtimeDirectory = resolve(try table.string("runtime_dir") ?? "/run/coinmech")
 
-        var socket = Socket(path: "\(runtimeDirectory)/coinmechd.sock", mode: 0o660, group: nil, controlUsers: ["root"], controlGroups: [])
+        var socket = Socket(path: "\(runtimeDirectory)/coinmechd.sock", mode: 0o660, group: nil, controlUsers: ["root"], controlGroups: [], maxQueuedEvents: 1024)
         if let socketTable = try table.table("socket") {
-            try socketTable.rejectUnknownKeys(["path", "mode", "group", "control_users", "control_groups"])
+            try socketTable.rejectUnknownKeys(["path", "mode", "group", "control_users", "control_groups", "max_queued_events"])
             if let path = try socketTable.string("path") { socket.path = resolve(path) }
             if let mode = try socketTable.string("mode") {
                 guard let value = UInt32(mode, radix: 8), value <= 0o777 else { throw socketTable.error("mode", "must be an octal file mode such as \"0660\"") }
@@ -88,6 +90,10 @@ public struct DaemonConfiguration: Sendable {
             socket.group = try socketTable.string("group")
             socket.controlUsers = try socketTable.strings("control_users") ?? socket.controlUsers
             socket.controlGroups = try socketTable.strings("control_groups") ?? socket.controlGroups
+            if let queued = try socketTable.int("max_queued_events") {
+                guard (16...1_000_000).contains(queued) else { throw socketTable.error("max_queued_events", "must be between 16 and 1000000") }
+                socket.maxQueuedEvents = queued
+            }
         }
 
         var ledgerMax: Double?

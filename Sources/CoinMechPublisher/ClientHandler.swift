@@ -11,9 +11,15 @@ public struct PublisherContext: Sendable {
     public let hub: EventHub
     public let policy: AccessPolicy
     public let daemonVersion: String
+    /// Events a subscriber may have waiting before it is cut off with `overflow`.
+    public let maximumQueuedEvents: Int
     public let logger: Logger
 
-    public init(ledger: Ledger, control: any ControlPlane, hub: EventHub, policy: AccessPolicy, daemonVersion: String, logger: Logger) {
+    public init(
+        ledger: Ledger, control: any ControlPlane, hub: EventHub, policy: AccessPolicy, daemonVersion: String,
+        maximumQueuedEvents: Int = ClientProtocol.maximumQueuedEvents, logger: Logger
+    ) {
+        self.maximumQueuedEvents = maximumQueuedEvents
         self.ledger = ledger
         self.control = control
         self.hub = hub
@@ -194,7 +200,10 @@ final class ClientHandler: ChannelInboundHandler {
     private func deliver(_ events: [LedgerEvent]) {
         switch subscription {
         case .none: return
-        case .replaying: heldLive.append(contentsOf: events)
+        case .replaying:
+            heldLive.append(contentsOf: events)
+            // A client stuck in its replay holds live events too: they count against its bound.
+            if queue.count + heldLive.count > shared.maximumQueuedEvents { overflow() }
         case .live:
             enqueue(events)
             drain()
@@ -205,14 +214,14 @@ final class ClientHandler: ChannelInboundHandler {
         guard case .replaying = subscription, !closing else { return }
         let page: [LedgerEvent]
         do {
-            page = try shared.ledger.events(since: queuedThrough, limit: 256)
+            page = try shared.ledger.events(since: queuedThrough, limit: replayPageSize)
         } catch {
             send(ClientProtocol.error(id: nil, .unavailable, "\(error)"))
             context?.close(promise: nil)
             return
         }
         enqueue(page)
-        if page.count < 256 {
+        if page.count < replayPageSize {
             // Caught up with the ledger: what arrived meanwhile follows, without repeats.
             subscription = .live
             let held = heldLive
@@ -227,10 +236,14 @@ final class ClientHandler: ChannelInboundHandler {
             queue.append(event)
             queuedThrough = event.seq
         }
-        if queue.count > ClientProtocol.maximumQueuedEvents { overflow() }
     }
 
-    /// Writes queued events while the socket takes them; reads more history when the queue is low.
+    /// History is read a page at a time, and only while the queue is short, so replaying a long
+    /// history never counts against the client.
+    private var replayPageSize: Int { max(8, min(256, shared.maximumQueuedEvents / 4)) }
+
+    /// Writes queued events while the socket takes them; reads more history when the queue is
+    /// low; cuts the client off when the queue passes its bound.
     private func drain() {
         guard let context, !closing else { return }
         var wrote = false
@@ -241,7 +254,8 @@ final class ClientHandler: ChannelInboundHandler {
             wrote = true
         }
         if wrote { context.flush() }
-        if case .replaying = subscription, queue.count < 64 {
+        if queue.count > shared.maximumQueuedEvents { return overflow() }
+        if case .replaying = subscription, queue.count < replayPageSize {
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             context.eventLoop.execute { bound.value.replayNextPage() }
         }
@@ -253,13 +267,14 @@ final class ClientHandler: ChannelInboundHandler {
         shared.logger.notice("subscriber too slow: disconnected", metadata: ["peer": "\(peer)", "resume_from": "\(writtenThrough)", "queued": "\(queue.count)"])
         closing = true
         queue.removeAll()
+        heldLive.removeAll()
         shared.hub.unregister(ObjectIdentifier(self))
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(line(["type": "overflow", "resume_from": .int(writtenThrough)]))).whenComplete { _ in
             channel.close(promise: nil)
         }
-        // A client that reads nothing will never take the overflow notice: close anyway.
-        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        // A client that reads nothing never takes the notice: close anyway after a grace period.
+        context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
     }
 
     // MARK: Output

@@ -9,13 +9,13 @@ final class ChildProcess: @unchecked Sendable {
     private var buffered = Data()
 
     /// Starts `<bin dir>/<executable> arguments…`; standard error goes to a file.
-    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: "\(TestSupport.binDirectory)/\(executable)")
+    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], absolute: Bool = false) throws {
+        process.executableURL = URL(fileURLWithPath: absolute ? executable : "\(TestSupport.binDirectory)/\(executable)")
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         process.environment = env
-        stderrPath = "\(TestSupport.temporaryDirectory("stderr"))/\(executable).stderr"
+        stderrPath = "\(TestSupport.temporaryDirectory("stderr"))/\(URL(fileURLWithPath: executable).lastPathComponent).stderr"
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardOutput = stdout
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
