@@ -82,6 +82,7 @@ let package = Package(
                 "CoinMechPublisher", "CoinMechProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

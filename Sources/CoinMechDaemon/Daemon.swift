@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import NIOPosix
 import ServiceLifecycle
+import UnixSignals
 
 /// Why the daemon could not start.
 public enum DaemonError: Error, CustomStringConvertible, Sendable {
@@ -37,9 +38,12 @@ public final class Daemon: Sendable {
     public let hub = EventHub()
     private let logger: Logger
     private let started = Date()
+    private let pluginDirectoryOverride: String?
 
-    public init(configuration: DaemonConfiguration, logger: Logger) throws(DaemonError) {
+    /// `pluginDirectoryOverride` is `--plugin-dir`, kept so reloads read the same directory.
+    public init(configuration: DaemonConfiguration, pluginDirectoryOverride: String? = nil, logger: Logger) throws(DaemonError) {
         self.configuration = configuration
+        self.pluginDirectoryOverride = pluginDirectoryOverride
         self.logger = logger
         for directory in [configuration.runtimeDirectory, configuration.stateDirectory] {
             do {
@@ -88,14 +92,14 @@ public final class Daemon: Sendable {
     /// Generations continue across restarts, so a ledger entry's generation is unambiguous.
     static func nextGeneration(_ ledger: Ledger) throws(LedgerError) -> UInt64 {
         let events = try ledger.events(since: max(0, try ledger.lastSeq() - 50_000), limit: 50_000)
-        let highest = events.compactMap(\.chainGeneration).max()
-            ?? events.filter { $0.kind == "startup" }.compactMap { $0.detail.flatMap(Self.generation(inDetail:)) }.max() ?? 0
-        return UInt64(max(0, highest)) + 1
+        let fromDecisions = events.compactMap(\.chainGeneration).max() ?? 0
+        let fromEvents = events.filter { ["startup", "reload"].contains($0.kind) }.compactMap { $0.detail.flatMap(Self.generation(inDetail:)) }.max() ?? 0
+        return UInt64(max(0, fromDecisions, fromEvents)) + 1
     }
 
     static func generation(inDetail detail: String) -> Int64? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(detail.utf8)) as? [String: String] else { return nil }
-        return object["chain_generation"].flatMap { Int64($0) }
+        return (object["chain_generation"] ?? object["generation"]).flatMap { Int64($0) }
     }
 
     /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.
@@ -103,7 +107,9 @@ public final class Daemon: Sendable {
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let policy = AccessPolicy(users: configuration.socket.controlUsers, groups: configuration.socket.controlGroups)
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
-        let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, started: started)
+        let reloader = Reloader(configPath: configuration.file, pluginDirectoryOverride: pluginDirectoryOverride, running: configuration,
+                                holder: chain, loop: loop, logger: logger)
+        let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, reloader: reloader, started: started)
         let server: SocketServer
         do throws(SocketServerError) {
             server = try SocketServer(
@@ -117,16 +123,21 @@ public final class Daemon: Sendable {
             throw DaemonError.socket(error.message)
         }
         logger.notice("listening", metadata: ["socket": "\(server.path)"])
+        reloader.start()
         let deciding = DecidingService(loop: loop)
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: deciding)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(
+                services: [.init(service: deciding), .init(service: ReloadSignalService(reloader: reloader))],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch {
+            reloader.stop()
             server.close()
             try? await eventLoops.shutdownGracefully()
             throw error
         }
+        reloader.stop()
         server.close()
         try await eventLoops.shutdownGracefully()
         logger.notice("stopped")
@@ -150,6 +161,17 @@ struct DecidingService: Service {
             }
         } onGracefulShutdown: {
             loop.stop()
+        }
+    }
+}
+
+/// Turns SIGHUP (`systemctl reload`) into a reload request.
+struct ReloadSignalService: Service {
+    let reloader: Reloader
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            reloader.request(reason: "SIGHUP")
         }
     }
 }

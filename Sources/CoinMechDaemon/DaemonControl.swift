@@ -11,6 +11,7 @@ struct DaemonControl: ControlPlane {
     let loop: DecidingLoop
     let chainHolder: ChainHolder
     let ledger: Ledger
+    let reloader: Reloader
     let started: Date
 
     func status() -> JSON {
@@ -70,6 +71,6 @@ struct DaemonControl: ControlPlane {
     }
 
     func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
-        completion(.failure(CommandError(.notImplemented, "hot reload is not implemented yet; restart coinmechd to load a new chain")))
+        reloader.request(reason: "reload by \(peer.userName)", completion: completion)
     }
 }

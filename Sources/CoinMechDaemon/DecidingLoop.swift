@@ -1,5 +1,6 @@
 import CoinMechChain
 import CoinMechLedger
+import CoinMechPlugins
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSerial
@@ -43,6 +44,10 @@ public final class DecidingLoop: @unchecked Sendable {
     public enum Command: Sendable {
         case inhibit(Bool, by: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
         case collect(by: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
+        /// Swap in a chain built by the reloader, and record it.
+        case install(Chain, completion: @Sendable (Result<JSON, CommandError>) -> Void)
+        /// Record that a reload failed (the current chain stays).
+        case reloadFailed(reason: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
     }
 
     /// The loop's state as `status` shows it.
@@ -264,6 +269,20 @@ public final class DecidingLoop: @unchecked Sendable {
                 } else {
                     completion(.failure(CommandError(.unavailable, "the mech is \(on ? "inhibited" : "no longer inhibited"), but the ledger cannot record it")))
                 }
+            case .install(let new, let completion):
+                let old = chain.swap(new)
+                let detail = ["generation": "\(new.generation)", "previous": "\(old.generation)", "links": new.composition,
+                              "fingerprint": new.fingerprint]
+                logger.notice("chain reloaded", metadata: ["generation": "\(new.generation)", "fingerprint": "\(new.fingerprint)"])
+                let recorded = commit([.event(.reload, source: nil, detail: detail)])
+                completion(.success([
+                    "generation": .int(Int64(new.generation)), "fingerprint": .string(new.fingerprint),
+                    "links": .array(new.links.map { .string("\($0.name)=\($0.origin.plugin)@\($0.origin.version)") }),
+                    "seq": .int(recorded?.first?.seq ?? 0),
+                ]))
+            case .reloadFailed(let reason, let completion):
+                _ = commit([.event(.reloadFailed, source: nil, detail: ["reason": reason, "generation": "\(chain.current.generation)"])])
+                completion(.failure(CommandError(.failed, "reload failed, chain generation \(chain.current.generation) keeps deciding: \(reason)")))
             case .collect(let by, let completion):
                 guard let event = commit([.collect(by: by)])?.first else {
                     completion(.failure(CommandError(.unavailable, "the ledger cannot write: nothing collected")))

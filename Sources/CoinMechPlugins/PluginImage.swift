@@ -7,7 +7,8 @@ import Glibc
 
 /// A plugin file mapped into the process, with the functions its entry filled in.
 ///
-/// Immutable after loading. The image stays mapped for the life of the process.
+/// Immutable after loading. A Swift image stays mapped for the life of the process; a plain
+/// C image is closed when this object (held by every instance made from it) goes away.
 public final class PluginImage: @unchecked Sendable {
     /// The file the operator installed.
     public let sourcePath: String
@@ -20,8 +21,13 @@ public final class PluginImage: @unchecked Sendable {
     /// Seconds since 1970 when it was loaded.
     public let loadedAt: Double
     let api: coinmech_plugin
+    private let handle: UnsafeMutableRawPointer
+    /// True for plain C images, which are closed on release.
+    public let unloadable: Bool
 
-    init(sourcePath: String, loadedPath: String, sha256: String, api: coinmech_plugin) {
+    init(sourcePath: String, loadedPath: String, sha256: String, api: coinmech_plugin, handle: UnsafeMutableRawPointer, unloadable: Bool) {
+        self.handle = handle
+        self.unloadable = unloadable
         self.sourcePath = sourcePath
         self.loadedPath = loadedPath
         self.sha256 = sha256
@@ -31,6 +37,10 @@ public final class PluginImage: @unchecked Sendable {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         loadedAt = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    deinit {
+        if unloadable { dlclose(handle) }
     }
 
     /// Creates one instance with the link's JSON configuration ("{}" when it has none).

@@ -10,8 +10,10 @@ public let hostABIVersion: UInt32 = COINMECH_PLUGIN_ABI_VERSION
 /// Finds plugin files, checks who may write them, and loads each version from a private,
 /// content-addressed copy with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)`.
 ///
-/// Images are never unloaded: the Swift runtime keeps pointers into every image it has
-/// seen, so `dlclose` of a Swift plugin would crash the host later.
+/// Swift images are never unloaded: the Swift runtime keeps pointers into every image it has
+/// seen, so `dlclose` of a Swift plugin would crash the host later. They are opened with
+/// `RTLD_NODELETE`. A plain C image (one that does not link the Swift runtime) is opened
+/// without it and closed when the last instance made from it is gone.
 public struct PluginLoader: Sendable {
     /// Where plugin files are looked up by name.
     public var directory: String
@@ -48,9 +50,13 @@ public struct PluginLoader: Sendable {
         let sha256 = SHA256.hex(bytes)
         let copy = try privateCopy(of: path, bytes: bytes, sha256: sha256)
 
-        guard let handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
+        let usesSwift = Self.linksSwiftRuntime(bytes)
+        guard let handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL | (usesSwift ? RTLD_NODELETE : 0)) else {
             throw .dlopenFailed(path: path, message: dlerror().map { String(cString: $0) } ?? "unknown error")
         }
+        // From here on, a refused C image is closed again; a Swift image stays (it must).
+        var accepted = false
+        defer { if !accepted && !usesSwift { dlclose(handle) } }
         guard let symbol = dlsym(handle, COINMECH_PLUGIN_ENTRY_SYMBOL) else {
             throw .missingEntrySymbol(path: path)
         }
@@ -72,7 +78,21 @@ public struct PluginLoader: Sendable {
         ] where !present {
             throw .incompletePlugin(path: path, missing: field)
         }
-        return PluginImage(sourcePath: path, loadedPath: copy, sha256: sha256, api: api)
+        accepted = true
+        return PluginImage(sourcePath: path, loadedPath: copy, sha256: sha256, api: api, handle: handle, unloadable: !usesSwift)
+    }
+
+    /// Whether an ELF image needs the Swift runtime: its dynamic section names `libswiftCore.so`.
+    /// (Every shared object SwiftPM builds does, even from C.)
+    static func linksSwiftRuntime(_ bytes: [UInt8]) -> Bool {
+        let needle = Array("libswiftCore.so".utf8)
+        guard bytes.count >= needle.count else { return false }
+        var index = 0
+        while index <= bytes.count - needle.count {
+            if bytes[index] == needle[0], bytes[index..<(index + needle.count)].elementsEqual(needle) { return true }
+            index += 1
+        }
+        return false
     }
 
     /// Writes `<runtime>/plugins/<stem>-<sha256>.so` once (by rename, so never half-written).

@@ -49,7 +49,7 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
         let logger = Logger(label: "coinmechd")
         let daemon: Daemon
         do {
-            daemon = try Daemon(configuration: configuration, logger: logger)
+            daemon = try Daemon(configuration: configuration, pluginDirectoryOverride: pluginDir, logger: logger)
         } catch {
             if case .configuration = error { Self.fail("\(error)", code: 1) }
             Self.fail("\(error)", code: 2)

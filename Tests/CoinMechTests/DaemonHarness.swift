@@ -43,8 +43,10 @@ final class DaemonHarness {
         simulator = sim
     }
 
-    func startDaemon(_ arguments: [String] = []) throws {
-        daemon = try ChildProcess("coinmechd", ["--config", config, "--plugin-dir", TestSupport.binDirectory] + arguments)
+    /// Starts coinmechd; `pluginDirectory` nil leaves the configuration's `plugin_dir` in force.
+    func startDaemon(_ arguments: [String] = [], pluginDirectory: String? = TestSupport.binDirectory) throws {
+        let plugins = pluginDirectory.map { ["--plugin-dir", $0] } ?? []
+        daemon = try ChildProcess("coinmechd", ["--config", config] + plugins + arguments)
     }
 
     /// Waits for the simulator to finish its scenario and returns its ground truth.

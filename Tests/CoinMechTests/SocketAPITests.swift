@@ -89,16 +89,15 @@ struct SocketAPITests {
         _ = try harness.stopDaemon()
     }
 
-    @Test("reload answers not_implemented until hot reload lands")
-    func reloadNotImplemented() throws {
+    @Test("reload rebuilds the chain and answers with the new generation and fingerprint")
+    func reload() throws {
         let harness = try start(rate: 2)
-        #expect(throws: ClientError.self) { try connect(harness).request("reload") }
         let client = try connect(harness)
-        do throws(ClientError) {
-            try client.request("reload")
-        } catch {
-            #expect(error == .server(code: "not_implemented", message: "hot reload is not implemented yet; restart coinmechd to load a new chain"))
-        }
+        let before = try client.request("status")["chain_generation"]!.int!
+        let result = try client.request("reload")
+        #expect(result["generation"]?.int == before + 1)
+        #expect(result["fingerprint"]?.string?.count == 64)
+        #expect(try client.request("chain")["generation"]?.int == before + 1)
         _ = try harness.stopDaemon()
     }
 

@@ -35,14 +35,14 @@ enum TestSupport {
     }
 
     /// Compiles `Tests/Fixtures/plugins/<name>.c` into a shared object in `directory`.
-    static func compileFixture(_ name: String, into directory: String) throws -> String {
-        let output = "\(directory)/\(name).so"
+    static func compileFixture(_ name: String, into directory: String, as output: String? = nil, defines: [String] = []) throws -> String {
+        let output = "\(directory)/\(output ?? name + ".so")"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "cc", "-shared", "-fPIC", "-O1", "-I\(packageRoot)/Sources/CoinMechPluginABI/include",
-            "\(packageRoot)/Tests/Fixtures/plugins/\(name).c", "-o", output,
-        ]
+            "\(packageRoot)/Tests/Fixtures/plugins/\(name).c", "-o", output, "-lm",
+        ] + defines.map { "-D\($0)" }
         try process.run()
         process.waitUntilExit()
         try #require(process.terminationStatus == 0, "cc failed for fixture \(name)")
