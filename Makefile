@@ -32,6 +32,7 @@ bench:
 	$(SWIFT) build -c release
 	$(RELEASE_BIN)/coinmech-bench chain
 	$(RELEASE_BIN)/coinmech-bench e2e
+	$(RELEASE_BIN)/coinmech-bench reload
 
 clean:
 	rm -rf .build

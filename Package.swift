@@ -103,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
-                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore",
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"

@@ -16,7 +16,6 @@ public enum ClientProtocol {
         case unknownCommand = "unknown_command"
         case lineTooLong = "line_too_long"
         case forbidden
-        case notImplemented = "not_implemented"
         case unavailable
         case failed
     }
