@@ -414,6 +414,9 @@ public final class MechSimulator {
     private func disconnect(milliseconds: Double) throws(SimulatorError) {
         truth.faultsInjected.disconnects += 1
         record(event: "disconnect", ms: milliseconds)
+        // Like a USB adapter's /dev/serial/by-id link, the link goes away with the device, so a
+        // host cannot reopen the old pty number (which the kernel may give to someone else).
+        if let link = options.linkPath { unlink(link) }
         terminal = nil
         if connected {
             connected = false
