@@ -77,6 +77,16 @@ public final class Daemon: Sendable {
         }
     }
 
+    /// "serial connected, 142 coins, chain gen 7" — for `STATUS=`.
+    static func statusLine(loop: DecidingLoop, chain: ChainHolder) -> String {
+        let state = loop.state.withLock { $0 }
+        var parts = ["serial \(state.connected ? "connected" : "disconnected")",
+                     "\(loop.counters.accepted.load(ordering: .relaxed)) coins accepted", "chain gen \(chain.current.generation)"]
+        if state.inhibited { parts.append("inhibited") }
+        if state.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
+        return parts.joined(separator: ", ")
+    }
+
     /// Builds the configured chain; errors point at the configuration's lines.
     public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?) throws(DaemonError) -> Chain {
         let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.runtimeDirectory)
@@ -107,13 +117,18 @@ public final class Daemon: Sendable {
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let policy = AccessPolicy(users: configuration.socket.controlUsers, groups: configuration.socket.controlGroups)
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
+        let notifier = SystemdNotifier()
+        if let watchdog = notifier.watchdogMicroseconds {
+            loop.heartbeatMilliseconds = Int32(clamping: max(10, min(1000, watchdog / 4000)))
+        }
         let reloader = Reloader(configPath: configuration.file, pluginDirectoryOverride: pluginDirectoryOverride, running: configuration,
-                                holder: chain, loop: loop, logger: logger)
+                                holder: chain, loop: loop, notifier: notifier, logger: logger)
         let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, reloader: reloader, started: started)
         let server: SocketServer
         do throws(SocketServerError) {
             server = try SocketServer(
                 path: configuration.socket.path, mode: configuration.socket.mode, groupName: configuration.socket.group,
+                inheritedDescriptor: SocketServer.socketFromSystemd(),
                 context: PublisherContext(
                     ledger: ledger, control: control, hub: hub, policy: policy, daemonVersion: Self.version,
                     maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger),
@@ -122,9 +137,15 @@ public final class Daemon: Sendable {
             try? await eventLoops.shutdownGracefully()
             throw DaemonError.socket(error.message)
         }
-        logger.notice("listening", metadata: ["socket": "\(server.path)"])
+        logger.notice("listening", metadata: ["socket": "\(server.path)", "activated": "\(server.activated)"])
         reloader.start()
-        let deciding = DecidingService(loop: loop)
+        let watchdog = Watchdog(notifier: notifier, loop: loop, logger: logger) { [loop, chain] in
+            Self.statusLine(loop: loop, chain: chain)
+        }
+        // The ledger is open, the chain built, the socket listening: ready.
+        notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
+        watchdog.start()
+        let deciding = DecidingService(loop: loop, notifier: notifier)
         let group = ServiceGroup(
             configuration: .init(
                 services: [.init(service: deciding), .init(service: ReloadSignalService(reloader: reloader))],
@@ -132,11 +153,13 @@ public final class Daemon: Sendable {
         do {
             try await group.run()
         } catch {
+            watchdog.stop()
             reloader.stop()
             server.close()
             try? await eventLoops.shutdownGracefully()
             throw error
         }
+        watchdog.stop()
         reloader.stop()
         server.close()
         try await eventLoops.shutdownGracefully()
@@ -148,6 +171,7 @@ public final class Daemon: Sendable {
 /// cooperative thread pool, and nothing else may ever wait on it.
 struct DecidingService: Service {
     let loop: DecidingLoop
+    let notifier: SystemdNotifier
 
     func run() async throws {
         await withGracefulShutdownHandler {
@@ -160,6 +184,7 @@ struct DecidingService: Service {
                 thread.start()
             }
         } onGracefulShutdown: {
+            notifier.notify("STOPPING=1\nSTATUS=stopping")
             loop.stop()
         }
     }

@@ -36,6 +36,8 @@ public final class DecidingLoop: @unchecked Sendable {
     private let commands = Mutex<[Command]>([])
     /// Counters for status reports.
     public let counters = Counters()
+    /// Longest sleep in `poll`, so the heartbeat stays fresh for the watchdog.
+    public var heartbeatMilliseconds: Int32 = 1000
     /// What `status` reports, updated by the loop after each turn.
     public let state = Mutex(State())
 
@@ -142,8 +144,8 @@ public final class DecidingLoop: @unchecked Sendable {
     private func waitForEvents(now: UInt64) -> [MechEvent] {
         var descriptors = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
         if let fd = mech.descriptor { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-        var timeoutMs: Int32 = 1000
-        if let next = mech.nextReconnect { timeoutMs = Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0) }
+        var timeoutMs: Int32 = heartbeatMilliseconds
+        if let next = mech.nextReconnect { timeoutMs = min(timeoutMs, Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0)) }
         if ledgerFailingSince != nil { timeoutMs = min(timeoutMs, 1000) }
         let ready = poll(&descriptors, nfds_t(descriptors.count), timeoutMs)
         guard ready > 0 else { return [] }

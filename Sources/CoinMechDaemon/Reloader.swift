@@ -19,6 +19,7 @@ public final class Reloader: @unchecked Sendable {
     private let running: DaemonConfiguration
     private let holder: ChainHolder
     private let loop: DecidingLoop
+    private let notifier: SystemdNotifier
     private let logger: Logger
     private let requests = Mutex<[(reason: String, completion: Completion?)]>([])
     private let stopping = Atomic<Bool>(false)
@@ -30,7 +31,8 @@ public final class Reloader: @unchecked Sendable {
     static let debounceNanoseconds: UInt64 = 300_000_000
 
     public init(configPath: String, pluginDirectoryOverride: String?, running: DaemonConfiguration, holder: ChainHolder,
-                loop: DecidingLoop, logger: Logger) {
+                loop: DecidingLoop, notifier: SystemdNotifier = SystemdNotifier(environment: [:]), logger: Logger) {
+        self.notifier = notifier
         self.configPath = configPath
         self.pluginDirectoryOverride = pluginDirectoryOverride
         self.running = running
@@ -137,8 +139,14 @@ public final class Reloader: @unchecked Sendable {
     }
 
     /// Builds the new chain from the configuration as it is now, and hands it to the loop.
-    private func reload(reason: String, completion: @escaping Completion) {
+    private func reload(reason: String, completion outcome: @escaping Completion) {
         logger.notice("reloading the chain", metadata: ["reason": "\(reason)"])
+        notifier.notify("RELOADING=1\nMONOTONIC_USEC=\(SystemdNotifier.monotonicMicroseconds())\nSTATUS=reloading the chain")
+        let notifier = notifier
+        let completion: Completion = { result in
+            notifier.notify("READY=1")
+            outcome(result)
+        }
         let configuration: DaemonConfiguration
         do {
             configuration = try DaemonConfiguration.load(path: configPath, pluginDirectory: pluginDirectoryOverride)

@@ -18,11 +18,16 @@ public struct SocketServerError: Error, Sendable, CustomStringConvertible {
 public final class SocketServer: Sendable {
     private let channel: any Channel
     public let path: String
+    /// The socket came from systemd (socket activation): systemd owns the file.
+    public let activated: Bool
 
     /// Binds `path` (replacing a stale socket file), sets its mode and group, and starts
-    /// accepting clients on `group`.
-    public init(path: String, mode: UInt32, groupName: String?, context: PublisherContext, on group: any EventLoopGroup) throws(SocketServerError) {
+    /// accepting clients on `group`. With `inheritedDescriptor` (socket activation) it uses
+    /// that listening socket instead and leaves the file to systemd.
+    public init(path: String, mode: UInt32, groupName: String?, inheritedDescriptor: Int32? = nil, context: PublisherContext,
+                on group: any EventLoopGroup) throws(SocketServerError) {
         self.path = path
+        activated = inheritedDescriptor != nil
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 128)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 16 * 1024, high: 64 * 1024))
@@ -33,6 +38,14 @@ public final class SocketServer: Sendable {
                     try sync.addHandler(ClientHandler(shared: context, peer: peer))
                 }
             }
+        if let descriptor = inheritedDescriptor {
+            do {
+                channel = try bootstrap.withBoundSocket(descriptor).wait()
+            } catch {
+                throw SocketServerError(message: "socket from systemd (fd \(descriptor)): cannot listen: \(error)")
+            }
+            return
+        }
         do {
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             channel = try bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).wait()
@@ -53,7 +66,21 @@ public final class SocketServer: Sendable {
     /// Stops accepting and closes the listening socket (clients' connections close with the group).
     public func close() {
         try? channel.close().wait()
-        unlink(path)
+        if !activated { unlink(path) }
+    }
+
+    /// The listening socket systemd passed (`LISTEN_FDS`, `LISTEN_PID`; sd_listen_fds(3)), if any.
+    /// The variables are removed so children do not inherit them.
+    public static func socketFromSystemd() -> Int32? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
+              let count = environment["LISTEN_FDS"].flatMap({ Int($0) }), count >= 1 else { return nil }
+        unsetenv("LISTEN_PID")
+        unsetenv("LISTEN_FDS")
+        unsetenv("LISTEN_FDNAMES")
+        let descriptor: Int32 = 3  // SD_LISTEN_FDS_START
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        return descriptor
     }
 
     static func peerCredentials(of channel: any Channel) -> EventLoopFuture<PeerCredentials> {
