@@ -3,7 +3,21 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench clean
+.PHONY: all build test demo demo-check bench install uninstall check-systemd clean
+
+# Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/bin
+PLUGINDIR := $(PREFIX)/lib/coinmech/plugins
+UNITDIR := $(PREFIX)/lib/systemd/system
+SYSUSERSDIR := $(PREFIX)/lib/sysusers.d
+TMPFILESDIR := $(PREFIX)/lib/tmpfiles.d
+UDEVDIR := $(PREFIX)/lib/udev/rules.d
+DATADIR := $(PREFIX)/share/coinmech
+DOCDIR := $(PREFIX)/share/doc/coinmech
+SYSCONFDIR ?= /etc
+PLUGINS := coin coin-table sanity repeat-guard weight-floor
 
 all: build
 
@@ -11,10 +25,12 @@ build:
 	$(SWIFT) build
 
 ## Builds everything (daemon, tools, plugins, tests), checks the demo runs, runs the whole test suite.
+## Serially: the end-to-end suites run real daemons and simulators against the mech deadline,
+## and must not compete with each other for two cores.
 test:
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory demo-check
-	COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build
+	COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --no-parallel
 
 ## coinsim + coinmechd with the shipped demo configuration, watched with coinctl.
 ## DEMO_SECONDS=N stops it by itself after N seconds.
@@ -33,6 +49,42 @@ bench:
 	$(RELEASE_BIN)/coinmech-bench chain
 	$(RELEASE_BIN)/coinmech-bench e2e
 	$(RELEASE_BIN)/coinmech-bench reload
+
+## Release build, then installs binaries, plugins (root-owned), units, sysusers, tmpfiles, the
+## udev rule, scenarios, docs, and the default configuration unless one is already there.
+install:
+	$(SWIFT) build -c release
+	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(UDEVDIR) $(DESTDIR)$(DATADIR)/scenarios $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/coinmech
+	install -m 0755 $(RELEASE_BIN)/coinmechd $(RELEASE_BIN)/coinctl $(RELEASE_BIN)/coinsim $(DESTDIR)$(BINDIR)/
+	for p in $(PLUGINS); do install -m 0644 $(RELEASE_BIN)/lib$$p.so $(DESTDIR)$(PLUGINDIR)/; done
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/coinmechd.service > $(DESTDIR)$(UNITDIR)/coinmechd.service
+	install -m 0644 systemd/coinmechd.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/coinmech.sysusers $(DESTDIR)$(SYSUSERSDIR)/coinmech.conf
+	sed 's|@PLUGINDIR@|$(PLUGINDIR)|g' systemd/coinmech.tmpfiles > $(DESTDIR)$(TMPFILESDIR)/coinmech.conf
+	install -m 0644 systemd/99-coinmech.rules $(DESTDIR)$(UDEVDIR)/
+	install -m 0644 Simulators/scenarios/*.yaml $(DESTDIR)$(DATADIR)/scenarios/
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/coinmech/coinmechd.yaml ]; then \
+		echo "keeping the existing $(SYSCONFDIR)/coinmech/coinmechd.yaml"; \
+	else \
+		sed 's|/usr/lib/coinmech/plugins|$(PLUGINDIR)|' config/coinmechd.yaml > $(DESTDIR)$(SYSCONFDIR)/coinmech/coinmechd.yaml; \
+		chmod 0644 $(DESTDIR)$(SYSCONFDIR)/coinmech/coinmechd.yaml; \
+	fi
+
+## Removes what install put there, except the configuration, the ledger and the cache.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/coinmechd $(DESTDIR)$(BINDIR)/coinctl $(DESTDIR)$(BINDIR)/coinsim
+	for p in $(PLUGINS); do rm -f $(DESTDIR)$(PLUGINDIR)/lib$$p.so; done
+	-rmdir $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/lib/coinmech 2>/dev/null
+	rm -f $(DESTDIR)$(UNITDIR)/coinmechd.service $(DESTDIR)$(UNITDIR)/coinmechd.socket
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/coinmech.conf $(DESTDIR)$(TMPFILESDIR)/coinmech.conf $(DESTDIR)$(UDEVDIR)/99-coinmech.rules
+	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR)
+
+## Installs into a scratch DESTDIR and checks the units with systemd-analyze (verify, security).
+check-systemd:
+	scripts/check-systemd.sh
 
 clean:
 	rm -rf .build

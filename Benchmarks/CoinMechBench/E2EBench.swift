@@ -30,6 +30,7 @@ struct E2EBench: ParsableCommand {
             source: {kind: serial, device: mech, baud: 115200}
             state_dir: state
             runtime_dir: run
+            cache_dir: cache
             chain:
               - plugin: sanity
               - plugin: weight-floor

@@ -45,7 +45,7 @@ public final class Daemon: Sendable {
         self.configuration = configuration
         self.pluginDirectoryOverride = pluginDirectoryOverride
         self.logger = logger
-        for directory in [configuration.runtimeDirectory, configuration.stateDirectory] {
+        for directory in [configuration.runtimeDirectory, configuration.stateDirectory, configuration.cacheDirectory] {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
@@ -89,7 +89,7 @@ public final class Daemon: Sendable {
 
     /// Builds the configured chain; errors point at the configuration's lines.
     public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?) throws(DaemonError) -> Chain {
-        let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.runtimeDirectory)
+        let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
         do throws(ChainBuildError) {
             return try ChainBuilder(loader: loader).build(generation: generation, links: configuration.chain.map(\.spec)) { warning in
                 logger?.warning("\(warning)")

@@ -38,13 +38,16 @@ public struct DaemonConfiguration: Sendable {
     public var pluginDirectory: String
     public var stateDirectory: String
     public var runtimeDirectory: String
+    /// Private, content-addressed copies of the plugins, on a filesystem that allows
+    /// executable mappings (`/run` is often mounted `noexec`).
+    public var cacheDirectory: String
     public var socket: Socket
     public var chain: [Link]
     /// Cap on the ledger's size in MiB (nil: the disk is the limit).
     public var ledgerMaxSizeMiB: Double?
 
     public static let defaultPath = "/etc/coinmech/coinmechd.yaml"
-    static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "socket", "ledger"]
+    static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "cache_dir", "socket", "ledger"]
 
     /// Reads and checks `path`. Relative paths in it are relative to the file's directory.
     /// `pluginDirectory` overrides `plugin_dir` (the demo and tests use the build's own plugins).
@@ -78,6 +81,7 @@ public struct DaemonConfiguration: Sendable {
         let pluginDirectory = override ?? configuredPlugins
         let stateDirectory = resolve(try table.string("state_dir") ?? "/var/lib/coinmech")
         let runtimeDirectory = resolve(try table.string("runtime_dir") ?? "/run/coinmech")
+        let cacheDirectory = resolve(try table.string("cache_dir") ?? "/var/cache/coinmech")
 
         var socket = Socket(path: "\(runtimeDirectory)/coinmechd.sock", mode: 0o660, group: nil, controlUsers: ["root"], controlGroups: [], maxQueuedEvents: 1024)
         if let socketTable = try table.table("socket") {
@@ -108,7 +112,7 @@ public struct DaemonConfiguration: Sendable {
         guard let links = try table.tables("chain"), !links.isEmpty else {
             throw table.error("chain", "is required: a list of links, e.g. - plugin: sanity")
         }
-        let loader = PluginLoader(directory: pluginDirectory, runtimeDirectory: runtimeDirectory)
+        let loader = PluginLoader(directory: pluginDirectory, runtimeDirectory: cacheDirectory)
         var chain: [Link] = []
         for link in links {
             try link.rejectUnknownKeys(["plugin", "name", "config"])
@@ -128,7 +132,7 @@ public struct DaemonConfiguration: Sendable {
         }
         return DaemonConfiguration(
             file: table.file, logLevel: level, source: source, pluginDirectory: pluginDirectory, stateDirectory: stateDirectory,
-            runtimeDirectory: runtimeDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax)
+            runtimeDirectory: runtimeDirectory, cacheDirectory: cacheDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax)
     }
 
     /// A chain build error as a settings error, pointing at the failing link's lines.

@@ -17,7 +17,9 @@ public let hostABIVersion: UInt32 = COINMECH_PLUGIN_ABI_VERSION
 public struct PluginLoader: Sendable {
     /// Where plugin files are looked up by name.
     public var directory: String
-    /// Private directory for the content-addressed copies (created 0700 if missing).
+    /// Private directory for the content-addressed copies (created 0700 if missing, with a
+    /// `plugins/` inside). It must allow executable mappings: not a `noexec` mount such as
+    /// `/run` on many systems.
     public var runtimeDirectory: String
     /// Owners a plugin file and its directory may have: root and the daemon's user.
     public var trustedOwners: Set<uid_t>

@@ -155,7 +155,7 @@ struct DaemonConfigurationTests {
     static let valid = "source: {device: /dev/null}\nchain:\n  - plugin: sanity\n"
 
     @Test("each configuration error names the file, the line and the key, and exits 1", arguments: [
-        ("sorce: {device: x}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'sorce': unknown key (known here: chain, ledger, log_level, plugin_dir, runtime_dir, socket, source, state_dir)"),
+        ("sorce: {device: x}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'sorce': unknown key (known here: cache_dir, chain, ledger, log_level, plugin_dir, runtime_dir, socket, source, state_dir)"),
         ("source: {device: x, baud: fast}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.baud': must be a whole number, got 'fast'"),
         ("source: {device: x}\nchain:\n  - plugin: sanity\n  - plugin: nope\n", "coinmechd: coinmechd.yaml:4: key 'chain[1].plugin': plugin 'nope' not found (tried"),
         ("source: {device: x}\nlog_level: loud\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'log_level': must be one of trace, debug, info, notice, warning, error, critical"),

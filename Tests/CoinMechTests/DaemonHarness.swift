@@ -28,6 +28,7 @@ final class DaemonHarness {
             source: {kind: serial, device: mech, baud: 9600}
             state_dir: state
             runtime_dir: run
+            cache_dir: cache
             \(extra)
             \(chain)
             """.write(toFile: config, atomically: true, encoding: .utf8)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs CoinMech into a scratch DESTDIR and checks the installed units the way systemd would:
+# `systemd-analyze verify`, and `systemd-analyze security --offline=yes` with a ceiling on the
+# exposure score (docs/OPERATIONS.md records it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MAX_EXPOSURE=${MAX_EXPOSURE:-3.0}
+STAGE=$(mktemp -d -t coinmech-stage-XXXXXX)
+trap 'rm -rf "$STAGE"' EXIT
+
+make --no-print-directory install PREFIX=/usr DESTDIR="$STAGE" > "$STAGE.log" 2>&1 || { cat "$STAGE.log"; exit 1; }
+UNITS="$STAGE/usr/lib/systemd/system"
+for file in usr/bin/coinmechd usr/bin/coinctl usr/lib/coinmech/plugins/libcoin-table.so usr/lib/systemd/system/coinmechd.service \
+            usr/lib/sysusers.d/coinmech.conf usr/lib/tmpfiles.d/coinmech.conf usr/lib/udev/rules.d/99-coinmech.rules etc/coinmech/coinmechd.yaml; do
+    [[ -e "$STAGE/$file" ]] || { echo "check-systemd: make install did not install /$file"; exit 1; }
+done
+"$STAGE/usr/bin/coinmechd" --config "$STAGE/etc/coinmech/coinmechd.yaml" --plugin-dir "$STAGE/usr/lib/coinmech/plugins" --check-config
+
+echo "== systemd-analyze verify"
+SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --root="$STAGE" "$UNITS/coinmechd.service" "$UNITS/coinmechd.socket" 2>&1 \
+    | tee "$STAGE/verify.log"
+if grep -v -E "^$" "$STAGE/verify.log" | grep -q .; then
+    echo "check-systemd: systemd-analyze verify reported problems"; exit 1
+fi
+
+echo "== systemd-analyze security --offline=yes"
+systemd-analyze security --offline=yes --root="$STAGE" "$UNITS/coinmechd.service" > "$STAGE/security.log" 2>&1 || true
+score=$(grep -oE "Overall exposure level for coinmechd.service: [0-9.]+" "$STAGE/security.log" | grep -oE "[0-9.]+$" || true)
+[[ -n "$score" ]] || { cat "$STAGE/security.log"; echo "check-systemd: no exposure score"; exit 1; }
+grep -E "^✗" "$STAGE/security.log" | head -20 || true
+echo "exposure: $score (ceiling $MAX_EXPOSURE)"
+awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s <= m) }' || { echo "check-systemd: exposure $score is above $MAX_EXPOSURE"; exit 1; }
+echo "check-systemd: units verified, exposure $score"
