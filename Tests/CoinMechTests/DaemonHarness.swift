@@ -45,9 +45,9 @@ final class DaemonHarness {
     }
 
     /// Starts coinmechd; `pluginDirectory` nil leaves the configuration's `plugin_dir` in force.
-    func startDaemon(_ arguments: [String] = [], pluginDirectory: String? = TestSupport.binDirectory) throws {
+    func startDaemon(_ arguments: [String] = [], pluginDirectory: String? = TestSupport.binDirectory, environment: [String: String] = [:]) throws {
         let plugins = pluginDirectory.map { ["--plugin-dir", $0] } ?? []
-        daemon = try ChildProcess("coinmechd", ["--config", config] + plugins + arguments)
+        daemon = try ChildProcess("coinmechd", ["--config", config] + plugins + arguments, environment: environment)
     }
 
     /// Waits for the simulator to finish its scenario and returns its ground truth.

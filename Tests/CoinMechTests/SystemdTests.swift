@@ -1,0 +1,116 @@
+import CoinMechClient
+import CoinMechDaemon
+import Foundation
+import Testing
+
+/// A real `$NOTIFY_SOCKET`: a datagram socket the test binds and reads.
+final class NotifySocket {
+    let path: String
+    let fd: Int32
+    private(set) var messages: [String] = []
+
+    init(abstract: Bool = false) {
+        path = abstract ? "@coinmech-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))" : "\(TestSupport.temporaryDirectory("notify"))/notify.sock"
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(path.utf8)
+        if abstract { bytes[0] = 0 }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 0 : 1))
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    }
+
+    deinit { close(fd) }
+
+    /// Reads datagrams for up to `timeout` seconds or until `until` holds for what arrived.
+    @discardableResult
+    func collect(timeout: Double, until: ([String]) -> Bool = { _ in false }) -> [String] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, !until(messages) {
+            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&waiting, 1, 50) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 { messages.append(String(decoding: buffer[..<n], as: UTF8.self)) }
+        }
+        return messages
+    }
+
+    func count(_ needle: String) -> Int { messages.filter { $0.contains(needle) }.count }
+}
+
+@Suite("systemd: notify, watchdog, reload, stop, socket activation", .serialized)
+struct SystemdTests {
+    @Test("the notifier reaches a path and an abstract socket")
+    func notifier() {
+        for abstract in [false, true] {
+            let socket = NotifySocket(abstract: abstract)
+            let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "2000000"])
+            #expect(notifier.watchdogMicroseconds == 2_000_000)
+            #expect(notifier.notify("READY=1\nSTATUS=hello"))
+            #expect(socket.collect(timeout: 2) { !$0.isEmpty } == ["READY=1\nSTATUS=hello"])
+        }
+        #expect(!SystemdNotifier(environment: [:]).notify("READY=1"))
+        #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "5", "WATCHDOG_PID": "1"]).watchdogMicroseconds == nil)
+    }
+
+    @Test("READY after start, watchdog pings, RELOADING then READY on SIGHUP, STOPPING on SIGTERM")
+    func lifecycle() throws {
+        let notify = NotifySocket()
+        let harness = try DaemonHarness()
+        try harness.startSimulator("coins: 0\nrate_per_s: 5\nmix: {quarter: 1}\n")
+        try harness.startDaemon([], environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
+        notify.collect(timeout: 10) { $0.contains { $0.contains("READY=1") } }
+        #expect(notify.messages.first?.hasPrefix("READY=1\nSTATUS=serial") == true)
+        #expect(FileManager.default.fileExists(atPath: harness.socket), "READY before the socket listened")
+        notify.collect(timeout: 2)
+        #expect(notify.count("WATCHDOG=1") >= 5)  // every 200 ms
+        harness.daemon!.signal(SIGHUP)
+        notify.collect(timeout: 10) { messages in messages.contains { $0.contains("RELOADING=1") } && messages.last == "READY=1" }
+        let reloading = try #require(notify.messages.firstIndex { $0.contains("RELOADING=1") })
+        #expect(notify.messages[reloading].contains("MONOTONIC_USEC="))
+        #expect(notify.messages[reloading...].contains("READY=1"))
+        harness.daemon!.signal(SIGTERM)
+        notify.collect(timeout: 10) { $0.contains { $0.hasPrefix("STOPPING=1") } }
+        #expect(notify.count("STOPPING=1") == 1)
+        #expect(harness.daemon!.wait() == 0)
+    }
+
+    @Test("a wedged deciding loop stops the watchdog pings")
+    func wedged() throws {
+        let dir = TestSupport.temporaryDirectory("wedge")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir, as: "libmisbehaving.so")
+        let notify = NotifySocket()
+        let harness = try DaemonHarness(chain: "chain:\n  - plugin: misbehaving\n    config: {mode: hang}\n", extra: "plugin_dir: \(dir)")
+        try harness.startDaemon([], pluginDirectory: nil, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
+        notify.collect(timeout: 10) { $0.contains { $0.contains("READY=1") } }
+        notify.collect(timeout: 1)
+        #expect(notify.count("WATCHDOG=1") >= 2)  // alive while no coin comes
+        try harness.startSimulator("coins: 0\nrate_per_s: 5\nmix: {quarter: 1}\n")  // the first coin wedges the loop
+        notify.collect(timeout: 3)
+        let pingsBefore = notify.count("WATCHDOG=1")
+        notify.collect(timeout: 2)
+        #expect(notify.count("WATCHDOG=1") == pingsBefore, "pings went on while the loop was stuck")
+        #expect(harness.daemonLog.contains("no more watchdog pings"))
+        _ = try harness.stopDaemon(SIGKILL)
+    }
+
+    @Test("socket activation: systemd-socket-activate holds the socket and starts the daemon on the first client")
+    func socketActivation() throws {
+        let harness = try DaemonHarness()
+        let socket = "\(harness.dir)/activated.sock"
+        try harness.startSimulator("coins: 0\nrate_per_s: 5\nmix: {quarter: 1}\n")
+        let activator = try ChildProcess("/usr/bin/systemd-socket-activate", [
+            "-l", socket, "\(TestSupport.binDirectory)/coinmechd", "--config", harness.config, "--plugin-dir", TestSupport.binDirectory,
+        ], absolute: true)
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socket), Date() < deadline { usleep(20_000) }
+        let client = try CoinMechConnection(path: socket, timeout: 15)  // this connection starts the daemon
+        #expect(client.hello["daemon"] == "coinmechd")
+        #expect(try client.request("status")["ledger"] == "ok")
+        #expect(!FileManager.default.fileExists(atPath: harness.socket), "the daemon bound its own socket instead")
+        activator.signal(SIGTERM)
+        activator.wait()
+    }
+}
