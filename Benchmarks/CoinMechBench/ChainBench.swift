@@ -139,6 +139,12 @@ func best(of rounds: Int, _ body: () -> Void) -> Double {
     return fastest
 }
 
+/// The `p` quantile of sorted samples (nearest rank); 0 for none.
+func percentile<T: BinaryInteger>(_ sorted: [T], _ p: Double) -> T {
+    guard !sorted.isEmpty else { return 0 }
+    return sorted[min(sorted.count - 1, max(0, Int((p * Double(sorted.count)).rounded(.up)) - 1))]
+}
+
 func executableDirectory() -> String {
     let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     return URL(fileURLWithPath: exe).deletingLastPathComponent().path

@@ -151,10 +151,6 @@ struct E2EBench: ParsableCommand {
         }
     }
 
-    private func percentile(_ sorted: [Int], _ p: Double) -> Int {
-        guard !sorted.isEmpty else { return 0 }
-        return sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
-    }
 
     private func pad(_ value: Int, _ width: Int = 8) -> String {
         let text = String(value)

@@ -128,10 +128,6 @@ struct ReloadBench: ParsableCommand {
         return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
     }
 
-    private func percentile(_ sorted: [UInt64], _ p: Double) -> UInt64 {
-        guard !sorted.isEmpty else { return 0 }
-        return sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
-    }
 }
 
 struct ReloadResult: Encodable {

@@ -28,9 +28,8 @@ public final class DecidingLoop: @unchecked Sendable {
     private var operatorInhibit = false
     private var ledgerFailingSince: UInt64?
     private var lastRecoveryAttempt: UInt64 = 0
-    /// Unused end of the wake pipe: `stop()` writes a byte to wake `poll`.
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// `stop()` and `submit()` wake the loop's `poll` through it.
+    private let wakePipe = WakePipe()
     private let stopping = Atomic<Bool>(false)
     private let hub: EventHub
     private let commands = Mutex<[Command]>([])
@@ -84,16 +83,6 @@ public final class DecidingLoop: @unchecked Sendable {
             epoch: state.epoch, lastSeq: state.lastDeviceSeq,
             recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
         for decision in state.recent { answers[decision.deviceSeq] = decision.accepted }
-        var fds: [Int32] = [0, 0]
-        pipe(&fds)
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
-        _ = fcntl(wakeRead, F_SETFL, O_NONBLOCK)
-    }
-
-    deinit {
-        close(wakeRead)
-        close(wakeWrite)
     }
 
     /// Asks `run()` to finish the reading in hand, commit, and return.
@@ -108,10 +97,7 @@ public final class DecidingLoop: @unchecked Sendable {
         wake()
     }
 
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
-    }
+    private func wake() { wakePipe.wake() }
 
     /// Runs until `stop()`.
     public func run() {
@@ -142,17 +128,14 @@ public final class DecidingLoop: @unchecked Sendable {
     }
 
     private func waitForEvents(now: UInt64) -> [MechEvent] {
-        var descriptors = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        var descriptors = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0)]
         if let fd = mech.descriptor { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
         var timeoutMs: Int32 = heartbeatMilliseconds
         if let next = mech.nextReconnect { timeoutMs = min(timeoutMs, Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0)) }
         if ledgerFailingSince != nil { timeoutMs = min(timeoutMs, 1000) }
         let ready = poll(&descriptors, nfds_t(descriptors.count), timeoutMs)
         guard ready > 0 else { return [] }
-        if descriptors[0].revents != 0 {
-            var drain = [UInt8](repeating: 0, count: 64)
-            _ = read(wakeRead, &drain, drain.count)
-        }
+        if descriptors[0].revents != 0 { wakePipe.drain() }
         if descriptors.count > 1 && descriptors[1].revents != 0 {
             let hungUp = descriptors[1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
             return mech.readEvents(now: Self.now(), hungUp: hungUp)

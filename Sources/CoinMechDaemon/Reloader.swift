@@ -23,8 +23,7 @@ public final class Reloader: @unchecked Sendable {
     private let logger: Logger
     private let requests = Mutex<[(reason: String, completion: Completion?)]>([])
     private let stopping = Atomic<Bool>(false)
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let wakePipe = WakePipe()
     private var inotify: Int32 = -1
     private var thread: Thread?
     /// Quiet time after the last file event before reloading (editors and copies write in bursts).
@@ -39,24 +38,16 @@ public final class Reloader: @unchecked Sendable {
         self.holder = holder
         self.loop = loop
         self.logger = logger
-        var fds: [Int32] = [0, 0]
-        pipe(&fds)
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
-        _ = fcntl(wakeRead, F_SETFL, O_NONBLOCK)
     }
 
     deinit {
-        close(wakeRead)
-        close(wakeWrite)
         if inotify >= 0 { close(inotify) }
     }
 
     /// Asks for a reload; `completion` gets the outcome.
     public func request(reason: String, completion: Completion? = nil) {
         requests.withLock { $0.append((reason, completion)) }
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        wakePipe.wake()
     }
 
     /// Starts watching and serving requests on a thread of its own.
@@ -77,15 +68,14 @@ public final class Reloader: @unchecked Sendable {
 
     public func stop() {
         stopping.store(true, ordering: .sequentiallyConsistent)
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        wakePipe.wake()
     }
 
     private func run() {
         var changedSince: UInt64?
         var firstChange: UInt64 = 0
         while !stopping.load(ordering: .sequentiallyConsistent) {
-            var descriptors = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0), pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)]
+            var descriptors = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0), pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)]
             var timeout: Int32 = -1
             if let since = changedSince {
                 let now = DecidingLoop.now()
@@ -93,7 +83,7 @@ public final class Reloader: @unchecked Sendable {
                 timeout = due > now ? Int32((due - now) / 1_000_000) + 1 : 0
             }
             _ = poll(&descriptors, 2, timeout)
-            if descriptors[0].revents != 0 { drain(wakeRead) }
+            if descriptors[0].revents != 0 { wakePipe.drain() }
             if descriptors[1].revents != 0, relevantChange() {
                 let now = DecidingLoop.now()
                 if changedSince == nil { firstChange = now }
@@ -170,10 +160,5 @@ public final class Reloader: @unchecked Sendable {
     private func fail(_ reason: String, _ completion: @escaping Completion) {
         logger.error("reload failed; the current chain keeps deciding", metadata: ["reason": "\(reason)"])
         loop.submit(.reloadFailed(reason: reason, completion: completion))
-    }
-
-    private func drain(_ fd: Int32) {
-        var bytes = [UInt8](repeating: 0, count: 64)
-        while read(fd, &bytes, bytes.count) > 0 {}
     }
 }

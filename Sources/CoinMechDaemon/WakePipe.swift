@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A pipe another thread writes a byte to, to wake a thread blocked in `poll` on `readEnd`.
+final class WakePipe: @unchecked Sendable {
+    /// Poll this for `POLLIN`; `drain()` it after waking.
+    let readEnd: Int32
+    private let writeEnd: Int32
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        pipe(&fds)
+        readEnd = fds[0]
+        writeEnd = fds[1]
+        _ = fcntl(readEnd, F_SETFL, O_NONBLOCK)
+        _ = fcntl(writeEnd, F_SETFL, O_NONBLOCK)
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+
+    /// Wakes the poller (a full pipe already means "wake up": nothing is lost).
+    func wake() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    func drain() {
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while read(readEnd, &bytes, bytes.count) > 0 {}
+    }
+}
