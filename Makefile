@@ -17,7 +17,7 @@ UDEVDIR := $(PREFIX)/lib/udev/rules.d
 DATADIR := $(PREFIX)/share/coinmech
 DOCDIR := $(PREFIX)/share/doc/coinmech
 SYSCONFDIR ?= /etc
-PLUGINS := coin coin-table sanity repeat-guard weight-floor
+PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map
 
 all: build
 

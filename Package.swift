@@ -16,6 +16,7 @@ let plugins = [
     plugin("sanity", target: "SanityPlugin", path: "plugins/sanity"),
     plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
     plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
+    plugin("channel-map", target: "ChannelMapPlugin", path: "plugins/channel-map"),
     // The Swift example of docs/PLUGINS.md, built so the example stays true.
     plugin("example-minimal-swift", target: "MinimalSwiftExample", path: "examples/plugins/MinimalSwift"),
 ]
@@ -49,6 +50,13 @@ let package = Package(
         .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL"]),
         // Settings files (configuration, scenarios): YAML through Yams, errors with file, line and key.
         .target(name: "CoinMechSettings", dependencies: [.product(name: "Yams", package: "Yams")]),
+        // libgpiod 1.6 (Debian 12) and libudev, the real hardware interfaces.
+        .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        // GPIO coin mechs: edge events in, readings out (pure decoders), and the libgpiod seam.
+        .target(name: "CoinMechGPIO", dependencies: ["CGPIOD"]),
+        // Device hotplug through libudev: the monitor seam and the matching logic above it.
+        .target(name: "CoinMechHotplug", dependencies: ["CUdev"]),
         // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED).
         .target(name: "CLinux"),
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
@@ -116,6 +124,7 @@ let package = Package(
             dependencies: [
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
+                "CoinMechGPIO", "CoinMechHotplug",
             ],
             path: "Tests/CoinMechTests"
         ),
