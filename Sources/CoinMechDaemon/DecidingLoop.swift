@@ -227,7 +227,7 @@ public final class DecidingLoop: @unchecked Sendable {
         guard !batch.isEmpty else { return [] }
         do throws(LedgerError) {
             let recorded = try ledger.append(batch)
-            if let since = ledgerFailingSince { recovered(after: since) }
+            if let since = ledgerFailingSince { recovered(failedFor: Self.now() - since) }
             hub.publish(recorded)
             return recorded
         } catch {
@@ -300,9 +300,9 @@ public final class DecidingLoop: @unchecked Sendable {
         }
     }
 
-    private func recovered(after since: UInt64) {
+    private func recovered(failedFor nanoseconds: UInt64) {
         ledgerFailingSince = nil
-        logger.notice("ledger writes again: accepting coins")
+        logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(String(format: "%.1f", Double(nanoseconds) / 1e9))"])
         mech.setInhibit(operatorInhibit)
     }
 
