@@ -62,7 +62,7 @@ let package = Package(
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
         .target(name: "CoinMechSerial"),
         // Where readings come from: the serial raw-sensor mech (termios, reconnects).
-        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CLinux"]),
+        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechGPIO", "CoinMechHotplug", "CLinux"]),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
         .target(name: "CoinMechLedger", dependencies: ["CoinMechChain", .product(name: "GRDB", package: "GRDB.swift")]),
         // The client protocol's messages, shared by the daemon and its clients.
@@ -87,7 +87,7 @@ let package = Package(
             name: "CoinMechDaemon",
             dependencies: [
                 "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux",
-                "CoinMechPublisher", "CoinMechProtocol",
+                "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -101,7 +101,7 @@ let package = Package(
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechSettings", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoinMechSettings
+import CoinMechGPIO
 import CoinSimCore
 import Foundation
 
@@ -14,7 +15,7 @@ struct CoinSim: ParsableCommand {
             on SIGTERM, it writes the ground truth (JSON) to --truth or to standard output.
             Exit status: 0 done, 1 bad arguments or scenario, 2 system error, 3 no host came.
             """,
-        subcommands: [Run.self, Replay.self],
+        subcommands: [Run.self, Replay.self, Edges.self],
         defaultSubcommand: Run.self)
 }
 
@@ -131,6 +132,44 @@ extension CoinSim {
                 FileHandle.standardOutput.write(Data("\(path)\n".utf8))
             }
             try session.finish(simulator)
+        }
+    }
+}
+
+extension CoinSim {
+    struct Edges: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write the edge stream a pulse mech would produce for a scenario (for gpio-replay), and its ground truth.")
+
+        @Option(help: "Scenario name or path.") var scenario = "default"
+        @Option(help: "Insertions (default: the scenario's; 100 for endless ones).") var coins: Int?
+        @Option(help: "Where to write the edge stream.") var out: String
+        @Option(help: "Where to write the ground truth (JSON).") var truth: String?
+        @Option(help: "The counting line's offset.") var line: UInt32 = 4
+        @Flag(help: "Make every pulse edge bounce (0.4 ms blips), as worn contacts do.") var bounce = false
+
+        func run() throws {
+            guard let path = ScenarioLocator.path(for: scenario, executable: CommandLine.arguments[0]) else {
+                FileHandle.standardError.write(Data("coinsim: no scenario '\(scenario)'\n".utf8))
+                throw ExitCode(1)
+            }
+            var loaded: Scenario
+            do {
+                loaded = try Scenario.load(path: path)
+            } catch {
+                FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            if let coins { loaded.coins = coins }
+            let trains = PulseTrains(scenario: loaded, line: line, bounce: bounce)
+            try EdgeStream.format(trains.edges).write(toFile: out, atomically: true, encoding: .utf8)
+            if let truth {
+                let encoder = JSONEncoder()
+                encoder.keyEncodingStrategy = .convertToSnakeCase
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                try encoder.encode(trains.truth).write(to: URL(fileURLWithPath: truth))
+            }
+            FileHandle.standardError.write(Data("coinsim: \(trains.truth.trains) pulse trains, \(trains.edges.count) edges → \(out)\n".utf8))
         }
     }
 }

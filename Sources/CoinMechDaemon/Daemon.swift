@@ -80,7 +80,7 @@ public final class Daemon: Sendable {
     /// "serial connected, 142 coins, chain gen 7" — for `STATUS=`.
     static func statusLine(loop: DecidingLoop, chain: ChainHolder) -> String {
         let state = loop.state.withLock { $0 }
-        var parts = ["serial \(state.connected ? "connected" : "disconnected")",
+        var parts = ["mech \(state.connected ? "connected" : "disconnected")",
                      "\(loop.counters.accepted.load(ordering: .relaxed)) coins accepted", "chain gen \(chain.current.generation)"]
         if state.inhibited { parts.append("inhibited") }
         if state.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }

@@ -1,3 +1,5 @@
+import CoinMechGPIO
+import CoinMechHotplug
 import CoinMechPlugins
 import CoinMechSettings
 import Foundation
@@ -6,12 +8,24 @@ import Logging
 /// Everything `coinmechd` reads from its configuration file (docs/CONFIG.md).
 public struct DaemonConfiguration: Sendable {
     public struct Source: Sendable, Equatable {
-        /// "serial" is the only kind so far.
+        /// "serial", "gpio" (a pulse mech on GPIO lines) or "gpio-replay" (a recorded edge stream).
         public var kind: String
+        /// The serial device, the GPIO chip, or the edge-stream file.
         public var device: String
         public var baud: Int
         /// Name recorded in the ledger with each reading.
         public var name: String
+        /// Pulse decoding, for "gpio" and "gpio-replay".
+        public var pulse: PulseDecoder.Settings?
+        /// Replay speed (2 = twice as fast), for "gpio-replay".
+        public var replaySpeed: Double = 1
+        /// Output lines, for "gpio".
+        public var acceptGateLine: UInt32?
+        public var acceptPulseMilliseconds: Double = 80
+        public var inhibitLine: UInt32?
+        public var inhibitActiveLow = false
+        /// Which udev device is the mech (default: the serial device's path, or the chip's label).
+        public var hotplug: DeviceMatch?
     }
 
     public struct Socket: Sendable, Equatable {
@@ -67,15 +81,58 @@ public struct DaemonConfiguration: Sendable {
         }
 
         guard let sourceTable = try table.table("source") else { throw table.error("missing table 'source' (kind, device, baud)") }
-        try sourceTable.rejectUnknownKeys(["kind", "device", "baud", "name"])
+        try sourceTable.rejectUnknownKeys([
+            "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "accept_gate", "inhibit", "usb",
+        ])
         let kind = try sourceTable.string("kind") ?? "serial"
-        guard kind == "serial" else { throw sourceTable.error("kind", "unknown source kind '\(kind)' (known: serial)") }
-        guard let device = try sourceTable.string("device"), !device.isEmpty else { throw sourceTable.error("device", "is required") }
-        let baud = try sourceTable.int("baud") ?? 9600
-        guard [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
-            throw sourceTable.error("baud", "must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
+        var source: Source
+        switch kind {
+        case "serial":
+            guard let device = try sourceTable.string("device"), !device.isEmpty else { throw sourceTable.error("device", "is required") }
+            let baud = try sourceTable.int("baud") ?? 9600
+            guard [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
+                throw sourceTable.error("baud", "must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
+            }
+            source = Source(kind: kind, device: resolve(device), baud: baud, name: try sourceTable.string("name") ?? kind)
+            source.hotplug = .serialPath(source.device)
+            if let usb = try sourceTable.table("usb") {
+                try usb.rejectUnknownKeys(["vendor", "product", "serial"])
+                guard let vendor = try usb.string("vendor"), let product = try usb.string("product") else {
+                    throw usb.error("vendor and product (hex, as udevadm shows them) are required")
+                }
+                source.hotplug = .usb(vendor: vendor, product: product, serial: try usb.string("serial"))
+            }
+        case "gpio", "gpio-replay":
+            let key = kind == "gpio" ? "chip" : "file"
+            guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kind)") }
+            source = Source(kind: kind, device: kind == "gpio" ? device : resolve(device), baud: 0, name: try sourceTable.string("name") ?? kind)
+            if kind == "gpio" { source.hotplug = .gpioChip(label: device) }
+            guard let pulse = try sourceTable.table("pulse") else { throw sourceTable.error("pulse", "is required for kind \(kind): {line: N}") }
+            try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])
+            guard let line = try pulse.int("line"), line >= 0 else { throw pulse.error("line", "is required: the counting line's offset") }
+            source.pulse = PulseDecoder.Settings(
+                line: UInt32(line), activeLow: try pulse.bool("active_low") ?? true,
+                minimumPulseMilliseconds: try pulse.double("min_pulse_ms") ?? 10, gapMilliseconds: try pulse.double("gap_ms") ?? 150,
+                highestChannel: UInt32(max(1, try pulse.int("highest_channel") ?? 16)))
+            if let speed = try sourceTable.double("speed") {
+                guard speed > 0, speed <= 1000 else { throw sourceTable.error("speed", "must be above 0 and at most 1000") }
+                source.replaySpeed = speed
+            }
+            if let gate = try sourceTable.table("accept_gate") {
+                try gate.rejectUnknownKeys(["line", "pulse_ms"])
+                guard let line = try gate.int("line"), line >= 0 else { throw gate.error("line", "is required") }
+                source.acceptGateLine = UInt32(line)
+                source.acceptPulseMilliseconds = try gate.double("pulse_ms") ?? 80
+            }
+            if let inhibit = try sourceTable.table("inhibit") {
+                try inhibit.rejectUnknownKeys(["line", "active_low"])
+                guard let line = try inhibit.int("line"), line >= 0 else { throw inhibit.error("line", "is required") }
+                source.inhibitLine = UInt32(line)
+                source.inhibitActiveLow = try inhibit.bool("active_low") ?? false
+            }
+        default:
+            throw sourceTable.error("kind", "unknown source kind '\(kind)' (known: serial, gpio, gpio-replay)")
         }
-        let source = Source(kind: kind, device: resolve(device), baud: baud, name: try sourceTable.string("name") ?? kind)
 
         let configuredPlugins = resolve(try table.string("plugin_dir") ?? "/usr/lib/coinmech/plugins")
         let pluginDirectory = override ?? configuredPlugins

@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechHotplug
 import CoinMechLedger
 import CoinMechPlugins
 import CoinMechProtocol
@@ -17,7 +18,10 @@ import Synchronization
 /// (group commit), then answered. If the ledger cannot write, every coin is returned and the
 /// mech is inhibited until a write succeeds again.
 public final class DecidingLoop: @unchecked Sendable {
-    private let mech: SerialMech
+    private let mech: any Mech
+    /// udev, when it can be watched: removals and arrivals of the mech's device.
+    private var udev: UdevMonitor?
+    private var hotplug: HotplugTracker?
     private let sourceName: String
     private let chain: ChainHolder
     private let ledger: Ledger
@@ -72,17 +76,46 @@ public final class DecidingLoop: @unchecked Sendable {
     }
 
     public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, hub: EventHub, logger: Logger) throws(LedgerError) {
-        mech = SerialMech(path: configuration.source.device, baud: configuration.source.baud)
         self.hub = hub
         sourceName = configuration.source.name
         self.chain = chain
         self.ledger = ledger
         self.logger = logger
         let state = try ledger.sourceState(sourceName)
+        mech = Self.mech(for: configuration.source, lastDeviceSeq: state.lastDeviceSeq)
+        if let match = configuration.source.hotplug {
+            // The monitor receives before the devices are enumerated: nothing falls in between.
+            do throws(UdevError) {
+                let monitor = try UdevMonitor(subsystem: match.subsystem)
+                var tracker = HotplugTracker(match: match)
+                for event in monitor.enumerate() { _ = tracker.handle(event) }
+                udev = monitor
+                hotplug = tracker
+            } catch {
+                logger.warning("no udev hotplug events; reconnecting by retrying", metadata: ["error": "\(error)"])
+            }
+        }
         tracker = DeviceSequenceTracker(
             epoch: state.epoch, lastSeq: state.lastDeviceSeq,
             recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
         for decision in state.recent { answers[decision.deviceSeq] = decision.accepted }
+    }
+
+    /// The mech the configuration describes.
+    static func mech(for source: DaemonConfiguration.Source, lastDeviceSeq: UInt64?) -> any Mech {
+        switch source.kind {
+        case "gpio-replay":
+            return PulseMech(input: ReplayEdgeInput(path: source.device, speed: source.replaySpeed), settings: source.pulse!, lastDeviceSeq: lastDeviceSeq)
+        case "gpio":
+            let gate = source.acceptGateLine.map { ($0, source.acceptPulseMilliseconds) }
+            let inhibit = source.inhibitLine.map { ($0, source.inhibitActiveLow) }
+            return PulseMech(input: GPIOEdgeInput(chip: source.device, line: source.pulse!.line, acceptGate: gate, inhibit: inhibit),
+                             settings: source.pulse!, lastDeviceSeq: lastDeviceSeq)
+        default:
+            let serial = SerialMech(path: source.device, baud: source.baud)
+            if case .usb = source.hotplug { serial.followsDevnode = true }
+            return serial
+        }
     }
 
     /// Asks `run()` to finish the reading in hand, commit, and return.
@@ -101,11 +134,11 @@ public final class DecidingLoop: @unchecked Sendable {
 
     /// Runs until `stop()`.
     public func run() {
-        logger.info("deciding", metadata: ["device": "\(mech.path)", "chain_generation": "\(chain.current.generation)"])
+        logger.info("deciding", metadata: ["device": "\(mech.location)", "chain_generation": "\(chain.current.generation)"])
         while !stopping.load(ordering: .sequentiallyConsistent) {
             let now = Self.now()
             counters.heartbeat.store(now, ordering: .relaxed)
-            var events = mech.connectIfDue(now: now)
+            var events = mech.poll(now: now)
             if events.isEmpty {
                 events = waitForEvents(now: now)
             }
@@ -129,18 +162,28 @@ public final class DecidingLoop: @unchecked Sendable {
 
     private func waitForEvents(now: UInt64) -> [MechEvent] {
         var descriptors = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0)]
+        descriptors.append(pollfd(fd: udev?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
         if let fd = mech.descriptor { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
         var timeoutMs: Int32 = heartbeatMilliseconds
-        if let next = mech.nextReconnect { timeoutMs = min(timeoutMs, Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0)) }
+        if let next = mech.nextWake { timeoutMs = min(timeoutMs, Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0)) }
         if ledgerFailingSince != nil { timeoutMs = min(timeoutMs, 1000) }
         let ready = poll(&descriptors, nfds_t(descriptors.count), timeoutMs)
         guard ready > 0 else { return [] }
         if descriptors[0].revents != 0 { wakePipe.drain() }
-        if descriptors.count > 1 && descriptors[1].revents != 0 {
-            let hungUp = descriptors[1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
-            return mech.readEvents(now: Self.now(), hungUp: hungUp)
+        var events: [MechEvent] = []
+        if descriptors[1].revents != 0, let udev {
+            while let event = udev.receive() {
+                if let change = hotplug?.handle(event) {
+                    logger.notice("udev: mech device \(change)")
+                    events += mech.hotplug(change, now: Self.now())
+                }
+            }
         }
-        return []
+        if descriptors.count > 2 && descriptors[2].revents != 0 {
+            let hungUp = descriptors[2].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
+            events += mech.readEvents(now: Self.now(), hungUp: hungUp)
+        }
+        return events
     }
 
     /// Decides every reading among `events`, records everything in one transaction, then answers.
@@ -169,7 +212,7 @@ public final class DecidingLoop: @unchecked Sendable {
             case .protocolError(let error):
                 counters.protocolErrors.add(1, ordering: .relaxed)
                 logger.warning("bad data from mech", metadata: ["error": "\(error)"])
-            case .reading(let seq, let measurement, let receivedAt):
+            case .reading(let seq, let measurement, let receivedAt, let rejection):
                 let epoch: Int64
                 switch tracker.classify(seq, measurement) {
                 case .duplicate:
@@ -189,9 +232,15 @@ public final class DecidingLoop: @unchecked Sendable {
                 let reading = Reading(
                     deviceSeq: seq, timestampNanoseconds: receivedAt, diameterMM: measurement.diameterMM, weightG: measurement.weightG,
                     thicknessMM: measurement.thicknessMM, channel: measurement.channel, source: sourceName)
-                let decision = operatorInhibit
-                    ? Decision(rejectedBy: "inhibit", chainGeneration: current.generation, reason: "inhibited", message: "the mech is inhibited")
-                    : current.decide(reading)
+                let decision: Decision
+                if let rejection {
+                    decision = Decision(rejectedBy: "source", chainGeneration: current.generation, reason: rejection,
+                                        message: "the source could not measure this coin reliably")
+                } else if operatorInhibit {
+                    decision = Decision(rejectedBy: "inhibit", chainGeneration: current.generation, reason: "inhibited", message: "the mech is inhibited")
+                } else {
+                    decision = current.decide(reading)
+                }
                 counters.readings.add(1, ordering: .relaxed)
                 batch.append(.decision(source: sourceName, epoch: epoch, reading: reading, decision: decision))
                 replies.append((seq, decision.isAccept))

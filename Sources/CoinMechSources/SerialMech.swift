@@ -1,3 +1,4 @@
+import CoinMechHotplug
 import CoinMechSerial
 
 #if canImport(Glibc)
@@ -8,8 +9,11 @@ import Glibc
 /// answers readings, and reconnects with backoff when the device goes away (USB adapters do).
 ///
 /// Owned by the deciding loop's thread; not thread-safe.
-public final class SerialMech {
-    public let path: String
+public final class SerialMech: Mech {
+    /// The device opened: the configured path, or the node udev reported for a USB match.
+    public private(set) var path: String
+    /// Follow udev's device node (the match is by USB identity, not by path).
+    public var followsDevnode = false
     public let baud: Int
     private var port: SerialPort?
     private var parser = FrameParser()
@@ -26,8 +30,12 @@ public final class SerialMech {
         self.baud = baud
     }
 
+    public var location: String { path }
     /// The descriptor to poll for input, while connected.
     public var descriptor: Int32? { port?.descriptor }
+    public var nextWake: UInt64? { nextReconnect }
+
+    public func poll(now: UInt64) -> [MechEvent] { connectIfDue(now: now) }
     public var isConnected: Bool { port != nil }
     /// Frames the parser skipped since start, by kind.
     public var frameErrors: FrameErrorCounts { parser.errors }
@@ -93,6 +101,18 @@ public final class SerialMech {
     public func setInhibit(_ on: Bool) {
         inhibited = on
         _ = port?.write(SerialFrame.inhibit(on).bytes)
+    }
+
+    public func hotplug(_ change: HotplugTracker.Change, now: UInt64) -> [MechEvent] {
+        switch change {
+        case .vanished:
+            return disconnect(reason: "device removed", now: now)
+        case .appeared(let devnode):
+            if followsDevnode { path = devnode }
+            nextAttempt = now
+            backoffNanoseconds = Self.minimumBackoff
+            return connectIfDue(now: now)
+        }
     }
 
     /// Closes the device (also used at shutdown).

@@ -1,0 +1,47 @@
+import CoinMechClient
+import CoinMechLedger
+import CoinSimCore
+import Foundation
+import Testing
+
+@Suite("GPIO pulse mech end to end: coinsim edges → gpio-replay → coinmechd", .serialized)
+struct GPIOEndToEndTests {
+    @Test("a replayed pulse-mech stream (bouncing contacts) produces the right totals, each coin once", arguments: [false, true])
+    func pulseMech(bounce: Bool) throws {
+        let dir = TestSupport.temporaryDirectory("gpio")
+        let generator = try ChildProcess("coinsim", [
+            "edges", "--scenario", "default", "--coins", "25", "--out", "\(dir)/edges.txt", "--truth", "\(dir)/truth.json",
+        ] + (bounce ? ["--bounce"] : []))
+        #expect(generator.wait() == 0, "\(generator.stderr)")
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let truth = try decoder.decode(PulseTrains.Truth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        #expect(truth.trains > 10)
+
+        let channels = truth.channels.map { "\"\($0.value)\": {code: \($0.key), value: \(["cent": 1, "nickel": 5, "dime": 10, "quarter": 25][$0.key]!)}" }
+            .joined(separator: ", ")
+        let harness = try DaemonHarness(
+            chain: "chain:\n  - name: coins\n    plugin: channel-map\n    config: {currency: USD, channels: {\(channels)}}\n",
+            extra: "")
+        // Replace the serial source with the replayed GPIO one.
+        var config = try String(contentsOfFile: harness.config, encoding: .utf8)
+        config = config.replacingOccurrences(
+            of: "source: {kind: serial, device: mech, baud: 9600}",
+            with: "source: {kind: gpio-replay, file: \(dir)/edges.txt, speed: 4, pulse: {line: 4, active_low: true, gap_ms: 150, highest_channel: 4}}")
+        try config.write(toFile: harness.config, atomically: true, encoding: .utf8)
+        try harness.startDaemon()
+        let deadline = Date().addingTimeInterval(40)
+        var readings: Int64 = 0
+        while readings < Int64(truth.trains), Date() < deadline {
+            usleep(100_000)
+            readings = (try? CoinMechConnection(path: harness.socket).request("status")["counters"]?["readings"]?.int ?? 0) ?? 0
+        }
+        usleep(500_000)
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        let decisions = try harness.decisions()
+        #expect(decisions.count == truth.trains)
+        #expect(decisions.allSatisfy { $0.verdict == "accept" })
+        #expect(Totals.value(of: try harness.ledger().totals().current) == truth.creditedValue)
+        #expect(decisions.map(\.channel) == truth.coins.compactMap { $0.channel.map(Int64.init) })
+    }
+}
