@@ -147,6 +147,7 @@ extension CoinSim {
         @Option(help: "Where to write the ground truth (JSON).") var truth: String?
         @Option(help: "The counting line's offset.") var line: UInt32 = 4
         @Flag(help: "Make every pulse edge bounce (0.4 ms blips), as worn contacts do.") var bounce = false
+        @Flag(help: "A light-gate mech instead: two gates (lines 10 and 11, 50 mm apart) see every item.") var gates = false
 
         func run() throws {
             guard let path = ScenarioLocator.path(for: scenario, executable: CommandLine.arguments[0]) else {
@@ -161,14 +162,19 @@ extension CoinSim {
                 throw ExitCode(1)
             }
             if let coins { loaded.coins = coins }
+            let encoder = JSONEncoder()
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            if gates {
+                let stream = GateStream(scenario: loaded)
+                try EdgeStream.format(stream.edges).write(toFile: out, atomically: true, encoding: .utf8)
+                if let truth { try encoder.encode(stream.items).write(to: URL(fileURLWithPath: truth)) }
+                FileHandle.standardError.write(Data("coinsim: \(stream.items.count) items through the gates, \(stream.edges.count) edges → \(out)\n".utf8))
+                return
+            }
             let trains = PulseTrains(scenario: loaded, line: line, bounce: bounce)
             try EdgeStream.format(trains.edges).write(toFile: out, atomically: true, encoding: .utf8)
-            if let truth {
-                let encoder = JSONEncoder()
-                encoder.keyEncodingStrategy = .convertToSnakeCase
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try encoder.encode(trains.truth).write(to: URL(fileURLWithPath: truth))
-            }
+            if let truth { try encoder.encode(trains.truth).write(to: URL(fileURLWithPath: truth)) }
             FileHandle.standardError.write(Data("coinsim: \(trains.truth.trains) pulse trains, \(trains.edges.count) edges → \(out)\n".utf8))
         }
     }

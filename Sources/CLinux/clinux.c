@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "clinux.h"
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -27,3 +28,10 @@ int cm_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
 }
 
 int cm_tty_exclusive(int fd) { return ioctl(fd, TIOCEXCL); }
+
+int cm_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int cm_epoll_add_input(int epfd, int fd) {
+    struct epoll_event event = { .events = EPOLLIN, .data.fd = fd };
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}

@@ -2,6 +2,7 @@ import CoinMechGPIO
 import CoinMechHotplug
 import CoinMechPlugins
 import CoinMechSettings
+import CoinMechSources
 import Foundation
 import Logging
 
@@ -15,8 +16,18 @@ public struct DaemonConfiguration: Sendable {
         public var baud: Int
         /// Name recorded in the ledger with each reading.
         public var name: String
-        /// Pulse decoding, for "gpio" and "gpio-replay".
+        /// Pulse decoding, for a pulse mech ("gpio" and "gpio-replay").
         public var pulse: PulseDecoder.Settings?
+        /// Light-gate decoding, for a light-gate mech (instead of `pulse`).
+        public var gates: LightGateDecoder.Settings?
+        /// An HX711 load cell under a light-gate mech: data and clock lines, calibration.
+        public var scale: Scale?
+
+        public struct Scale: Sendable, Equatable {
+            public var data: UInt32
+            public var clock: UInt32
+            public var decoder: HX711Decoder
+        }
         /// Replay speed (2 = twice as fast), for "gpio-replay".
         public var replaySpeed: Double = 1
         /// Output lines, for "gpio".
@@ -26,6 +37,18 @@ public struct DaemonConfiguration: Sendable {
         public var inhibitActiveLow = false
         /// Which udev device is the mech (default: the serial device's path, or the chip's label).
         public var hotplug: DeviceMatch?
+
+        /// A fresh decoder for a GPIO mech's edges.
+        public var decoder: any CoinDecoder {
+            if let pulse { return PulseDecoder(settings: pulse) }
+            return LightGateDecoder(settings: gates!)
+        }
+
+        /// The GPIO input lines the decoder reads.
+        public var inputLines: [UInt32] {
+            if let pulse { return [pulse.line] }
+            return gates.map { [$0.gateA, $0.gateB] } ?? []
+        }
     }
 
     public struct Socket: Sendable, Equatable {
@@ -82,7 +105,7 @@ public struct DaemonConfiguration: Sendable {
 
         guard let sourceTable = try table.table("source") else { throw table.error("missing table 'source' (kind, device, baud)") }
         try sourceTable.rejectUnknownKeys([
-            "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "accept_gate", "inhibit", "usb",
+            "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
         ])
         let kind = try sourceTable.string("kind") ?? "serial"
         var source: Source
@@ -107,13 +130,36 @@ public struct DaemonConfiguration: Sendable {
             guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kind)") }
             source = Source(kind: kind, device: kind == "gpio" ? device : resolve(device), baud: 0, name: try sourceTable.string("name") ?? kind)
             if kind == "gpio" { source.hotplug = .gpioChip(label: device) }
-            guard let pulse = try sourceTable.table("pulse") else { throw sourceTable.error("pulse", "is required for kind \(kind): {line: N}") }
-            try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])
-            guard let line = try pulse.int("line"), line >= 0 else { throw pulse.error("line", "is required: the counting line's offset") }
-            source.pulse = PulseDecoder.Settings(
-                line: UInt32(line), activeLow: try pulse.bool("active_low") ?? true,
-                minimumPulseMilliseconds: try pulse.double("min_pulse_ms") ?? 10, gapMilliseconds: try pulse.double("gap_ms") ?? 150,
-                highestChannel: UInt32(max(1, try pulse.int("highest_channel") ?? 16)))
+            if let pulse = try sourceTable.table("pulse") {
+                try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])
+                guard let line = try pulse.int("line"), line >= 0 else { throw pulse.error("line", "is required: the counting line's offset") }
+                source.pulse = PulseDecoder.Settings(
+                    line: UInt32(line), activeLow: try pulse.bool("active_low") ?? true,
+                    minimumPulseMilliseconds: try pulse.double("min_pulse_ms") ?? 10, gapMilliseconds: try pulse.double("gap_ms") ?? 150,
+                    highestChannel: UInt32(max(1, try pulse.int("highest_channel") ?? 16)))
+            }
+            if let gates = try sourceTable.table("gates") {
+                try gates.rejectUnknownKeys(["a", "b", "distance_mm", "active_low", "min_occlusion_ms"])
+                guard let a = try gates.int("a"), let b = try gates.int("b"), a >= 0, b >= 0, a != b else {
+                    throw gates.error("a and b, the two gates' line offsets, are required and must differ")
+                }
+                guard let distance = try gates.double("distance_mm"), distance > 0 else { throw gates.error("distance_mm", "is required and must be positive") }
+                source.gates = LightGateDecoder.Settings(
+                    gateA: UInt32(a), gateB: UInt32(b), distanceMM: distance, activeLow: try gates.bool("active_low") ?? true,
+                    minimumOcclusionMilliseconds: try gates.double("min_occlusion_ms") ?? 0.5)
+            }
+            if let scale = try sourceTable.table("scale") {
+                try scale.rejectUnknownKeys(["data", "clock", "tare", "counts_per_gram"])
+                guard let data = try scale.int("data"), let clock = try scale.int("clock"), data >= 0, clock >= 0,
+                      let perGram = try scale.double("counts_per_gram"), perGram != 0 else {
+                    throw scale.error("data, clock and counts_per_gram (from a calibration) are required")
+                }
+                source.scale = Source.Scale(data: UInt32(data), clock: UInt32(clock),
+                                            decoder: HX711Decoder(tare: Int32(clamping: try scale.int("tare") ?? 0), countsPerGram: perGram))
+            }
+            guard (source.pulse == nil) != (source.gates == nil) else {
+                throw sourceTable.error("a \(kind) source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}")
+            }
             if let speed = try sourceTable.double("speed") {
                 guard speed > 0, speed <= 1000 else { throw sourceTable.error("speed", "must be above 0 and at most 1000") }
                 source.replaySpeed = speed

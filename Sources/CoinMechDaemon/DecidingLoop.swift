@@ -105,12 +105,13 @@ public final class DecidingLoop: @unchecked Sendable {
     static func mech(for source: DaemonConfiguration.Source, lastDeviceSeq: UInt64?) -> any Mech {
         switch source.kind {
         case "gpio-replay":
-            return PulseMech(input: ReplayEdgeInput(path: source.device, speed: source.replaySpeed), settings: source.pulse!, lastDeviceSeq: lastDeviceSeq)
+            return GPIOMech(input: ReplayEdgeInput(path: source.device, speed: source.replaySpeed), decoder: source.decoder, lastDeviceSeq: lastDeviceSeq)
         case "gpio":
             let gate = source.acceptGateLine.map { ($0, source.acceptPulseMilliseconds) }
             let inhibit = source.inhibitLine.map { ($0, source.inhibitActiveLow) }
-            return PulseMech(input: GPIOEdgeInput(chip: source.device, line: source.pulse!.line, acceptGate: gate, inhibit: inhibit),
-                             settings: source.pulse!, lastDeviceSeq: lastDeviceSeq)
+            let scale = source.scale.map { ($0.data, $0.clock, $0.decoder) }
+            return GPIOMech(input: GPIOEdgeInput(chip: source.device, lines: source.inputLines, acceptGate: gate, inhibit: inhibit, scale: scale),
+                            decoder: source.decoder, lastDeviceSeq: lastDeviceSeq)
         default:
             let serial = SerialMech(path: source.device, baud: source.baud)
             if case .usb = source.hotplug { serial.followsDevnode = true }

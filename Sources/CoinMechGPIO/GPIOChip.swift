@@ -68,6 +68,20 @@ public final class GPIOChip {
         outputs[offset] = line
     }
 
+    /// Requests `offset` as a plain input (read with `get`).
+    public func read(_ offset: UInt32, consumer: String = "coinmechd") throws(GPIOError) {
+        guard let line = gpiod_chip_get_line(chip, offset) else { throw .lineUnavailable(chip: name, offset: offset, errno: errno) }
+        guard gpiod_line_request_input(line, consumer) == 0 else { throw .request(chip: name, offset: offset, errno: errno) }
+        outputs[offset] = line
+    }
+
+    /// The value of a requested line, or nil.
+    public func get(_ offset: UInt32) -> Bool? {
+        guard let line = outputs[offset] ?? inputs[offset] else { return nil }
+        let value = gpiod_line_get_value(line)
+        return value < 0 ? nil : value == 1
+    }
+
     /// Sets an output line; false if it is not ours or the write failed.
     @discardableResult
     public func set(_ offset: UInt32, _ value: Bool) -> Bool {

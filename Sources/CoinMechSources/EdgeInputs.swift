@@ -1,3 +1,4 @@
+import CLinux
 import CoinMechGPIO
 import Foundation
 
@@ -56,55 +57,74 @@ public final class ReplayEdgeInput: EdgeInput {
     public func wallTime(stream: UInt64) -> UInt64 { replayTime(max(stream, origin.recorded)) }
 
     public func close() { edges = [] }
+    public func weigh() -> Double? { nil }
     public func pulseAcceptGate(now: UInt64) { acceptGatePulses += 1 }
     public func setInhibit(_ on: Bool) { inhibited = on }
     public func tick(now: UInt64) {}
 }
 
-/// A pulse mech on real GPIO lines through libgpiod: the counting input, and optional
-/// accept-gate and inhibit outputs.
+/// A GPIO mech on real lines through libgpiod: its input lines (a pulse line, or two light
+/// gates) gathered on one epoll descriptor, and optional accept-gate and inhibit outputs.
 public final class GPIOEdgeInput: EdgeInput {
     public let chipName: String
-    public let line: UInt32
+    public let lines: [UInt32]
     public let acceptGate: (line: UInt32, pulseMilliseconds: Double)?
     public let inhibit: (line: UInt32, activeLow: Bool)?
+    /// An HX711 on two lines, for light-gate mechs with a load cell.
+    public let scale: (data: UInt32, clock: UInt32, decoder: HX711Decoder)?
     private var chip: GPIOChip?
-    private var eventDescriptor: Int32?
+    private var reader: HX711Reader?
+    private var epoll: Int32 = -1
     private var gateReleaseAt: UInt64?
 
-    public init(chip: String, line: UInt32, acceptGate: (line: UInt32, pulseMilliseconds: Double)?, inhibit: (line: UInt32, activeLow: Bool)?) {
+    public init(chip: String, lines: [UInt32], acceptGate: (line: UInt32, pulseMilliseconds: Double)?, inhibit: (line: UInt32, activeLow: Bool)?,
+                scale: (data: UInt32, clock: UInt32, decoder: HX711Decoder)? = nil) {
         chipName = chip
-        self.line = line
+        self.lines = lines
         self.acceptGate = acceptGate
         self.inhibit = inhibit
+        self.scale = scale
     }
 
-    public var location: String { "\(chipName) line \(line)" }
-    public var descriptor: Int32? { eventDescriptor }
+    deinit { close() }
+
+    public var location: String { "\(chipName) lines \(lines.map(String.init).joined(separator: ","))" }
+    public var descriptor: Int32? { chip == nil ? nil : epoll }
     public var nextWake: UInt64? { gateReleaseAt }
 
     public func open(now: UInt64) throws(MechInputError) {
         do throws(GPIOError) {
             let chip = try GPIOChip(chipName)
-            eventDescriptor = try chip.watch(line)
+            let epoll = cm_epoll_create()
+            for line in lines { _ = cm_epoll_add_input(epoll, try chip.watch(line)) }
             if let gate = acceptGate { try chip.drive(gate.line, initially: false) }
             // Inhibited until the daemon says otherwise: no coin while nobody decides.
             if let inhibit { try chip.drive(inhibit.line, initially: !inhibit.activeLow) }
+            if let scale { reader = try HX711Reader(chip: chip, data: scale.data, clock: scale.clock, decoder: scale.decoder) }
             self.chip = chip
+            self.epoll = epoll
         } catch {
             throw MechInputError("\(error)")
         }
     }
 
-    public func edges(now: UInt64) -> [EdgeEvent] { chip?.readEdges(line) ?? [] }
+    /// Every waiting edge of every input line, in kernel-time order.
+    public func edges(now: UInt64) -> [EdgeEvent] {
+        guard let chip else { return [] }
+        return lines.flatMap { chip.readEdges($0) }.sorted { $0.timestampNanoseconds < $1.timestampNanoseconds }
+    }
 
     /// libgpiod 1.6 stamps events with CLOCK_MONOTONIC, the loop's clock.
     public func streamTime(now: UInt64) -> UInt64 { now }
     public func wallTime(stream: UInt64) -> UInt64 { stream }
 
+    public func weigh() -> Double? { reader?.grams() }
+
     public func close() {
+        reader = nil
         chip = nil
-        eventDescriptor = nil
+        if epoll >= 0 { Glibc.close(epoll) }
+        epoll = -1
     }
 
     public func pulseAcceptGate(now: UInt64) {

@@ -2,7 +2,7 @@ import CoinMechHotplug
 import CoinMechSerial
 
 /// A coin mech as the deciding loop drives it: something to poll, events out, answers in.
-/// `SerialMech` is the raw-sensor serial mech; `PulseMech` a GPIO pulse mech (live or replayed).
+/// `SerialMech` is the raw-sensor serial mech; `GPIOMech` a GPIO pulse mech (live or replayed).
 /// Owned by the deciding loop's thread.
 public protocol Mech: AnyObject {
     /// Where the mech is (device path, chip or file), for logs and status.

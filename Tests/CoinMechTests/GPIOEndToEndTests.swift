@@ -45,3 +45,46 @@ struct GPIOEndToEndTests {
         #expect(decisions.map(\.channel) == truth.coins.compactMap { $0.channel.map(Int64.init) })
     }
 }
+
+@Suite("GPIO light-gate mech end to end", .serialized)
+struct LightGateEndToEndTests {
+    @Test("every item through the gates is measured and decided once; coins by diameter alone")
+    func lightGates() throws {
+        let dir = TestSupport.temporaryDirectory("gates")
+        let generator = try ChildProcess("coinsim", [
+            "edges", "--gates", "--scenario", "default", "--coins", "25", "--out", "\(dir)/edges.txt", "--truth", "\(dir)/truth.json",
+        ])
+        #expect(generator.wait() == 0, "\(generator.stderr)")
+        let items = try JSONDecoder().decode([GateStream.Item].self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let harness = try DaemonHarness(chain: """
+            chain:
+              - plugin: sanity
+              - name: usd
+                plugin: coin-table
+                config: {currency: USD, tolerance: 0.02, require_weight: false}
+            """)
+        var config = try String(contentsOfFile: harness.config, encoding: .utf8)
+        config = config.replacingOccurrences(
+            of: "source: {kind: serial, device: mech, baud: 9600}",
+            with: "source: {kind: gpio-replay, file: \(dir)/edges.txt, speed: 2, gates: {a: 10, b: 11, distance_mm: 50}}")
+        try config.write(toFile: harness.config, atomically: true, encoding: .utf8)
+        try harness.startDaemon()
+        let deadline = Date().addingTimeInterval(40)
+        var readings: Int64 = 0
+        while readings < Int64(items.count), Date() < deadline {
+            usleep(100_000)
+            readings = (try? CoinMechConnection(path: harness.socket).request("status")["counters"]?["readings"]?.int ?? 0) ?? 0
+        }
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        let decisions = try harness.decisions()
+        #expect(decisions.count == items.count)
+        for (decision, item) in zip(decisions, items) {
+            #expect(abs(decision.diameterMM! - item.diameterMM) < 0.01, "gate timing gives the diameter")
+            #expect(decision.weightG == nil)
+        }
+        // Genuine US coins are accepted as themselves by diameter (their windows do not overlap at ±2 %).
+        for (decision, item) in zip(decisions, items) where item.kind.hasPrefix("USD:") {
+            #expect(decision.denomination == String(item.kind.dropFirst(4)), "\(item)")
+        }
+    }
+}

@@ -8,7 +8,7 @@ struct PulseMechTests {
     @Test("a replayed stream becomes readings with channels, numbered on from the ledger's last")
     func replay() throws {
         let input = ReplayEdgeInput(path: "\(TestSupport.packageRoot)/Tests/Fixtures/edges/pulse-clean.txt", speed: 10)
-        let mech = PulseMech(input: input, settings: .init(line: 4, gapMilliseconds: 150, highestChannel: 6), lastDeviceSeq: 41)
+        let mech = GPIOMech(input: input, decoder: PulseDecoder(settings: .init(line: 4, gapMilliseconds: 150, highestChannel: 6)), lastDeviceSeq: 41)
         var readings: [(UInt64, UInt32?)] = []
         var connected = false
         let deadline = Date().addingTimeInterval(5)

@@ -22,8 +22,11 @@ final class CoinTableValidator: SwiftValidator {
         var tolerances: [String: Tolerance]?
         /// Only these codes (default: the whole table).
         var denominations: [String]?
+        /// False for mechs that measure no weight (light gates alone): readings without a weight
+        /// are then judged on diameter (and thickness, if measured). Default true.
+        var require_weight: Bool?
 
-        static let keys: Set<String> = ["currency", "tolerance", "tolerances", "denominations"]
+        static let keys: Set<String> = ["currency", "tolerance", "tolerances", "denominations", "require_weight"]
     }
 
     struct Entry: Encodable {
@@ -33,6 +36,7 @@ final class CoinTableValidator: SwiftValidator {
 
     let entries: [Entry]
     let warnings: [String]
+    let requireWeight: Bool
     /// The windows and verdicts again, in buffers the instance owns, so `validate` touches no
     /// reference counts.
     private let windows: UnsafeMutableBufferPointer<CoinWindow>
@@ -87,10 +91,15 @@ final class CoinTableValidator: SwiftValidator {
             }
         }
         self.warnings = warnings
+        requireWeight = config.require_weight ?? true
     }
 
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
-        guard let d = reading.diameterMM, let w = reading.weightG else { return }
+        guard let d = reading.diameterMM else { return }
+        guard let w = reading.weightG else {
+            if !requireWeight { validateDiameterOnly(d, reading.thicknessMM, decision) }
+            return
+        }
         let t = reading.thicknessMM
         var best = -1
         var bestDistance = Double.infinity
@@ -101,6 +110,28 @@ final class CoinTableValidator: SwiftValidator {
             // Three more comparisons rule out most rows; only candidates pay for the distance.
             guard d <= box.diameterHigh, w >= box.weightLow, w <= box.weightHigh else { continue }
             if let distance = windows[index].distance(diameter: d, weight: w, thickness: t), distance < bestDistance {
+                best = index
+                bestDistance = distance
+            }
+        }
+        if best >= 0 { accepts[best].write(to: decision) }
+    }
+
+    /// Nearest nominal diameter among the windows the diameter (and thickness) fall in.
+    private func validateDiameterOnly(_ d: Double, _ t: Double?, _ decision: UnsafeMutablePointer<coinmech_decision>) {
+        var best = -1
+        var bestDistance = Double.infinity
+        for index in 0..<windows.count {
+            let window = windows[index]
+            let dd = (d - window.diameter) / (window.diameter * window.diameterTolerance)
+            guard dd * dd <= 1 else { continue }
+            var distance = dd * dd
+            if let t, let nominal = window.thickness {
+                let dt = (t - nominal) / (nominal * window.thicknessTolerance)
+                guard dt * dt <= 1 else { continue }
+                distance += dt * dt
+            }
+            if distance < bestDistance {
                 best = index
                 bestDistance = distance
             }

@@ -20,4 +20,8 @@ int cm_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 /* ioctl(fd, TIOCEXCL): no further opens of this tty (except by root). Returns 0 on success. */
 int cm_tty_exclusive(int fd);
 
+/* An epoll instance (close-on-exec), and adding a descriptor to it for input. -1 on error. */
+int cm_epoll_create(void);
+int cm_epoll_add_input(int epfd, int fd);
+
 #endif

@@ -23,6 +23,8 @@ public protocol EdgeInput: AnyObject {
     func streamTime(now: UInt64) -> UInt64
     /// `now` for a time on the edges' clock.
     func wallTime(stream: UInt64) -> UInt64
+    /// The scale's reading, for mechs with a load cell (nil without one).
+    func weigh() -> Double?
 }
 
 /// Why an edge input could not be opened.
@@ -32,21 +34,60 @@ public struct MechInputError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// A pulse mech: N pulses are channel N. Edges from an `EdgeInput` go through a
-/// `PulseDecoder`; each finished train becomes a reading whose device sequence number the
-/// host assigns, continuing from the ledger's last one (a pulse mech does not number coins).
-public final class PulseMech: Mech {
+/// What turns a GPIO mech's edges into coins: a pulse decoder (channels) or a light-gate
+/// decoder (diameters).
+public protocol CoinDecoder {
+    /// Feeds one edge; returns the coin it completed, if any.
+    mutating func decode(_ edge: EdgeEvent) -> DecodedCoin?
+    /// The coin in progress, if it is complete at `now` (on the edges' clock).
+    mutating func decode(now: UInt64) -> DecodedCoin?
+    /// When the coin in progress completes without further edges (edges' clock).
+    var deadline: UInt64? { get }
+    /// Edges too short to count (bounce, static, dust), since the start.
+    var glitches: Int { get }
+}
+
+/// A coin a decoder made out of edges, or the reason it cannot be credited.
+public struct DecodedCoin: Sendable, Hashable {
+    public var measurement: Measurement
+    /// A reason code when the coin must be returned without walking the chain.
+    public var rejection: String?
+}
+
+extension PulseDecoder: CoinDecoder {
+    public mutating func decode(_ edge: EdgeEvent) -> DecodedCoin? { feed(edge).map(Self.coin) }
+    public mutating func decode(now: UInt64) -> DecodedCoin? { poll(now: now).map(Self.coin) }
+
+    static func coin(_ coin: PulseCoin) -> DecodedCoin {
+        DecodedCoin(measurement: Measurement(diameterMM: nil, weightG: nil, thicknessMM: nil, channel: coin.channel),
+                    rejection: coin.suspectMerged ? "merged_train" : nil)
+    }
+}
+
+extension LightGateDecoder: CoinDecoder {
+    public mutating func decode(_ edge: EdgeEvent) -> DecodedCoin? {
+        feed(edge).map { DecodedCoin(measurement: Measurement(diameterMM: $0.diameterMM, weightG: nil, thicknessMM: nil, channel: nil)) }
+    }
+    public mutating func decode(now: UInt64) -> DecodedCoin? { nil }
+    public var deadline: UInt64? { nil }
+}
+
+/// A GPIO mech: a pulse mech (N pulses are channel N) or a light-gate mech (diameter from two
+/// gates). Edges from an `EdgeInput` go through a `CoinDecoder`; each coin becomes a reading
+/// whose device sequence number the host assigns, continuing from the ledger's last one (these
+/// mechs do not number coins).
+public final class GPIOMech: Mech {
     private let input: any EdgeInput
-    private var decoder: PulseDecoder
+    private var decoder: any CoinDecoder
     private var lastSeq: UInt64
     private var connected = false
     private var nextAttempt: UInt64 = 0
     private var lastError: String?
     private var inhibited = false
 
-    public init(input: any EdgeInput, settings: PulseDecoder.Settings, lastDeviceSeq: UInt64?) {
+    public init(input: any EdgeInput, decoder: any CoinDecoder, lastDeviceSeq: UInt64?) {
         self.input = input
-        decoder = PulseDecoder(settings: settings)
+        self.decoder = decoder
         lastSeq = lastDeviceSeq ?? 0
     }
 
@@ -55,7 +96,7 @@ public final class PulseMech: Mech {
     public var isConnected: Bool { connected }
     public var disconnectedReason: String? { connected ? nil : lastError }
     public var frameErrors: FrameErrorCounts { FrameErrorCounts() }
-    /// Pulses too short to count (bounce, static), since the start.
+    /// Edges too short to count (bounce, static, dust), since the start.
     public var glitches: Int { decoder.glitches }
 
     public var nextWake: UInt64? {
@@ -81,7 +122,7 @@ public final class PulseMech: Mech {
         }
         input.tick(now: now)
         if input.descriptor == nil { events += decode(input.edges(now: now), now: now) }
-        if let coin = decoder.poll(now: input.streamTime(now: now)) { events.append(reading(coin, now: now)) }
+        if let coin = decoder.decode(now: input.streamTime(now: now)) { events.append(reading(coin, now: now)) }
         return events
     }
 
@@ -92,13 +133,15 @@ public final class PulseMech: Mech {
     }
 
     private func decode(_ edges: [EdgeEvent], now: UInt64) -> [MechEvent] {
-        edges.compactMap { decoder.feed($0) }.map { reading($0, now: now) }
+        edges.compactMap { decoder.decode($0) }.map { reading($0, now: now) }
     }
 
-    private func reading(_ coin: PulseCoin, now: UInt64) -> MechEvent {
+    private func reading(_ coin: DecodedCoin, now: UInt64) -> MechEvent {
         lastSeq += 1
-        let measurement = Measurement(diameterMM: nil, weightG: nil, thicknessMM: nil, channel: coin.channel)
-        return .reading(deviceSeq: lastSeq, measurement: measurement, receivedAt: now, rejection: coin.suspectMerged ? "merged_train" : nil)
+        var measurement = coin.measurement
+        // A light-gate coin lands on the scale: weigh it (mechs without a scale say nil).
+        if measurement.diameterMM != nil, measurement.weightG == nil { measurement.weightG = input.weigh() }
+        return .reading(deviceSeq: lastSeq, measurement: measurement, receivedAt: now, rejection: coin.rejection)
     }
 
     @discardableResult
