@@ -51,10 +51,7 @@ struct SessionOptions: ParsableArguments {
             FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let json = try encoder.encode(truth)
+        let json = try truthEncoder().encode(truth)
         if let path = truth_path {
             try json.write(to: URL(fileURLWithPath: path), options: .atomic)
         } else {
@@ -89,19 +86,7 @@ extension CoinSim {
         @OptionGroup var session: SessionOptions
 
         func run() throws {
-            let executable = CommandLine.arguments[0]
-            guard let path = ScenarioLocator.path(for: scenario, executable: executable) else {
-                let places = ScenarioLocator.searchDirectories(executable: executable).joined(separator: ", ")
-                FileHandle.standardError.write(Data("coinsim: no scenario '\(scenario)' (looked in \(places))\n".utf8))
-                throw ExitCode(1)
-            }
-            var loaded: Scenario
-            do {
-                loaded = try Scenario.load(path: path)
-            } catch {
-                FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
-                throw ExitCode(1)
-            }
+            var loaded = try loadScenario(scenario)
             if let coins { loaded.coins = coins }
             if let seed { loaded.seed = seed }
             if let rate { loaded.ratePerSecond = rate }
@@ -150,21 +135,9 @@ extension CoinSim {
         @Flag(help: "A light-gate mech instead: two gates (lines 10 and 11, 50 mm apart) see every item.") var gates = false
 
         func run() throws {
-            guard let path = ScenarioLocator.path(for: scenario, executable: CommandLine.arguments[0]) else {
-                FileHandle.standardError.write(Data("coinsim: no scenario '\(scenario)'\n".utf8))
-                throw ExitCode(1)
-            }
-            var loaded: Scenario
-            do {
-                loaded = try Scenario.load(path: path)
-            } catch {
-                FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
-                throw ExitCode(1)
-            }
+            var loaded = try loadScenario(scenario)
             if let coins { loaded.coins = coins }
-            let encoder = JSONEncoder()
-            encoder.keyEncodingStrategy = .convertToSnakeCase
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            let encoder = truthEncoder()
             if gates {
                 let stream = GateStream(scenario: loaded)
                 try EdgeStream.format(stream.edges).write(toFile: out, atomically: true, encoding: .utf8)
@@ -178,4 +151,28 @@ extension CoinSim {
             FileHandle.standardError.write(Data("coinsim: \(trains.truth.trains) pulse trains, \(trains.edges.count) edges → \(out)\n".utf8))
         }
     }
+}
+
+/// A scenario by name or path; a missing or bad one is reported and exits 1.
+func loadScenario(_ nameOrPath: String) throws -> Scenario {
+    let executable = CommandLine.arguments[0]
+    guard let path = ScenarioLocator.path(for: nameOrPath, executable: executable) else {
+        let places = ScenarioLocator.searchDirectories(executable: executable).joined(separator: ", ")
+        FileHandle.standardError.write(Data("coinsim: no scenario '\(nameOrPath)' (looked in \(places))\n".utf8))
+        throw ExitCode(1)
+    }
+    do {
+        return try Scenario.load(path: path)
+    } catch {
+        FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// How ground truth is written: snake_case keys, sorted, indented.
+func truthEncoder() -> JSONEncoder {
+    let encoder = JSONEncoder()
+    encoder.keyEncodingStrategy = .convertToSnakeCase
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    return encoder
 }
