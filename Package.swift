@@ -45,7 +45,7 @@ let package = Package(
         // libcrypto's SHA-256 for content-addressed plugin copies.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Readings, verdicts, decisions and the chain of validator links.
-        .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI"]),
+        .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI", "CLinux"]),
         // Loading plugins with dlopen and wrapping their instances as chain links.
         .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL"]),
         // Settings files (configuration, scenarios): YAML through Yams, errors with file, line and key.

@@ -445,9 +445,5 @@ public final class MechSimulator {
     /// `nextAction` in lockstep mode while a reading waits for its answer.
     static let awaitingDecision = UInt64.max
 
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
+    static func now() -> UInt64 { cm_monotonic_ns() }
 }

@@ -35,3 +35,9 @@ int cm_epoll_add_input(int epfd, int fd) {
     struct epoll_event event = { .events = EPOLLIN, .data.fd = fd };
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
 }
+
+uint64_t cm_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}

@@ -1,3 +1,4 @@
+import CLinux
 import CoinMechPluginABI
 import Synchronization
 
@@ -127,9 +128,5 @@ public final class Chain: Sendable {
         Decision.write(message, into: &decision.message)
     }
 
-    static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
-    }
+    static func monotonicNanoseconds() -> UInt64 { cm_monotonic_ns() }
 }

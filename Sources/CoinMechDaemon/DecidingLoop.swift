@@ -1,3 +1,4 @@
+import CLinux
 import CoinMechChain
 import CoinMechHotplug
 import CoinMechLedger
@@ -356,9 +357,5 @@ public final class DecidingLoop: @unchecked Sendable {
         mech.setInhibit(operatorInhibit)
     }
 
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
+    static func now() -> UInt64 { cm_monotonic_ns() }
 }

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 
 #if canImport(Glibc)
@@ -44,9 +45,5 @@ public struct SystemdNotifier: Sendable {
     }
 
     /// `MONOTONIC_USEC=` for `RELOADING=1`, as systemd 253+ expects (older ones ignore it).
-    public static func monotonicMicroseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-    }
+    public static func monotonicMicroseconds() -> UInt64 { cm_monotonic_ns() / 1000 }
 }

@@ -130,9 +130,7 @@ public final class GPIOEdgeInput: EdgeInput {
     public func pulseAcceptGate(now: UInt64) {
         guard let gate = acceptGate, let chip else { return }
         chip.set(gate.line, true)
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        gateReleaseAt = UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec) + UInt64(gate.pulseMilliseconds * 1e6)
+        gateReleaseAt = cm_monotonic_ns() + UInt64(gate.pulseMilliseconds * 1e6)
     }
 
     public func setInhibit(_ on: Bool) {

@@ -20,6 +20,9 @@ int cm_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 /* ioctl(fd, TIOCEXCL): no further opens of this tty (except by root). Returns 0 on success. */
 int cm_tty_exclusive(int fd);
 
+/* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline, heartbeat and kernel GPIO timestamp. */
+uint64_t cm_monotonic_ns(void);
+
 /* An epoll instance (close-on-exec), and adding a descriptor to it for input. -1 on error. */
 int cm_epoll_create(void);
 int cm_epoll_add_input(int epfd, int fd);
