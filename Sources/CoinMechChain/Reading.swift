@@ -2,12 +2,19 @@ import CoinMechPluginABI
 
 /// One coin's measurement as the mech delivered it.
 ///
-/// Stored in the plugin ABI's own layout, so handing it to a validator copies nothing.
+/// Stored in the plugin ABI's own layout, so handing it to a validator copies nothing, and
+/// plain bytes throughout (the source name is inline), so copying one retains nothing.
 public struct Reading: Sendable, Hashable, CustomStringConvertible {
     /// The C layout; its `source` pointer is always nil here (set only for the length of a call).
     @usableFromInline nonisolated(unsafe) var raw: coinmech_reading
-    /// Name of the source that produced it (e.g. "serial").
-    public var source: String
+    /// Name of the source that produced it.
+    public var sourceName: SourceName
+
+    /// Name of the source that produced it (e.g. "serial"); at most `SourceName.capacity` bytes.
+    public var source: String {
+        get { sourceName.description }
+        set { sourceName = SourceName(newValue) }
+    }
 
     public init(
         deviceSeq: UInt64, timestampNanoseconds: UInt64 = 0, diameterMM: Double? = nil, weightG: Double? = nil,
@@ -15,7 +22,7 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
     ) {
         raw = coinmech_reading()
         raw.size = UInt32(MemoryLayout<coinmech_reading>.size)
-        self.source = source
+        sourceName = SourceName(source)
         self.deviceSeq = deviceSeq
         self.timestampNanoseconds = timestampNanoseconds
         self.diameterMM = diameterMM
@@ -70,12 +77,12 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
     }
 
     public static func == (a: Reading, b: Reading) -> Bool {
-        a.source == b.source && a.deviceSeq == b.deviceSeq && a.timestampNanoseconds == b.timestampNanoseconds
+        a.sourceName == b.sourceName && a.deviceSeq == b.deviceSeq && a.timestampNanoseconds == b.timestampNanoseconds
             && a.diameterMM == b.diameterMM && a.weightG == b.weightG && a.thicknessMM == b.thicknessMM && a.channel == b.channel
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(source)
+        hasher.combine(sourceName)
         hasher.combine(deviceSeq)
         hasher.combine(timestampNanoseconds)
         hasher.combine(diameterMM)

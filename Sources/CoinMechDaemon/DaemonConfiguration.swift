@@ -1,3 +1,4 @@
+import CoinMechChain
 import CoinMechGPIO
 import CoinMechHotplug
 import CoinMechPlugins
@@ -109,6 +110,10 @@ public struct DaemonConfiguration: Sendable {
         ])
         let kind = try sourceTable.string("kind") ?? "serial"
         var source: Source
+        let name = try sourceTable.string("name") ?? kind
+        guard !name.isEmpty, name.utf8.count <= SourceName.capacity else {
+            throw sourceTable.error("name", "must be 1 to \(SourceName.capacity) bytes, got \(name.utf8.count)")
+        }
         switch kind {
         case "serial":
             guard let device = try sourceTable.string("device"), !device.isEmpty else { throw sourceTable.error("device", "is required") }
@@ -116,7 +121,7 @@ public struct DaemonConfiguration: Sendable {
             guard [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
                 throw sourceTable.error("baud", "must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
             }
-            source = Source(kind: kind, device: resolve(device), baud: baud, name: try sourceTable.string("name") ?? kind)
+            source = Source(kind: kind, device: resolve(device), baud: baud, name: name)
             source.hotplug = .serialPath(source.device)
             if let usb = try sourceTable.table("usb") {
                 try usb.rejectUnknownKeys(["vendor", "product", "serial"])
@@ -128,7 +133,7 @@ public struct DaemonConfiguration: Sendable {
         case "gpio", "gpio-replay":
             let key = kind == "gpio" ? "chip" : "file"
             guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kind)") }
-            source = Source(kind: kind, device: kind == "gpio" ? device : resolve(device), baud: 0, name: try sourceTable.string("name") ?? kind)
+            source = Source(kind: kind, device: kind == "gpio" ? device : resolve(device), baud: 0, name: name)
             if kind == "gpio" { source.hotplug = .gpioChip(label: device) }
             if let pulse = try sourceTable.table("pulse") {
                 try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])

@@ -1,5 +1,6 @@
 /* A plugin that answers nonsense: config {"mode":"bad_verdict"} returns verdict 7,
-   {"mode":"empty_accept"} accepts without currency, {"mode":"hang"} never returns (30 s). destroy() calls are counted so tests can
+   {"mode":"empty_accept"} accepts without currency, {"mode":"hang"} never returns (30 s),
+   {"mode":"echo_source"} rejects with the reading's source name as its message. destroy() calls are counted so tests can
    see instances freed when the last chain holding them goes away. */
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +15,15 @@ static void *create(const char *config, char *error, size_t size) {
     if (strstr(config, "empty_accept")) return (void *)2;
     if (strstr(config, "pass")) return (void *)3;
     if (strstr(config, "hang")) return (void *)4;
-    coinmech_copy_field(error, size, "mode must be bad_verdict, empty_accept, pass or hang");
+    if (strstr(config, "echo_source")) return (void *)5;
+    coinmech_copy_field(error, size, "mode must be bad_verdict, empty_accept, pass, hang or echo_source");
     return NULL;
 }
 static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d) {
-    (void)r;
     if (ctx == (void *)1) d->verdict = 7;
     else if (ctx == (void *)2) d->verdict = COINMECH_VERDICT_ACCEPT;
     else if (ctx == (void *)4) sleep(30);  /* a wedged plugin: the deciding loop stops turning */
+    else if (ctx == (void *)5) coinmech_decision_reject(d, "echo", r->source ? r->source : "(null)");
 }
 static void destroy(void *ctx) { (void)ctx; destroyed++; }
 
