@@ -14,7 +14,7 @@ import Glibc
 /// last reading walking it is done ("ARC is the grace period").
 public final class Chain: Sendable {
     /// Name and reason of the terminal link.
-    public static let terminalLinkName = "unrecognized"
+    public static var terminalLinkName: String { "unrecognized" }
     /// One walk in this many times its links.
     public static let timingSampleInterval: UInt64 = 64
 
@@ -24,7 +24,8 @@ public final class Chain: Sendable {
     /// Counters of the terminal link (its rejects are the `unrecognized` coins).
     public let terminalStatistics = LinkStatistics()
     private let walks = Atomic<UInt64>(0)
-    private let terminalDecision: coinmech_decision
+    /// The links' names, shared with every decision this chain makes.
+    private let linkNames: LinkNames
     /// What the walk touches, as plain values: no reference counting while deciding.
     /// Owned by this chain; the validators it points into are kept alive by `links`.
     private nonisolated(unsafe) let table: UnsafeMutableBufferPointer<LinkEntry>
@@ -41,11 +42,7 @@ public final class Chain: Sendable {
         for (index, link) in links.enumerated() {
             (table.baseAddress! + index).initialize(to: LinkEntry(call: link.validator.call, statistics: link.statistics))
         }
-        var terminal = coinmech_decision.blank
-        terminal.verdict = COINMECH_VERDICT_REJECT.rawValue
-        Decision.write(Self.terminalLinkName, into: &terminal.reason)
-        Decision.write("no link recognised the coin", into: &terminal.message)
-        terminalDecision = terminal
+        linkNames = LinkNames(links.map(\.name))
     }
 
     deinit {
@@ -54,7 +51,7 @@ public final class Chain: Sendable {
 
     /// Walks the links in order and returns the first decisive verdict.
     public func decide(_ reading: Reading) -> Decision {
-        var decision = Decision(linkName: Self.terminalLinkName, chainGeneration: generation, raw: .blank)
+        var decision = Decision(linkNames: linkNames, linkIndex: -1, chainGeneration: generation, raw: .blank)
         decide(reading, into: &decision)
         return decision
     }
@@ -72,18 +69,17 @@ public final class Chain: Sendable {
         decision.raw.value_minor = 0
         decision.raw.currency.0 = 0
         decision.raw.code.0 = 0
-        let decidedBy: Int = reading.source.withCString { source in
+        let decidedBy: Int = reading.sourceName.withCString { source in
             var cReading = reading.raw
             cReading.source = source
             return timed ? walkLinks(&cReading, &decision.raw, timed: true) : walkLinks(&cReading, &decision.raw, timed: false)
         }
-        if decidedBy >= 0 {
-            decision.linkName = links[decidedBy].name
-        } else {
-            terminalStatistics.recordReject()
-            decision.linkName = Self.terminalLinkName
-            decision.raw = terminalDecision
-        }
+        // The decider is named by index; the names change (retain, release) only with the chain.
+        if decision.linkNames !== linkNames { decision.linkNames = linkNames }
+        decision.linkIndex = decidedBy
+        // When every link passed, the verdict stays PASS, which a Decision reads as the
+        // terminal link's `unrecognized` rejection: nothing more to write.
+        if decidedBy < 0 { terminalStatistics.recordReject() }
     }
 
     /// Returns the index of the deciding link, or -1 when every link passed.

@@ -7,18 +7,23 @@ import CoinMechPluginABI
 /// caller, which pairs the two (a ledger event holds both).
 public struct Decision: Sendable {
     /// Name of the deciding link; `unrecognized` for the terminal link the host adds.
-    public internal(set) var linkName: String
+    public var linkName: String { linkIndex >= 0 ? linkNames.names[linkIndex] : Chain.terminalLinkName }
     /// Generation of the chain that decided.
     public internal(set) var chainGeneration: UInt64
+    /// The deciding chain's link names and the decider's index (-1: the terminal link), so
+    /// deciding stores an index and copies no string.
+    var linkNames: LinkNames
+    var linkIndex: Int
     var raw: coinmech_decision
 
     /// Storage to decide into (see `Chain.decide(_:into:)`); rejected as `unrecognized` until then.
     public init() {
-        self.init(linkName: Chain.terminalLinkName, chainGeneration: 0, raw: .blank)
+        self.init(linkNames: LinkNames([]), linkIndex: -1, chainGeneration: 0, raw: .blank)
     }
 
-    init(linkName: String, chainGeneration: UInt64, raw: coinmech_decision) {
-        self.linkName = linkName
+    init(linkNames: LinkNames, linkIndex: Int, chainGeneration: UInt64, raw: coinmech_decision) {
+        self.linkNames = linkNames
+        self.linkIndex = linkIndex
         self.chainGeneration = chainGeneration
         self.raw = raw
     }
@@ -29,7 +34,7 @@ public struct Decision: Sendable {
         raw.verdict = COINMECH_VERDICT_REJECT.rawValue
         Self.write(reason, into: &raw.reason)
         Self.write(message, into: &raw.message)
-        self.init(linkName: linkName, chainGeneration: chainGeneration, raw: raw)
+        self.init(linkNames: LinkNames([linkName]), linkIndex: 0, chainGeneration: chainGeneration, raw: raw)
     }
 
     /// Accept or reject. A chain always decides, so there is no `pass` here.
@@ -52,5 +57,14 @@ public struct Decision: Sendable {
             bytes.copyBytes(from: utf8)
             bytes[utf8.count] = 0
         }
+    }
+}
+
+/// The names of a chain's links, shared by the chain and every decision it makes.
+final class LinkNames: Sendable {
+    let names: [String]
+
+    init(_ names: [String]) {
+        self.names = names
     }
 }

@@ -98,6 +98,53 @@ struct ChainTests {
         #expect(emptyAccept.links[0].statistics.snapshot.rejects == 1)
     }
 
+    @Test("one Decision reused across verdicts and chains names each decider and keeps no stale accept")
+    func decisionStorageReused() throws {
+        let textbook = try TestSupport.chain(textbookLinks())
+        let table = try TestSupport.chain([
+            LinkSpec(plugin: "sanity"), LinkSpec(name: "usd", plugin: "coin-table", configJSON: #"{"currency":"USD"}"#),
+        ])
+        var decision = Decision()
+        textbook.decide(.coin(19.05, 2.5), into: &decision)
+        #expect(decision.linkName == "cent")
+        #expect(decision.acceptedValueMinor == 1)
+        textbook.decide(.coin(24.26, 2.268), into: &decision)
+        #expect(decision.linkName == Chain.terminalLinkName)
+        #expect(decision.rejection?.reason == "unrecognized")
+        #expect(decision.acceptedValueMinor == 0)
+        table.decide(.coin(.nan, 5.67), into: &decision)
+        #expect(decision.linkName == "sanity")
+        #expect(decision.rejection?.reason == "not_finite")
+        table.decide(.coin(24.26, 5.67), into: &decision)
+        #expect(decision.linkName == "usd")
+        #expect(decision.denomination?.code == "quarter")
+        let copy = decision
+        textbook.decide(.coin(21.21, 5.0), into: &decision)
+        #expect(decision.linkName == "nickel")
+        #expect(copy.linkName == "usd")
+        #expect(copy.denomination?.code == "quarter")
+    }
+
+    @Test("a plugin sees the reading's source name as a C string, cut to whole characters within 31 bytes")
+    func pluginSeesSourceName() throws {
+        let dir = TestSupport.temporaryDirectory("echo")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir)
+        let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir)).build(
+            generation: 1, links: [LinkSpec(plugin: "misbehaving", configJSON: #"{"mode":"echo_source"}"#)])
+        var reading = Reading.coin(19.05, 2.5)
+        reading.source = "front-mech"
+        #expect(chain.decide(reading).rejection?.message == "front-mech")
+        let longest = String(repeating: "x", count: SourceName.capacity)
+        reading.source = longest
+        #expect(chain.decide(reading).rejection?.message == longest)
+        // 30 bytes and a two-byte "é": the é does not fit whole, so it is left out.
+        reading.source = String(repeating: "m", count: 30) + "é"
+        #expect(reading.source == String(repeating: "m", count: 30))
+        #expect(chain.decide(reading).rejection?.message == String(repeating: "m", count: 30))
+        #expect(Reading.coin(19.05, 2.5) == Reading.coin(19.05, 2.5))
+        #expect(reading != Reading.coin(19.05, 2.5))
+    }
+
     @Test("instances are destroyed when the last chain holding them is released, not before")
     func instancesLiveAsLongAsTheirChain() throws {
         let dir = TestSupport.temporaryDirectory("lease")
@@ -166,6 +213,20 @@ struct PluginBehaviourTests {
         #expect(nearOne.denomination?.code == "EUR_1")
         let nearFifty = chain.decide(.coin(24.10, 7.74))
         #expect(nearFifty.denomination?.code == "EUR_50c")
+    }
+
+    @Test("coin-table: a measured thickness counts, a missing one does not; NaN and infinity match nothing")
+    func coinTableThicknessAndNonFinite() throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"USD"}"#)])
+        #expect(chain.decide(.coin(24.26, 5.67)).denomination?.code == "quarter")
+        #expect(chain.decide(.coin(24.26, 5.67, thickness: 1.75)).denomination?.code == "quarter")
+        #expect(chain.decide(.coin(24.26, 5.67, thickness: 1.90)).rejection?.reason == "unrecognized")  // 1.75 mm ± 5 %
+        let nonFinite: [(Double, Double, Double?)] = [
+            (.nan, 5.67, nil), (24.26, .infinity, nil), (-.infinity, 5.67, nil), (24.26, 5.67, .nan), (24.26, 5.67, .infinity),
+        ]
+        for (d, w, t) in nonFinite {
+            #expect(chain.decide(.coin(d, w, thickness: t)).rejection?.reason == "unrecognized", "d \(d) w \(w) t \(String(describing: t))")
+        }
     }
 
     @Test("coin-table: unknown denominations and currencies are configuration errors")
