@@ -6,10 +6,11 @@ public struct CoinWindow: Sendable, Encodable {
     public let diameterTolerance: Double
     public let weightTolerance: Double
     public let thicknessTolerance: Double
-    // Reciprocal half-widths, precomputed: validate does no division.
-    @usableFromInline let diameterScale: Double
-    @usableFromInline let weightScale: Double
-    @usableFromInline let thicknessScale: Double
+    /// Reciprocal half-widths of the window, precomputed so validating divides nothing:
+    /// `(reading - nominal) * scale` is within ±1 inside the window.
+    public let diameterScale: Double
+    public let weightScale: Double
+    public let thicknessScale: Double
     /// Nominal thickness, or NaN when the window has none.
     @usableFromInline let thicknessOrNaN: Double
 

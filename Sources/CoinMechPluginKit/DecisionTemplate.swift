@@ -27,18 +27,27 @@ public struct DecisionTemplate: Sendable {
     /// uses are copied (an accept is about 50 bytes).
     @inlinable @inline(__always)
     public func write(to decision: UnsafeMutablePointer<coinmech_decision>) {
+        withUnsafePointer(to: self) { Self.write($0, to: decision) }
+    }
+
+    /// `write(to:)` for a template kept in a buffer: reads only the fields the verdict uses,
+    /// where a copy of the template would move all of its 216 bytes.
+    @inlinable @inline(__always)
+    public static func write(_ template: UnsafePointer<DecisionTemplate>, to decision: UnsafeMutablePointer<coinmech_decision>) {
         if Int(decision.pointee.size) >= MemoryLayout<coinmech_decision>.size {
-            decision.pointee.verdict = template.verdict
-            if template.verdict == COINMECH_VERDICT_ACCEPT.rawValue {
-                decision.pointee.value_minor = template.value_minor
-                decision.pointee.currency = template.currency
-                decision.pointee.code = template.code
+            // The template is this struct's only stored property, so they share an address.
+            let source = UnsafeRawPointer(template).assumingMemoryBound(to: coinmech_decision.self)
+            decision.pointee.verdict = source.pointee.verdict
+            if source.pointee.verdict == COINMECH_VERDICT_ACCEPT.rawValue {
+                decision.pointee.value_minor = source.pointee.value_minor
+                decision.pointee.currency = source.pointee.currency
+                decision.pointee.code = source.pointee.code
             } else {
-                decision.pointee.reason = template.reason
-                decision.pointee.message = template.message
+                decision.pointee.reason = source.pointee.reason
+                decision.pointee.message = source.pointee.message
             }
         } else {
-            writePrefix(to: decision)
+            template.pointee.writePrefix(to: decision)
         }
     }
 

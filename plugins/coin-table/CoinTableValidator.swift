@@ -40,13 +40,29 @@ final class CoinTableValidator: SwiftValidator {
     /// The windows and verdicts again, in buffers the instance owns, so `validate` touches no
     /// reference counts.
     private let windows: UnsafeMutableBufferPointer<CoinWindow>
-    private let boxes: UnsafeMutableBufferPointer<Box>
+    private let rows: UnsafeMutableBufferPointer<Row>
 
-    /// A window's diameter and weight bounds, flat.
-    struct Box {
-        let diameterLow, diameterHigh, weightLow, weightHigh: Double
+    /// A window as `validate` scans it: nominal figures and reciprocal half-widths, flat.
+    struct Row {
+        let diameter, diameterScale, weight, weightScale: Double
+        /// Nominal thickness and its scale; the scale is 0 when the table gives no thickness,
+        /// so a measured thickness does not count there.
+        let thickness, thicknessScale: Double
+
+        init(_ window: CoinWindow) {
+            diameter = window.diameter
+            diameterScale = window.diameterScale
+            weight = window.weight
+            weightScale = window.weightScale
+            thickness = window.thickness ?? 0
+            thicknessScale = window.thickness == nil ? 0 : window.thicknessScale
+        }
     }
     private let accepts: UnsafeMutableBufferPointer<DecisionTemplate>
+
+    /// Low bits of a score that hold the row index (the distance keeps 44 of its 52 mantissa bits).
+    private static let indexMask: UInt64 = 0xFF
+    private static let maxRows = Int(indexMask)
 
     init(configJSON: String) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
@@ -69,17 +85,14 @@ final class CoinTableValidator: SwiftValidator {
                 thicknessTolerance: own?.thickness ?? tolerance)))
         }
         self.entries = entries
-        // Scan order: by lower diameter bound, so validate can stop early.
+        // Scan order: by lower diameter bound (ties between equal distances go to the smaller coin).
         let scan = entries.indices.sorted { entries[$0].window.bounds.diameter.lowerBound < entries[$1].window.bounds.diameter.lowerBound }
         let specs = table.filter { wanted.contains($0.code) }
         windows = .allocate(capacity: entries.count)
         _ = windows.initialize(from: scan.map { entries[$0].window })
-        boxes = .allocate(capacity: entries.count)
-        _ = boxes.initialize(from: scan.map { entries[$0] }.map {
-            let bounds = $0.window.bounds
-            return Box(diameterLow: bounds.diameter.lowerBound, diameterHigh: bounds.diameter.upperBound,
-                       weightLow: bounds.weight.lowerBound, weightHigh: bounds.weight.upperBound)
-        })
+        precondition(entries.count <= Self.maxRows, "a coin table has at most \(Self.maxRows) rows")
+        rows = .allocate(capacity: entries.count)
+        _ = rows.initialize(from: scan.map { Row(entries[$0].window) })
         accepts = .allocate(capacity: entries.count)
         _ = accepts.initialize(from: scan.map { specs[$0] }.map {
             .accept(currency: $0.currency, code: $0.code, valueMinor: $0.valueMinor)
@@ -100,21 +113,29 @@ final class CoinTableValidator: SwiftValidator {
             if !requireWeight { validateDiameterOnly(d, reading.thicknessMM, decision) }
             return
         }
-        let t = reading.thicknessMM
-        var best = -1
-        var bestDistance = Double.infinity
-        for index in 0..<windows.count {
-            // Rows are sorted by lower diameter bound: past d, no row can match.
-            let box = boxes[index]
-            if d < box.diameterLow { break }
-            // Three more comparisons rule out most rows; only candidates pay for the distance.
-            guard d <= box.diameterHigh, w >= box.weightLow, w <= box.weightHigh else { continue }
-            if let distance = windows[index].distance(diameter: d, weight: w, thickness: t), distance < bestDistance {
-                best = index
-                bestDistance = distance
-            }
+        let t = reading.thicknessMM ?? 0
+        // Thickness counts only when measured (and, by its row's scale, only where the table has it).
+        let thicknessWeight: Double = reading.thicknessMM == nil ? 0 : 1
+        // NaN and infinite figures match no window; settling them here keeps NaN out of the scan.
+        guard d.isFinite, w.isFinite, t.isFinite else { return }
+        // Every row is scored and none is skipped by a branch: which window a noisy reading
+        // falls in is random, and a mispredicted branch costs more than scoring a row. Each
+        // score is the squared distance's bit pattern (ordered like the distance, as it is
+        // never negative) with the row index in its low bits, so one integer minimum finds
+        // the nearest row, the lower index on a tie; rows that do not hold the reading score
+        // the maximum.
+        var nearest = UInt64.max
+        for index in 0..<rows.count {
+            let row = rows[index]
+            let dd = (d - row.diameter) * row.diameterScale
+            let dw = (w - row.weight) * row.weightScale
+            let dt = (t - row.thickness) * (row.thicknessScale * thicknessWeight)
+            let d2 = dd * dd, w2 = dw * dw, t2 = dt * dt
+            let score = (d2 + w2 + t2).bitPattern & ~Self.indexMask | UInt64(index)
+            nearest = Swift.min(nearest, Swift.max(d2, w2, t2) <= 1 ? score : .max)
         }
-        if best >= 0 { accepts[best].write(to: decision) }
+        let best = nearest == .max ? -1 : Int(nearest & Self.indexMask)
+        if best >= 0 { DecisionTemplate.write(accepts.baseAddress! + best, to: decision) }
     }
 
     /// Nearest nominal diameter among the windows the diameter (and thickness) fall in.
@@ -141,7 +162,7 @@ final class CoinTableValidator: SwiftValidator {
 
     deinit {
         windows.deallocate()
-        boxes.deallocate()
+        rows.deallocate()
         accepts.deallocate()
     }
 
