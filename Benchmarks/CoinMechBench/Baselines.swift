@@ -1,10 +1,12 @@
 import CoinFacts
 
 // (b) A faithful copy of the textbook Chain of Responsibility coin sorter (the vending-machine
-// example of the design-patterns tutorials): a class per coin type, a handler per type holding
-// ClosedRange windows at ±5 %, the client wrapping each reading in a new Coin, a handler that
-// creates a new coin object of its type on a match, first match wins. The tutorial's print
-// calls are left out.
+// example of the design-patterns tutorials): a class hierarchy with a class per coin type, a
+// handler protocol whose `next` is an existential, a handler per type holding ClosedRange
+// windows at ±5 %, the client wrapping each reading in a new Coin, and a handler that creates
+// a new coin object of its type (through the metatype) when the reading fits; first match wins.
+// Left out: the tutorial's print calls, and its client's array of accepted coins with totals
+// recomputed by `reduce` on every insertion, which exist only to print.
 
 /// The coin model of the textbook: a class hierarchy with the nominal figures as class vars.
 class Coin {
@@ -20,30 +22,36 @@ class Coin {
     }
 }
 
-final class Penny: Coin {
+class Penny: Coin {
     override class var standardDiameter: Double { 19.05 }
     override class var standardWeight: Double { 2.5 }
     override var centValue: Int { 1 }
 }
-final class Nickel: Coin {
+class Nickel: Coin {
     override class var standardDiameter: Double { 21.21 }
     override class var standardWeight: Double { 5.0 }
     override var centValue: Int { 5 }
 }
-final class Dime: Coin {
+class Dime: Coin {
     override class var standardDiameter: Double { 17.91 }
     override class var standardWeight: Double { 2.268 }
     override var centValue: Int { 10 }
 }
-final class Quarter: Coin {
+class Quarter: Coin {
     override class var standardDiameter: Double { 24.26 }
     override class var standardWeight: Double { 5.67 }
     override var centValue: Int { 25 }
 }
 
+/// The textbook's handler protocol.
+protocol CoinHandlerProtocol {
+    var next: CoinHandlerProtocol? { get }
+    func handleCoinValidation(_ unknownCoin: Coin) -> Coin?
+}
+
 /// One handler per coin type; on a match it creates a new coin object of its type.
-final class CoinHandler {
-    var next: CoinHandler?
+class CoinHandler {
+    var next: CoinHandlerProtocol?
     let coinType: Coin.Type
     let diameterRange: ClosedRange<Double>
     let weightRange: ClosedRange<Double>
@@ -55,21 +63,24 @@ final class CoinHandler {
         let standardWeight = coinType.standardWeight
         weightRange = (1 - weightVariation) * standardWeight...(1 + weightVariation) * standardWeight
     }
+}
 
+extension CoinHandler: CoinHandlerProtocol {
     func handleCoinValidation(_ unknownCoin: Coin) -> Coin? {
         guard let coin = createCoin(from: unknownCoin) else { return next?.handleCoinValidation(unknownCoin) }
         return coin
     }
 
-    func createCoin(from unknownCoin: Coin) -> Coin? {
-        guard diameterRange.contains(unknownCoin.diameter), weightRange.contains(unknownCoin.weight) else { return nil }
+    private func createCoin(from unknownCoin: Coin) -> Coin? {
+        guard diameterRange.contains(unknownCoin.diameter) else { return nil }
+        guard weightRange.contains(unknownCoin.weight) else { return nil }
         return coinType.init(diameter: unknownCoin.diameter, weight: unknownCoin.weight)
     }
 }
 
 /// The textbook's client: wraps each reading in a Coin and asks the first handler.
 final class TextbookCoinSorter {
-    let firstHandler: CoinHandler
+    let coinHandler: CoinHandler
 
     init() {
         let penny = CoinHandler(coinType: Penny.self), nickel = CoinHandler(coinType: Nickel.self)
@@ -77,13 +88,13 @@ final class TextbookCoinSorter {
         penny.next = nickel
         nickel.next = dime
         dime.next = quarter
-        firstHandler = penny
+        coinHandler = penny
     }
 
     /// Cents of the accepted coin, 0 when rejected.
     @inline(never)
     func insert(diameter: Double, weight: Double) -> Int {
-        firstHandler.handleCoinValidation(Coin(diameter: diameter, weight: weight))?.centValue ?? 0
+        coinHandler.handleCoinValidation(Coin(diameter: diameter, weight: weight))?.centValue ?? 0
     }
 }
 

@@ -10,12 +10,13 @@ struct ChainBench: ParsableCommand {
         abstract: "ns per reading: CoinMech chain (sanity → coin-table USD) vs the textbook design vs an inline if ladder.")
 
     @Option(help: "Readings in the random mix (large enough that no branch predictor learns it).") var readings = 65_536
-    @Option(help: "Passes over the mix per measurement; the best of --rounds is reported.") var passes = 30
-    @Option(help: "Measurement rounds.") var rounds = 5
+    @Option(help: "Passes over the mix per measurement; the best of --rounds is reported.") var passes = 10
+    @Option(help: "Measurement rounds; each round runs every implementation once, in turn.") var rounds = 15
     @Option(help: "Random seed of the mix.") var seed: UInt64 = 2026
     @Option(help: "Directory holding the plugins (default: next to this executable).") var pluginDir: String?
     @Flag(help: "Print one JSON object instead of a table.") var json = false
-    @Option(help: "Profile one implementation only (coinmech, seed, inline); prints its ns/reading.") var only: String?
+    @Option(help: "Run one implementation only (coinmech, seed, inline, or a --breakdown row), e.g. under perf.") var only: String?
+    @Flag(help: "Also measure where the chain's time goes: no links, one C link that passes, sanity alone.") var breakdown = false
 
     func run() throws {
         let mix = randomUSMix(count: readings, seed: seed)
@@ -38,46 +39,64 @@ struct ChainBench: ParsableCommand {
             }
         }
 
-        var sink = 0
-        var decision = Decision()
-        if let only {
-            let ns: Double
-            switch only {
-            case "coinmech":
-                ns = best(of: rounds) {
-                    for _ in 0..<passes { for reading in mix { chain.decide(reading, into: &decision); sink &+= Int(decision.acceptedValueMinor) } }
-                }
-            case "seed":
-                ns = best(of: rounds) {
-                    for _ in 0..<passes { for i in mix.indices { sink &+= textbook.insert(diameter: diameters[i], weight: weights[i]) } }
-                }
-            case "inline":
-                ns = best(of: rounds) { for _ in 0..<passes { for i in mix.indices { sink &+= inlineLadder(diameters[i], weights[i]) } } }
-            default:
-                throw ValidationError("--only takes coinmech, seed or inline")
-            }
-            print(String(format: "%@: %.1f ns/reading (sink %d)", only, ns / Double(passes * readings), sink & 1))
-            return
-        }
-        // The readings are borrowed in place, as the deciding loop holds them.
-        let coinmech = mix.withUnsafeBufferPointer { mix in
-            best(of: rounds) {
-                for _ in 0..<passes {
-                    for index in mix.indices {
-                        chain.decide(mix[index], into: &decision)
-                        sink &+= Int(decision.acceptedValueMinor)
+        // Each workload keeps its state local (a captured var would be checked for exclusive
+        // access on every use) and returns a sum of the values, so nothing is optimised away.
+        let passes = passes
+        func chainWorkload(_ chain: Chain) -> () -> Int {
+            {
+                var sink = 0
+                var decision = Decision()
+                // The readings are borrowed in place, as the deciding loop holds them.
+                mix.withUnsafeBufferPointer { mix in
+                    for _ in 0..<passes {
+                        for index in mix.indices {
+                            chain.decide(mix[index], into: &decision)
+                            sink &+= Int(decision.acceptedValueMinor)
+                        }
                     }
                 }
+                return sink
             }
-        } / Double(passes * readings)
-        let seedNs = best(of: rounds) {
-            for _ in 0..<passes {
-                for index in mix.indices { sink &+= textbook.insert(diameter: diameters[index], weight: weights[index]) }
+        }
+        var workloads: [(name: String, run: () -> Int)] = [
+            ("coinmech", chainWorkload(chain)),
+            ("seed", {
+                var sink = 0
+                for _ in 0..<passes { for index in diameters.indices { sink &+= textbook.insert(diameter: diameters[index], weight: weights[index]) } }
+                return sink
+            }),
+            ("inline", {
+                var sink = 0
+                for _ in 0..<passes { for index in diameters.indices { sink &+= inlineLadder(diameters[index], weights[index]) } }
+                return sink
+            }),
+        ]
+        if breakdown {
+            let builder = ChainBuilder(loader: PluginLoader(directory: directory, runtimeDirectory: runtime))
+            workloads += [
+                ("terminal link only", chainWorkload(Chain(generation: 2, links: []))),
+                ("one C link that passes", chainWorkload(try builder.build(
+                    generation: 3, links: [LinkSpec(plugin: "weight-floor", configJSON: #"{"min_weight_g":0.01}"#)]))),
+                ("sanity alone", chainWorkload(try builder.build(generation: 4, links: [LinkSpec(plugin: "sanity")]))),
+            ]
+        }
+        if let only {
+            guard let workload = workloads.first(where: { $0.name == only }) else {
+                throw ValidationError("--only takes one of: \(workloads.map(\.name).joined(separator: ", "))")
             }
-        } / Double(passes * readings)
-        let inline = best(of: rounds) {
-            for _ in 0..<passes { for index in mix.indices { sink &+= inlineLadder(diameters[index], weights[index]) } }
-        } / Double(passes * readings)
+            workloads = [workload]
+        }
+        var sink = 0
+        var decision = Decision()
+        let perReading = interleavedBest(rounds: rounds, workloads.map(\.run), sink: &sink).map { $0 / Double(passes * readings) }
+        let measured = Dictionary(uniqueKeysWithValues: zip(workloads.map(\.name), perReading))
+        if only != nil || breakdown {
+            for (name, ns) in zip(workloads.map(\.name), perReading) {
+                print("\(name.padding(toLength: 26, withPad: " ", startingAt: 0)) \(pad(ns)) ns/reading")
+            }
+            if only != nil { return }
+        }
+        let coinmech = measured["coinmech"]!, seedNs = measured["seed"]!, inline = measured["inline"]!
 
         // Allocations on the deciding path: count them over one pass, after warm-up.
         let before = coinmech_allocation_count()
@@ -99,7 +118,7 @@ struct ChainBench: ParsableCommand {
             print(String(decoding: try JSONEncoder.sorted.encode(result), as: UTF8.self))
         } else {
             print("""
-                chain bench: \(readings) US readings (10 % slugs, σ 0.8 %), best of \(rounds) × \(passes) passes
+                chain bench: \(readings) US readings (10 % slugs, σ 0.8 %), best of \(rounds) interleaved rounds × \(passes) passes
                   implementation                      ns/reading   allocations/reading
                   CoinMech (sanity → coin-table USD)  \(pad(coinmech))   \(result.coinmech_allocations_per_reading)
                   textbook chain of responsibility    \(pad(seedNs))   \(result.seed_allocations_per_reading)
@@ -126,6 +145,20 @@ struct ChainResult: Encodable {
     let seed_allocations_per_reading: Double
     let readings: Int
     let sink: Int
+}
+
+/// Nanoseconds of the fastest round of each workload. Every round runs each workload once, in
+/// turn, so a burst of noise on a shared machine lands on all of them alike.
+func interleavedBest(rounds: Int, _ workloads: [() -> Int], sink: inout Int) -> [Double] {
+    var fastest = [Double](repeating: .infinity, count: workloads.count)
+    for _ in 0..<rounds {
+        for (index, workload) in workloads.enumerated() {
+            let start = DispatchTime.now().uptimeNanoseconds
+            sink &+= workload()
+            fastest[index] = min(fastest[index], Double(DispatchTime.now().uptimeNanoseconds - start))
+        }
+    }
+    return fastest
 }
 
 /// Nanoseconds of the fastest of `rounds` runs of `body`.
