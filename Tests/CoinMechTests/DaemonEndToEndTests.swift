@@ -163,6 +163,7 @@ struct DaemonConfigurationTests {
         ("source: {device: x}\nchain:\n  - plugin: sanity\n    confg: {}\n", "coinmechd: coinmechd.yaml:4: key 'chain[0].confg': unknown key (known here: config, name, plugin)"),
         ("source: {device: x\nchain: []\n", "coinmechd: coinmechd.yaml:2: not valid YAML"),
         ("source: {device: x}\nsocket: {mode: rw}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'socket.mode': must be an octal file mode such as \"0660\""),
+        ("source: {device: x, name: a-name-that-is-far-too-long-for-a-reading}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.name': must be 1 to 31 bytes, got 41"),
         ("source: {kind: gpio-replay, file: e.txt}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source': a gpio-replay source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}"),
         ("source: {kind: gpio, chip: c, gates: {a: 1, b: 1, distance_mm: 50}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.gates': a and b, the two gates' line offsets, are required and must differ"),
     ])
