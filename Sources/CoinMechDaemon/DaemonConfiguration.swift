@@ -38,6 +38,8 @@ public struct DaemonConfiguration: Sendable {
         public var inhibitActiveLow = false
         /// Which udev device is the mech (default: the serial device's path, or the chip's label).
         public var hotplug: DeviceMatch?
+        /// The mech's answer deadline (serial: 50 ms unless set; GPIO mechs: none unless set).
+        public var answerDeadline: AnswerDeadline?
 
         /// A fresh decoder for a GPIO mech's edges.
         public var decoder: any CoinDecoder {
@@ -107,6 +109,7 @@ public struct DaemonConfiguration: Sendable {
         guard let sourceTable = try table.table("source") else { throw table.error("missing table 'source' (kind, device, baud)") }
         try sourceTable.rejectUnknownKeys([
             "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
+            "deadline_ms", "commit_allowance_ms",
         ])
         let kind = try sourceTable.string("kind") ?? "serial"
         var source: Source
@@ -183,6 +186,18 @@ public struct DaemonConfiguration: Sendable {
             }
         default:
             throw sourceTable.error("kind", "unknown source kind '\(kind)' (known: serial, gpio, gpio-replay)")
+        }
+        // The serial protocol's mech returns a coin it hears nothing about within 50 ms; GPIO
+        // mechs have no such protocol, so only a configured deadline applies to them.
+        if let deadline = try sourceTable.double("deadline_ms") ?? (kind == "serial" ? 50 : nil) {
+            guard (5...60_000).contains(deadline) else { throw sourceTable.error("deadline_ms", "must be between 5 and 60000") }
+            let allowance = try sourceTable.double("commit_allowance_ms") ?? min(10, deadline / 2)
+            guard allowance >= 0, allowance < deadline else {
+                throw sourceTable.error("commit_allowance_ms", "must be at least 0 and below deadline_ms (\(deadline))")
+            }
+            source.answerDeadline = AnswerDeadline(deadlineMilliseconds: deadline, commitAllowanceMilliseconds: allowance)
+        } else if try sourceTable.double("commit_allowance_ms") != nil {
+            throw sourceTable.error("commit_allowance_ms", "needs deadline_ms: this source kind has no answer deadline unless one is set")
         }
 
         let configuredPlugins = resolve(try table.string("plugin_dir") ?? "/usr/lib/coinmech/plugins")

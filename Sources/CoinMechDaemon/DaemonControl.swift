@@ -35,6 +35,8 @@ struct DaemonControl: ControlPlane {
                 "rejected": .int(Int64(counters.rejected.load(ordering: .relaxed))),
                 "duplicates": .int(Int64(counters.duplicates.load(ordering: .relaxed))),
                 "protocol_errors": .int(Int64(counters.protocolErrors.load(ordering: .relaxed))),
+                "deadline_passed": .int(Int64(counters.deadlineWithdrawn.load(ordering: .relaxed))),
+                "late_answers": .int(Int64(counters.lateAnswers.load(ordering: .relaxed))),
             ],
             "uptime_s": .double((Date().timeIntervalSince(started) * 10).rounded() / 10),
             "last_seq": .int((try? ledger.lastSeq()) ?? 0),

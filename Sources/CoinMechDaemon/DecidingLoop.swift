@@ -24,6 +24,7 @@ public final class DecidingLoop: @unchecked Sendable {
     private var udev: UdevMonitor?
     private var hotplug: HotplugTracker?
     private let sourceName: String
+    private let answerDeadline: AnswerDeadline?
     private let chain: ChainHolder
     private let ledger: Ledger
     private let logger: Logger
@@ -71,6 +72,10 @@ public final class DecidingLoop: @unchecked Sendable {
         public let rejected = Atomic<UInt64>(0)
         public let duplicates = Atomic<UInt64>(0)
         public let protocolErrors = Atomic<UInt64>(0)
+        /// Accepts recorded as `deadline_passed` rejections: decided too late to credit.
+        public let deadlineWithdrawn = Atomic<UInt64>(0)
+        /// Accepts answered after the mech's deadline although committed (`late_answer` events).
+        public let lateAnswers = Atomic<UInt64>(0)
         /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
         public let heartbeat = Atomic<UInt64>(0)
         init() {}
@@ -79,6 +84,7 @@ public final class DecidingLoop: @unchecked Sendable {
     public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, hub: EventHub, logger: Logger) throws(LedgerError) {
         self.hub = hub
         sourceName = configuration.source.name
+        answerDeadline = configuration.source.answerDeadline
         self.chain = chain
         self.ledger = ledger
         self.logger = logger
@@ -192,7 +198,7 @@ public final class DecidingLoop: @unchecked Sendable {
     func handle(_ events: [MechEvent]) {
         guard !events.isEmpty else { return }
         var batch: [LedgerEntry] = []
-        var replies: [(seq: UInt64, accept: Bool)] = []
+        var replies: [Reply] = []
         let current = chain.current
         for event in events {
             switch event {
@@ -221,7 +227,7 @@ public final class DecidingLoop: @unchecked Sendable {
                     counters.duplicates.add(1, ordering: .relaxed)
                     let answer = answers[seq] ?? false
                     logger.info("duplicate sentence answered again", metadata: ["devseq": "\(seq)", "accept": "\(answer)"])
-                    replies.append((seq, answer))
+                    replies.append(Reply(seq: seq, accept: answer))
                     continue
                 case .impliedPowerUp(let newEpoch):
                     answers.removeAll()
@@ -244,8 +250,8 @@ public final class DecidingLoop: @unchecked Sendable {
                     decision = current.decide(reading)
                 }
                 counters.readings.add(1, ordering: .relaxed)
+                replies.append(Reply(seq: seq, accept: decision.isAccept, receivedAt: receivedAt, epoch: epoch, batchIndex: batch.count))
                 batch.append(.decision(source: sourceName, epoch: epoch, reading: reading, decision: decision))
-                replies.append((seq, decision.isAccept))
                 answers[seq] = decision.isAccept
                 logger.debug("decision", metadata: [
                     "devseq": "\(seq)", "epoch": "\(epoch)", "reading": "\(reading)", "verdict": "\(decision.verdict)",
@@ -253,7 +259,9 @@ public final class DecidingLoop: @unchecked Sendable {
                 ])
             }
         }
+        withdrawAcceptsPastDeadline(&batch, &replies)
         let committed = commit(batch) != nil
+        var late: [LedgerEntry] = []
         for reply in replies {
             // The invariant: no accept reaches the mech unless its decision is on disk.
             let accept = reply.accept && committed
@@ -262,12 +270,55 @@ public final class DecidingLoop: @unchecked Sendable {
             }
             if accept {
                 counters.accepted.add(1, ordering: .relaxed)
+                if let deadline = answerDeadline, let receivedAt = reply.receivedAt,
+                   let lateBy = deadline.lateBy(receivedAt: receivedAt, answeredAt: Self.now()) {
+                    let ms = String(format: "%.1f", Double(lateBy) / 1e6)
+                    logger.error("accept reached the mech after its deadline: the mech returned a coin the ledger credits",
+                                 metadata: ["devseq": "\(reply.seq)", "epoch": "\(reply.epoch)", "late_by_ms": "\(ms)"])
+                    late.append(.event(.lateAnswer, source: sourceName, detail: ["epoch": "\(reply.epoch)", "devseq": "\(reply.seq)", "late_by_ms": ms]))
+                }
             } else {
                 counters.rejected.add(1, ordering: .relaxed)
             }
         }
         if !committed {
             for reply in replies where reply.accept { answers[reply.seq] = false }
+        }
+        if !late.isEmpty {
+            counters.lateAnswers.add(UInt64(late.count), ordering: .relaxed)
+            commit(late)
+        }
+    }
+
+    /// One answer owed to the mech; readings decided in this batch know when they arrived.
+    private struct Reply {
+        var seq: UInt64
+        var accept: Bool
+        var receivedAt: UInt64?
+        var epoch: Int64 = 0
+        var batchIndex: Int?
+    }
+
+    /// Turns every accept the mech will have given up on before the commit can finish into a
+    /// `deadline_passed` rejection, so the ledger never credits a coin the mech returns.
+    private func withdrawAcceptsPastDeadline(_ batch: inout [LedgerEntry], _ replies: inout [Reply]) {
+        guard let deadline = answerDeadline else { return }
+        let now = Self.now()
+        for index in replies.indices where replies[index].accept {
+            guard let receivedAt = replies[index].receivedAt, let batchIndex = replies[index].batchIndex,
+                  !deadline.canCredit(receivedAt: receivedAt, now: now),
+                  case .decision(let source, let epoch, let reading, let decided) = batch[batchIndex] else { continue }
+            let ms = Double(deadline.deadlineNanoseconds) / 1e6
+            let waited = String(format: "%.1f", Double(now &- receivedAt) / 1e6)
+            batch[batchIndex] = .decision(source: source, epoch: epoch, reading: reading, decision: Decision(
+                rejectedBy: "deadline", chainGeneration: decided.chainGeneration, reason: "deadline_passed",
+                message: "decided \(waited) ms after the reading, too late for the mech's \(String(format: "%g", ms)) ms deadline (\(decided.linkName) accepted it)"))
+            replies[index].accept = false
+            answers[replies[index].seq] = false
+            counters.deadlineWithdrawn.add(1, ordering: .relaxed)
+            logger.warning("accept withdrawn: decided too late for the mech's deadline", metadata: [
+                "devseq": "\(replies[index].seq)", "waited_ms": "\(waited)", "link": "\(decided.linkName)",
+            ])
         }
     }
 

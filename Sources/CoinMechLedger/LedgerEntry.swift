@@ -17,6 +17,9 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     case reloadFailed = "reload_failed"
     /// The ledger could not write for a while and then could again; detail `failed_for_s`.
     case ledgerRecovered = "ledger_recovered"
+    /// An accept reached the mech after its deadline (the commit overran): the mech returned
+    /// a coin the ledger credits. Detail `epoch`, `devseq`, `late_by_ms`.
+    case lateAnswer = "late_answer"
 }
 
 /// Something to record.

@@ -28,7 +28,7 @@ enum Format {
             inhibited   \(s["inhibited"]?.bool == true ? "yes" : "no")
             ledger      \(s["ledger"]?.string ?? "?")
             chain       generation \(s["chain_generation"]?.int ?? 0), \(s["links"]?.int ?? 0) links
-            readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0))
+            readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0), too late to credit \(counters?["deadline_passed"]?.int ?? 0), late answers \(counters?["late_answers"]?.int ?? 0))
             uptime      \(uptime / 3600)h \(uptime / 60 % 60)m \(uptime % 60)s
             last seq    \(s["last_seq"]?.int ?? 0)
             """

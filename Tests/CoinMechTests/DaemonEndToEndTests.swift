@@ -1,3 +1,4 @@
+import CoinMechClient
 import CoinMechLedger
 import CoinSimCore
 import Foundation
@@ -31,6 +32,46 @@ struct DaemonEndToEndTests {
         let rejected = decisions.filter { $0.verdict == "reject" }
         #expect(rejected.allSatisfy { $0.reason != nil && $0.link != nil })
         #expect(harness.daemonLog.contains("<7>coinmechd: decision"))
+    }
+
+    @Test("a coin decided too late for the mech's deadline is recorded as returned, never credited")
+    func decidedPastDeadline() throws {
+        let plugins = TestSupport.temporaryDirectory("slow-plugins")
+        _ = try TestSupport.compileFixture("misbehaving", into: plugins)
+        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libcoin-table.so", toPath: "\(plugins)/libcoin-table.so")
+        let chain = "chain:\n  - {plugin: misbehaving, config: {mode: slow}}\n  - {name: usd, plugin: coin-table, config: {currency: USD}}\n"
+        let scenario = "coins: 6\nrate_per_s: 4\nseed: 3\nmix: {quarter: 1}\n"
+
+        // The mech waits 50 ms; every decision takes 80: the mech returns every coin itself.
+        let late = try DaemonHarness(chain: chain)
+        try late.startSimulator(scenario)
+        try late.startDaemon(pluginDirectory: plugins)
+        let lateTruth = try late.simulatorTruth()
+        let status = try CoinMechConnection(path: late.socket).request("status")
+        #expect(try late.stopDaemon() == 0, "\(late.daemonLog)")
+        #expect(lateTruth.outcomes.deadlineMisses == 6)
+        let decisions = try late.decisions()
+        #expect(decisions.count == 6)
+        #expect(decisions.allSatisfy { $0.verdict == "reject" && $0.reason == "deadline_passed" && $0.link == "deadline" })
+        #expect(decisions.first?.message?.contains("(usd accepted it)") == true)
+        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(lateTruth))
+        #expect(try late.ledger().totals().current.isEmpty)
+        #expect(status["counters"]?["deadline_passed"]?.int == 6)
+        #expect(late.daemonLog.contains("accept withdrawn: decided too late for the mech's deadline"))
+
+        // A mech that waits 500 ms, configured as such: the same slow chain credits every coin.
+        let patient = try DaemonHarness(chain: chain, extra: "")
+        try String(contentsOfFile: patient.config, encoding: .utf8)
+            .replacingOccurrences(of: "baud: 9600}", with: "baud: 9600, deadline_ms: 500}")
+            .write(toFile: patient.config, atomically: true, encoding: .utf8)
+        try patient.startSimulator(scenario + "deadline_ms: 500\n")
+        try patient.startDaemon(pluginDirectory: plugins)
+        let patientTruth = try patient.simulatorTruth()
+        #expect(try patient.stopDaemon() == 0, "\(patient.daemonLog)")
+        #expect(patientTruth.outcomes.deadlineMisses == 0)
+        let credited = DaemonHarness.acceptedInLedger(try patient.decisions())
+        #expect(credited.count == 6)
+        #expect(credited == DaemonHarness.acceptedInTruth(patientTruth))
     }
 
     @Test("faults: garbage and broken sentences are counted, duplicates credited once, nothing wrong credited")
@@ -164,6 +205,9 @@ struct DaemonConfigurationTests {
         ("source: {device: x\nchain: []\n", "coinmechd: coinmechd.yaml:2: not valid YAML"),
         ("source: {device: x}\nsocket: {mode: rw}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'socket.mode': must be an octal file mode such as \"0660\""),
         ("source: {device: x, name: a-name-that-is-far-too-long-for-a-reading}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.name': must be 1 to 31 bytes, got 41"),
+        ("source: {device: x, deadline_ms: 2}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.deadline_ms': must be between 5 and 60000"),
+        ("source: {device: x, deadline_ms: 50, commit_allowance_ms: 50}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.commit_allowance_ms': must be at least 0 and below deadline_ms (50.0)"),
+        ("source: {kind: gpio-replay, file: e.txt, commit_allowance_ms: 5, pulse: {line: 0}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.commit_allowance_ms': needs deadline_ms: this source kind has no answer deadline unless one is set"),
         ("source: {kind: gpio-replay, file: e.txt}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source': a gpio-replay source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}"),
         ("source: {kind: gpio, chip: c, gates: {a: 1, b: 1, distance_mm: 50}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.gates': a and b, the two gates' line offsets, are required and must differ"),
     ])

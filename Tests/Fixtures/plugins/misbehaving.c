@@ -1,6 +1,7 @@
 /* A plugin that answers nonsense: config {"mode":"bad_verdict"} returns verdict 7,
    {"mode":"empty_accept"} accepts without currency, {"mode":"hang"} never returns (30 s),
-   {"mode":"echo_source"} rejects with the reading's source name as its message. destroy() calls are counted so tests can
+   {"mode":"echo_source"} rejects with the reading's source name as its message, {"mode":"slow"} takes
+   80 ms and passes. destroy() calls are counted so tests can
    see instances freed when the last chain holding them goes away. */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,8 @@ static void *create(const char *config, char *error, size_t size) {
     if (strstr(config, "pass")) return (void *)3;
     if (strstr(config, "hang")) return (void *)4;
     if (strstr(config, "echo_source")) return (void *)5;
-    coinmech_copy_field(error, size, "mode must be bad_verdict, empty_accept, pass, hang or echo_source");
+    if (strstr(config, "slow")) return (void *)6;
+    coinmech_copy_field(error, size, "mode must be bad_verdict, empty_accept, pass, hang, echo_source or slow");
     return NULL;
 }
 static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d) {
@@ -24,6 +26,7 @@ static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d)
     else if (ctx == (void *)2) d->verdict = COINMECH_VERDICT_ACCEPT;
     else if (ctx == (void *)4) sleep(30);  /* a wedged plugin: the deciding loop stops turning */
     else if (ctx == (void *)5) coinmech_decision_reject(d, "echo", r->source ? r->source : "(null)");
+    else if (ctx == (void *)6) usleep(80000);  /* slower than the mech's 50 ms deadline */
 }
 static void destroy(void *ctx) { (void)ctx; destroyed++; }
 
