@@ -1,5 +1,9 @@
 import CoinMechPluginABI
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A verdict prepared when the instance is created, so `validate` only copies bytes.
 public struct DecisionTemplate: Sendable {
     @usableFromInline let template: coinmech_decision
@@ -30,36 +34,36 @@ public struct DecisionTemplate: Sendable {
         withUnsafePointer(to: self) { Self.write($0, to: decision) }
     }
 
-    /// `write(to:)` for a template kept in a buffer: reads only the fields the verdict uses,
-    /// where a copy of the template would move all of its 216 bytes.
+    /// `write(to:)` for a template kept in a buffer: copies only the bytes the verdict uses,
+    /// memory to memory (an accept's verdict, value, currency and code lie side by side).
     @inlinable @inline(__always)
     public static func write(_ template: UnsafePointer<DecisionTemplate>, to decision: UnsafeMutablePointer<coinmech_decision>) {
-        if Int(decision.pointee.size) >= MemoryLayout<coinmech_decision>.size {
-            // The template is this struct's only stored property, so they share an address.
-            let source = UnsafeRawPointer(template).assumingMemoryBound(to: coinmech_decision.self)
-            decision.pointee.verdict = source.pointee.verdict
-            if source.pointee.verdict == COINMECH_VERDICT_ACCEPT.rawValue {
-                decision.pointee.value_minor = source.pointee.value_minor
-                decision.pointee.currency = source.pointee.currency
-                decision.pointee.code = source.pointee.code
-            } else {
-                decision.pointee.reason = source.pointee.reason
-                decision.pointee.message = source.pointee.message
-            }
+        guard Int(decision.pointee.size) >= MemoryLayout<coinmech_decision>.size else {
+            return writePrefix(UnsafeRawPointer(template), to: decision)
+        }
+        // The template is this struct's only stored property, so they share an address.
+        let source = UnsafeRawPointer(template)
+        let target = UnsafeMutableRawPointer(decision)
+        let verdict = MemoryLayout<coinmech_decision>.offset(of: \.verdict)!
+        let reason = MemoryLayout<coinmech_decision>.offset(of: \.reason)!
+        // memcpy, not copyMemory: the regions never overlap, and copyMemory's overlap-safe copy
+        // was compiled into a copy of the whole template to the stack first.
+        if source.load(fromByteOffset: verdict, as: UInt32.self) == COINMECH_VERDICT_ACCEPT.rawValue {
+            memcpy(target + verdict, source + verdict, reason - verdict)
         } else {
-            template.pointee.writePrefix(to: decision)
+            memcpy(target + verdict, source + verdict, MemoryLayout<UInt32>.size)
+            let end = MemoryLayout<coinmech_decision>.offset(of: \.message)! + Int(COINMECH_MESSAGE_SIZE)
+            memcpy(target + reason, source + reason, end - reason)
         }
     }
 
     /// For a host built with a smaller decision struct: copy what fits, keep its size field.
     @usableFromInline
-    func writePrefix(to decision: UnsafeMutablePointer<coinmech_decision>) {
+    static func writePrefix(_ template: UnsafeRawPointer, to decision: UnsafeMutablePointer<coinmech_decision>) {
         let hostSize = Int(decision.pointee.size)
-        withUnsafeBytes(of: template) { bytes in
-            let skip = MemoryLayout<UInt32>.size
-            UnsafeMutableRawPointer(decision).advanced(by: skip)
-                .copyMemory(from: bytes.baseAddress!.advanced(by: skip), byteCount: max(0, hostSize - skip))
-        }
+        let skip = MemoryLayout<UInt32>.size
+        UnsafeMutableRawPointer(decision).advanced(by: skip)
+            .copyMemory(from: template.advanced(by: skip), byteCount: max(0, min(hostSize, MemoryLayout<coinmech_decision>.size) - skip))
     }
 
     private static func write<T>(_ string: String, into field: inout T) {

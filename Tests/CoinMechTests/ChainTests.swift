@@ -1,5 +1,6 @@
 import CoinFacts
 import CoinMechChain
+import CoinMechPluginABI
 import CoinMechPlugins
 import Foundation
 import Testing
@@ -143,6 +144,39 @@ struct ChainTests {
         #expect(chain.decide(reading).rejection?.message == String(repeating: "m", count: 30))
         #expect(Reading.coin(19.05, 2.5) == Reading.coin(19.05, 2.5))
         #expect(reading != Reading.coin(19.05, 2.5))
+    }
+
+    @Test("a Swift plugin writes nothing past the decision size a smaller (older) host gives it", arguments: [
+        ("coin-table", #"{"currency":"USD"}"#, 24.26, 5.67, "accept"), ("sanity", "{}", Double.nan, 5.67, "reject"),
+    ])
+    func smallerHostDecision(plugin: String, config: String, diameter: Double, weight: Double, verdict: String) throws {
+        let chain = try TestSupport.chain([LinkSpec(plugin: plugin, configJSON: config)])
+        let call = chain.links[0].validator.call
+        var reading = coinmech_reading()
+        reading.size = UInt32(MemoryLayout<coinmech_reading>.size)
+        reading.flags = UInt32(COINMECH_READING_HAS_DIAMETER | COINMECH_READING_HAS_WEIGHT)
+        reading.diameter_mm = diameter
+        reading.weight_g = weight
+        // An older host's decision ends inside the field after the ones this verdict needs
+        // first: the accept's code for an accept, the reason for a reject.
+        let hostSize = MemoryLayout<coinmech_decision>.offset(of: verdict == "accept" ? \.code : \.reason)! + 8
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<coinmech_decision>.size, alignment: 8)
+        defer { storage.deallocate() }
+        storage.initializeMemory(as: UInt8.self, repeating: 0xAB, count: MemoryLayout<coinmech_decision>.size)
+        storage.storeBytes(of: UInt32(hostSize), as: UInt32.self)
+        storage.storeBytes(of: COINMECH_VERDICT_PASS.rawValue, toByteOffset: 4, as: UInt32.self)
+        let decision = storage.assumingMemoryBound(to: coinmech_decision.self)
+        call.function(call.context, &reading, decision)
+        #expect(decision.pointee.verdict == (verdict == "accept" ? COINMECH_VERDICT_ACCEPT : COINMECH_VERDICT_REJECT).rawValue)
+        let bytes = UnsafeRawBufferPointer(start: storage, count: MemoryLayout<coinmech_decision>.size)
+        #expect(bytes[hostSize...].allSatisfy { $0 == 0xAB }, "wrote past the host's \(hostSize) bytes")
+        #expect(decision.pointee.size == UInt32(hostSize))
+        if verdict == "accept" {
+            #expect(decision.pointee.value_minor == 25)
+            #expect(decision.pointee.currency.0 == CChar(UInt8(ascii: "U")))
+        } else {
+            #expect(decision.pointee.reason.0 == CChar(UInt8(ascii: "n")))  // "not_finite", cut
+        }
     }
 
     @Test("instances are destroyed when the last chain holding them is released, not before")

@@ -157,7 +157,7 @@ final class CoinTableValidator: SwiftValidator {
                 bestDistance = distance
             }
         }
-        if best >= 0 { accepts[best].write(to: decision) }
+        if best >= 0 { DecisionTemplate.write(accepts.baseAddress! + best, to: decision) }
     }
 
     deinit {
