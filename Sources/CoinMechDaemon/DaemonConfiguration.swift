@@ -9,6 +9,9 @@ import Logging
 
 /// Everything `coinmechd` reads from its configuration file (docs/CONFIG.md).
 public struct DaemonConfiguration: Sendable {
+    /// `$CMD,<devseq>,A*HH\r\n` with a six-digit device sequence number.
+    static let typicalAnswerBytes = 18
+
     public struct Source: Sendable, Equatable {
         /// "serial", "gpio" (a pulse mech on GPIO lines) or "gpio-replay" (a recorded edge stream).
         public var kind: String
@@ -194,6 +197,13 @@ public struct DaemonConfiguration: Sendable {
             let allowance = try sourceTable.double("commit_allowance_ms") ?? min(10, deadline / 2)
             guard allowance >= 0, allowance < deadline else {
                 throw sourceTable.error("commit_allowance_ms", "must be at least 0 and below deadline_ms (\(deadline))")
+            }
+            if kind == "serial" {
+                // An answer's bytes take time on the line, and the deadline covers them too.
+                let transit = Double(SerialMech.transitNanoseconds(bytes: Self.typicalAnswerBytes, baud: source.baud)) / 1e6
+                guard allowance + transit < deadline else {
+                    throw sourceTable.error("deadline_ms", "at \(source.baud) baud an answer takes \(String(format: "%.0f", transit)) ms on the line, which with commit_allowance_ms \(String(format: "%g", allowance)) leaves no time to decide within \(String(format: "%g", deadline)) ms; set deadline_ms to how long your mech waits")
+                }
             }
             source.answerDeadline = AnswerDeadline(deadlineMilliseconds: deadline, commitAllowanceMilliseconds: allowance)
         } else if try sourceTable.double("commit_allowance_ms") != nil {

@@ -271,7 +271,8 @@ public final class DecidingLoop: @unchecked Sendable {
             if accept {
                 counters.accepted.add(1, ordering: .relaxed)
                 if let deadline = answerDeadline, let receivedAt = reply.receivedAt,
-                   let lateBy = deadline.lateBy(receivedAt: receivedAt, answeredAt: Self.now()) {
+                   let lateBy = deadline.lateBy(receivedAt: receivedAt, answeredAt: Self.now(),
+                                                transit: mech.answerTransitNanoseconds(deviceSeq: reply.seq)) {
                     let ms = String(format: "%.1f", Double(lateBy) / 1e6)
                     logger.error("accept reached the mech after its deadline: the mech returned a coin the ledger credits",
                                  metadata: ["devseq": "\(reply.seq)", "epoch": "\(reply.epoch)", "late_by_ms": "\(ms)"])
@@ -306,7 +307,7 @@ public final class DecidingLoop: @unchecked Sendable {
         let now = Self.now()
         for index in replies.indices where replies[index].accept {
             guard let receivedAt = replies[index].receivedAt, let batchIndex = replies[index].batchIndex,
-                  !deadline.canCredit(receivedAt: receivedAt, now: now),
+                  !deadline.canCredit(receivedAt: receivedAt, now: now, transit: mech.answerTransitNanoseconds(deviceSeq: replies[index].seq)),
                   case .decision(let source, let epoch, let reading, let decided) = batch[batchIndex] else { continue }
             let ms = Double(deadline.deadlineNanoseconds) / 1e6
             let waited = String(format: "%.1f", Double(now &- receivedAt) / 1e6)

@@ -151,6 +151,9 @@ public final class GPIOMech: Mech {
         return true
     }
 
+    /// The accept gate is driven the moment the answer is given.
+    public func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64 { 0 }
+
     public func setInhibit(_ on: Bool) {
         inhibited = on
         if connected { input.setInhibit(on) }

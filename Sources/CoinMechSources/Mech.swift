@@ -25,6 +25,9 @@ public protocol Mech: AnyObject {
     /// Tells the mech to keep (`accept`) or return the coin; false if it could not.
     @discardableResult
     func answer(deviceSeq: UInt64, accept: Bool) -> Bool
+    /// How long an answer for `deviceSeq` takes to reach the mech once written, in
+    /// nanoseconds (a serial line's bytes at its baud rate; 0 for a GPIO line).
+    func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64
     /// Inhibits the mech (it refuses coins) or lifts it.
     func setInhibit(_ on: Bool)
     /// Lets go of the device (at shutdown).

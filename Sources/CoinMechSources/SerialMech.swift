@@ -97,6 +97,16 @@ public final class SerialMech: Mech {
         port?.write(SerialFrame.decision(deviceSeq: deviceSeq, accept: accept).bytes) ?? false
     }
 
+    /// The answer's bytes on the wire: 10 bits each (8N1) at the line's baud rate.
+    public func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64 {
+        Self.transitNanoseconds(bytes: SerialFrame.decision(deviceSeq: deviceSeq, accept: true).bytes.count, baud: baud)
+    }
+
+    /// Time `bytes` take on an 8N1 line at `baud`.
+    public static func transitNanoseconds(bytes: Int, baud: Int) -> UInt64 {
+        UInt64(bytes) * 10 * 1_000_000_000 / UInt64(max(baud, 1))
+    }
+
     /// Inhibits the mech (it returns coins by itself) or lifts it; repeated after a reconnect.
     public func setInhibit(_ on: Bool) {
         inhibited = on

@@ -205,6 +205,7 @@ struct DaemonConfigurationTests {
         ("source: {device: x\nchain: []\n", "coinmechd: coinmechd.yaml:2: not valid YAML"),
         ("source: {device: x}\nsocket: {mode: rw}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'socket.mode': must be an octal file mode such as \"0660\""),
         ("source: {device: x, name: a-name-that-is-far-too-long-for-a-reading}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.name': must be 1 to 31 bytes, got 41"),
+        ("source: {device: x, baud: 2400}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.deadline_ms': at 2400 baud an answer takes 75 ms on the line, which with commit_allowance_ms 10 leaves no time to decide within 50 ms; set deadline_ms to how long your mech waits"),
         ("source: {device: x, deadline_ms: 2}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.deadline_ms': must be between 5 and 60000"),
         ("source: {device: x, deadline_ms: 50, commit_allowance_ms: 50}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.commit_allowance_ms': must be at least 0 and below deadline_ms (50.0)"),
         ("source: {kind: gpio-replay, file: e.txt, commit_allowance_ms: 5, pulse: {line: 0}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.commit_allowance_ms': needs deadline_ms: this source kind has no answer deadline unless one is set"),
