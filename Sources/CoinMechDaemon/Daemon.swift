@@ -68,6 +68,10 @@ public final class Daemon: Sendable {
         chain = ChainHolder(built)
         do {
             loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, hub: hub, logger: logger)
+            // Copies of plugin versions no longer deployed would otherwise pile up across deploys.
+            let pruned = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
+                .pruneCopies(keeping: Set(built.links.map(\.origin.sha256)))
+            if !pruned.isEmpty { logger.info("removed plugin copies no longer in use", metadata: ["count": "\(pruned.count)"]) }
             try ledger.append([.event(.startup, source: nil, detail: [
                 "version": Self.version, "chain_generation": "\(generation)",
                 "links": built.links.map { "\($0.name)=\($0.origin.plugin)@\($0.origin.version)" }.joined(separator: ","),

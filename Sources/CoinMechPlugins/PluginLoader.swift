@@ -97,6 +97,31 @@ public struct PluginLoader: Sendable {
         return false
     }
 
+    /// Removes the private copies whose content is not in `sha256s`, and half-written copies a
+    /// crash left behind; returns the names removed. Each deployed plugin version leaves a copy,
+    /// so a daemon calls this once it runs its first chain, or the directory only grows.
+    /// A copy still mapped by a process stays valid: the mapping keeps the file's inode.
+    public func pruneCopies(keeping sha256s: Set<String>) -> [String] {
+        let directory = "\(runtimeDirectory)/plugins"
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var removed: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let halfWritten = name.contains(".so.tmp.")
+            guard halfWritten || name.hasSuffix(".so") else { continue }
+            if !halfWritten {
+                // `<stem>-<sha256>.so`: keep it if its content is in use, or if it is not a copy.
+                let stem = name.dropLast(3)
+                guard let dash = stem.lastIndex(of: "-") else { continue }
+                let sha = stem[stem.index(after: dash)...]
+                guard sha.count == 64, sha.allSatisfy(\.isHexDigit), !sha256s.contains(String(sha)) else { continue }
+            }
+            if unlink("\(directory)/\(name)") == 0 { removed.append(name) }
+        }
+        return removed.sorted()
+    }
+
     /// Writes `<runtime>/plugins/<stem>-<sha256>.so` once (by rename, so never half-written).
     private func privateCopy(of path: String, bytes: [UInt8], sha256: String) throws(PluginLoadError) -> String {
         let directory = "\(runtimeDirectory)/plugins"

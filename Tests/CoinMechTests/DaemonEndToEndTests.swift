@@ -74,6 +74,23 @@ struct DaemonEndToEndTests {
         #expect(credited == DaemonHarness.acceptedInTruth(patientTruth))
     }
 
+    @Test("at startup the daemon removes plugin copies no chain of it uses any more")
+    func startupPrunesPluginCopies() throws {
+        let harness = try DaemonHarness()
+        let copies = "\(harness.dir)/cache/plugins"
+        try FileManager.default.createDirectory(atPath: copies, withIntermediateDirectories: true)
+        let stale = "libsanity-\(String(repeating: "0", count: 64)).so"
+        try "an old version".write(toFile: "\(copies)/\(stale)", atomically: false, encoding: .utf8)
+        try harness.startDaemon()
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: harness.socket), Date() < deadline { usleep(20_000) }
+        let left = try FileManager.default.contentsOfDirectory(atPath: copies)
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(!left.contains(stale))
+        #expect(Set(left.map { String($0.prefix(while: { $0 != "-" })) }) == ["libsanity", "libweight", "libcoin"])
+        #expect(left.count == 3)
+    }
+
     @Test("faults: garbage and broken sentences are counted, duplicates credited once, nothing wrong credited")
     func faults() throws {
         let harness = try DaemonHarness()

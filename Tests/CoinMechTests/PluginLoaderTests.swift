@@ -24,6 +24,28 @@ struct PluginLoaderTests {
         #expect((attributes[.posixPermissions] as? Int) == 0o700)
     }
 
+    @Test("pruning removes copies of versions no longer in use and half-written copies, nothing else")
+    func pruneCopies() throws {
+        let builds = TestSupport.temporaryDirectory("versions")
+        let loader = TestSupport.loader(directory: builds)
+        _ = try TestSupport.compileFixture("marginal", into: builds, as: "libmarginal.so", defines: ["TOLERANCE=0.05"])
+        let old = try loader.load(plugin: "marginal")
+        _ = try TestSupport.compileFixture("marginal", into: builds, as: "libmarginal.so", defines: ["TOLERANCE=0.01"])
+        let current = try loader.load(plugin: "marginal")
+        #expect(old.sha256 != current.sha256)
+        let copies = "\(loader.runtimeDirectory)/plugins"
+        try "x".write(toFile: "\(copies)/libmarginal-\(current.sha256).so.tmp.4242", atomically: false, encoding: .utf8)
+        try "x".write(toFile: "\(copies)/notes.txt", atomically: false, encoding: .utf8)
+        try "x".write(toFile: "\(copies)/libhand-made.so", atomically: false, encoding: .utf8)
+
+        let removed = loader.pruneCopies(keeping: [current.sha256])
+        #expect(removed == ["libmarginal-\(current.sha256).so.tmp.4242", "libmarginal-\(old.sha256).so"])
+        let left = try FileManager.default.contentsOfDirectory(atPath: copies).sorted()
+        #expect(left == ["libhand-made.so", "libmarginal-\(current.sha256).so", "notes.txt"])
+        // The version in use still loads from its copy.
+        #expect(try loader.load(plugin: "marginal").loadedPath == current.loadedPath)
+    }
+
     @Test("a plugin for another ABI version is refused with both versions named")
     func abiMismatch() throws {
         let dir = TestSupport.temporaryDirectory("abi")
