@@ -9,6 +9,14 @@ extension coinmech_decision {
         return decision
     }
 
+    /// A blank decision rejecting with `reason` and `message`, written (and cut to the fields'
+    /// sizes) by the ABI's own `coinmech_decision_reject`.
+    static func rejecting(reason: String, message: String) -> coinmech_decision {
+        var decision = coinmech_decision.blank
+        coinmech_decision_reject(&decision, reason, message)
+        return decision
+    }
+
     /// An ACCEPT with a currency, a code and a positive value; checked without copying strings.
     @inline(__always)
     var isWellFormedAccept: Bool {

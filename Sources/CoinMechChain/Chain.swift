@@ -118,10 +118,7 @@ public final class Chain: Sendable {
         let message = decision.verdict == COINMECH_VERDICT_ACCEPT.rawValue
             ? "plugin accepted without currency, code or positive value"
             : "plugin returned unknown verdict \(decision.verdict)"
-        decision = .blank
-        decision.verdict = COINMECH_VERDICT_REJECT.rawValue
-        Decision.write("plugin_error", into: &decision.reason)
-        Decision.write(message, into: &decision.message)
+        decision = .rejecting(reason: "plugin_error", message: message)
     }
 
     static func monotonicNanoseconds() -> UInt64 { cm_monotonic_ns() }

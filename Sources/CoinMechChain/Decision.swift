@@ -30,11 +30,8 @@ public struct Decision: Sendable {
 
     /// A decision the host makes without walking the chain (e.g. `inhibited`).
     public init(rejectedBy linkName: String, chainGeneration: UInt64, reason: String, message: String) {
-        var raw = coinmech_decision.blank
-        raw.verdict = COINMECH_VERDICT_REJECT.rawValue
-        Self.write(reason, into: &raw.reason)
-        Self.write(message, into: &raw.message)
-        self.init(linkNames: LinkNames([linkName]), linkIndex: 0, chainGeneration: chainGeneration, raw: raw)
+        self.init(linkNames: LinkNames([linkName]), linkIndex: 0, chainGeneration: chainGeneration,
+                  raw: .rejecting(reason: reason, message: message))
     }
 
     /// Accept or reject. A chain always decides, so there is no `pass` here.
@@ -50,14 +47,6 @@ public struct Decision: Sendable {
 
     /// The accepted value in minor units, or 0 for a rejection; no strings copied.
     public var acceptedValueMinor: Int64 { raw.isWellFormedAccept ? raw.value_minor : 0 }
-
-    static func write<T>(_ string: String, into field: inout T) {
-        withUnsafeMutableBytes(of: &field) { bytes in
-            let utf8 = Array(string.utf8.prefix(bytes.count - 1))
-            bytes.copyBytes(from: utf8)
-            bytes[utf8.count] = 0
-        }
-    }
 }
 
 /// The names of a chain's links, shared by the chain and every decision it makes.

@@ -11,19 +11,14 @@ public struct DecisionTemplate: Sendable {
     /// Accept as `code` of `currency` worth `valueMinor`.
     public static func accept(currency: String, code: String, valueMinor: Int64) -> DecisionTemplate {
         var decision = coinmech_decision()
-        decision.verdict = COINMECH_VERDICT_ACCEPT.rawValue
-        decision.value_minor = valueMinor
-        write(currency, into: &decision.currency)
-        write(code, into: &decision.code)
+        coinmech_decision_accept(&decision, currency, code, valueMinor)
         return DecisionTemplate(template: decision)
     }
 
     /// Reject with a machine-readable `reason` and a `message` for people.
     public static func reject(reason: String, message: String) -> DecisionTemplate {
         var decision = coinmech_decision()
-        decision.verdict = COINMECH_VERDICT_REJECT.rawValue
-        write(reason, into: &decision.reason)
-        write(message, into: &decision.message)
+        coinmech_decision_reject(&decision, reason, message)
         return DecisionTemplate(template: decision)
     }
 
@@ -64,13 +59,5 @@ public struct DecisionTemplate: Sendable {
         let skip = MemoryLayout<UInt32>.size
         UnsafeMutableRawPointer(decision).advanced(by: skip)
             .copyMemory(from: template.advanced(by: skip), byteCount: max(0, min(hostSize, MemoryLayout<coinmech_decision>.size) - skip))
-    }
-
-    private static func write<T>(_ string: String, into field: inout T) {
-        withUnsafeMutableBytes(of: &field) { bytes in
-            let utf8 = Array(string.utf8.prefix(bytes.count - 1))
-            bytes.copyBytes(from: utf8)
-            bytes[utf8.count] = 0
-        }
     }
 }
