@@ -37,9 +37,8 @@ final class CoinTableValidator: SwiftValidator {
     let entries: [Entry]
     let warnings: [String]
     let requireWeight: Bool
-    /// The windows and verdicts again, in buffers the instance owns, so `validate` touches no
-    /// reference counts.
-    private let windows: UnsafeMutableBufferPointer<CoinWindow>
+    /// The windows and verdicts again, in scan order, in buffers the instance owns, so
+    /// `validate` touches no reference counts.
     private let rows: UnsafeMutableBufferPointer<Row>
 
     /// A window as `validate` scans it: nominal figures and reciprocal half-widths, flat.
@@ -88,8 +87,6 @@ final class CoinTableValidator: SwiftValidator {
         // Scan order: by lower diameter bound (ties between equal distances go to the smaller coin).
         let scan = entries.indices.sorted { entries[$0].window.bounds.diameter.lowerBound < entries[$1].window.bounds.diameter.lowerBound }
         let specs = table.filter { wanted.contains($0.code) }
-        windows = .allocate(capacity: entries.count)
-        _ = windows.initialize(from: scan.map { entries[$0].window })
         precondition(entries.count <= Self.maxRows, "a coin table has at most \(Self.maxRows) rows")
         rows = .allocate(capacity: entries.count)
         _ = rows.initialize(from: scan.map { Row(entries[$0].window) })
@@ -134,21 +131,20 @@ final class CoinTableValidator: SwiftValidator {
             let score = (d2 + w2 + t2).bitPattern & ~Self.indexMask | UInt64(index)
             nearest = Swift.min(nearest, Swift.max(d2, w2, t2) <= 1 ? score : .max)
         }
-        let best = nearest == .max ? -1 : Int(nearest & Self.indexMask)
-        if best >= 0 { DecisionTemplate.write(accepts.baseAddress! + best, to: decision) }
+        if nearest != .max { DecisionTemplate.write(accepts.baseAddress! + Int(nearest & Self.indexMask), to: decision) }
     }
 
     /// Nearest nominal diameter among the windows the diameter (and thickness) fall in.
     private func validateDiameterOnly(_ d: Double, _ t: Double?, _ decision: UnsafeMutablePointer<coinmech_decision>) {
         var best = -1
         var bestDistance = Double.infinity
-        for index in 0..<windows.count {
-            let window = windows[index]
-            let dd = (d - window.diameter) / (window.diameter * window.diameterTolerance)
+        for index in 0..<rows.count {
+            let row = rows[index]
+            let dd = (d - row.diameter) * row.diameterScale
             guard dd * dd <= 1 else { continue }
             var distance = dd * dd
-            if let t, let nominal = window.thickness {
-                let dt = (t - nominal) / (nominal * window.thicknessTolerance)
+            if let t, row.thicknessScale != 0 {
+                let dt = (t - row.thickness) * row.thicknessScale
                 guard dt * dt <= 1 else { continue }
                 distance += dt * dt
             }
@@ -161,7 +157,6 @@ final class CoinTableValidator: SwiftValidator {
     }
 
     deinit {
-        windows.deallocate()
         rows.deallocate()
         accepts.deallocate()
     }
