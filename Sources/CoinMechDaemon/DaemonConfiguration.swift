@@ -9,9 +9,6 @@ import Logging
 
 /// Everything `coinmechd` reads from its configuration file (docs/CONFIG.md).
 public struct DaemonConfiguration: Sendable {
-    /// `$CMD,<devseq>,A*HH\r\n` with a six-digit device sequence number.
-    static let typicalAnswerBytes = 18
-
     public struct Source: Sendable, Equatable {
         /// "serial", "gpio" (a pulse mech on GPIO lines) or "gpio-replay" (a recorded edge stream).
         public var kind: String
@@ -200,7 +197,8 @@ public struct DaemonConfiguration: Sendable {
             }
             if kind == "serial" {
                 // An answer's bytes take time on the line, and the deadline covers them too.
-                let transit = Double(SerialMech.transitNanoseconds(bytes: Self.typicalAnswerBytes, baud: source.baud)) / 1e6
+                // (An answer with a six-digit device sequence number: 18 bytes.)
+                let transit = Double(SerialMech.answerTransitNanoseconds(deviceSeq: 123_456, baud: source.baud)) / 1e6
                 guard allowance + transit < deadline else {
                     throw sourceTable.error("deadline_ms", "at \(source.baud) baud an answer takes \(String(format: "%.0f", transit)) ms on the line, which with commit_allowance_ms \(String(format: "%g", allowance)) leaves no time to decide within \(String(format: "%g", deadline)) ms; set deadline_ms to how long your mech waits")
                 }

@@ -271,8 +271,7 @@ public final class DecidingLoop: @unchecked Sendable {
             if accept {
                 counters.accepted.add(1, ordering: .relaxed)
                 if let deadline = answerDeadline, let receivedAt = reply.receivedAt,
-                   let lateBy = deadline.lateBy(receivedAt: receivedAt, answeredAt: Self.now(),
-                                                transit: mech.answerTransitNanoseconds(deviceSeq: reply.seq)) {
+                   let lateBy = deadline.lateBy(receivedAt: receivedAt, answeredAt: Self.now(), transit: reply.transit) {
                     let ms = String(format: "%.1f", Double(lateBy) / 1e6)
                     logger.error("accept reached the mech after its deadline: the mech returned a coin the ledger credits",
                                  metadata: ["devseq": "\(reply.seq)", "epoch": "\(reply.epoch)", "late_by_ms": "\(ms)"])
@@ -298,6 +297,8 @@ public final class DecidingLoop: @unchecked Sendable {
         var receivedAt: UInt64?
         var epoch: Int64 = 0
         var batchIndex: Int?
+        /// The answer's time on the line, once an accept has been checked against the deadline.
+        var transit: UInt64 = 0
     }
 
     /// Turns every accept the mech will have given up on before the commit can finish into a
@@ -306,8 +307,9 @@ public final class DecidingLoop: @unchecked Sendable {
         guard let deadline = answerDeadline else { return }
         let now = Self.now()
         for index in replies.indices where replies[index].accept {
+            replies[index].transit = mech.answerTransitNanoseconds(deviceSeq: replies[index].seq)
             guard let receivedAt = replies[index].receivedAt, let batchIndex = replies[index].batchIndex,
-                  !deadline.canCredit(receivedAt: receivedAt, now: now, transit: mech.answerTransitNanoseconds(deviceSeq: replies[index].seq)),
+                  !deadline.canCredit(receivedAt: receivedAt, now: now, transit: replies[index].transit),
                   case .decision(let source, let epoch, let reading, let decided) = batch[batchIndex] else { continue }
             let ms = Double(deadline.deadlineNanoseconds) / 1e6
             let waited = String(format: "%.1f", Double(now &- receivedAt) / 1e6)

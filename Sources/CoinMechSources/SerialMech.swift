@@ -97,9 +97,13 @@ public final class SerialMech: Mech {
         port?.write(SerialFrame.decision(deviceSeq: deviceSeq, accept: accept).bytes) ?? false
     }
 
-    /// The answer's bytes on the wire: 10 bits each (8N1) at the line's baud rate.
     public func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64 {
-        Self.transitNanoseconds(bytes: SerialFrame.decision(deviceSeq: deviceSeq, accept: true).bytes.count, baud: baud)
+        Self.answerTransitNanoseconds(deviceSeq: deviceSeq, baud: baud)
+    }
+
+    /// An answer's bytes on the wire: 10 bits each (8N1) at `baud`.
+    public static func answerTransitNanoseconds(deviceSeq: UInt64, baud: Int) -> UInt64 {
+        transitNanoseconds(bytes: SerialFrame.decision(deviceSeq: deviceSeq, accept: true).bytes.count, baud: baud)
     }
 
     /// Time `bytes` take on an 8N1 line at `baud`.
