@@ -38,7 +38,7 @@ struct DaemonEndToEndTests {
     func decidedPastDeadline() throws {
         let plugins = TestSupport.temporaryDirectory("slow-plugins")
         _ = try TestSupport.compileFixture("misbehaving", into: plugins)
-        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libcoin-table.so", toPath: "\(plugins)/libcoin-table.so")
+        try TestSupport.copyBuiltPlugin("coin-table", into: plugins)
         let chain = "chain:\n  - {plugin: misbehaving, config: {mode: slow}}\n  - {name: usd, plugin: coin-table, config: {currency: USD}}\n"
         let scenario = "coins: 6\nrate_per_s: 4\nseed: 3\nmix: {quarter: 1}\n"
 

@@ -116,8 +116,7 @@ struct PluginLoaderTests {
     @Test("a world-writable plugin file is refused")
     func worldWritableFile() throws {
         let dir = TestSupport.temporaryDirectory("perm")
-        let path = "\(dir)/libsanity.so"
-        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libsanity.so", toPath: path)
+        let path = try TestSupport.copyBuiltPlugin("sanity", into: dir)
         chmod(path, 0o666)
         #expect(throws: PluginLoadError.unsafePermissions(path: path, reason: "file is writable by group or others (mode 666)")) {
             try TestSupport.loader(directory: dir).load(plugin: "sanity")
@@ -127,8 +126,7 @@ struct PluginLoaderTests {
     @Test("a plugin in a world-writable directory is refused")
     func worldWritableDirectory() throws {
         let dir = TestSupport.temporaryDirectory("permdir")
-        let path = "\(dir)/libsanity.so"
-        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libsanity.so", toPath: path)
+        let path = try TestSupport.copyBuiltPlugin("sanity", into: dir)
         chmod(path, 0o644)
         chmod(dir, 0o777)
         #expect(throws: PluginLoadError.unsafePermissions(
@@ -140,8 +138,7 @@ struct PluginLoaderTests {
     @Test("a plugin owned by an untrusted user is refused")
     func untrustedOwner() throws {
         let dir = TestSupport.temporaryDirectory("owner")
-        let path = "\(dir)/libsanity.so"
-        try FileManager.default.copyItem(atPath: "\(TestSupport.binDirectory)/libsanity.so", toPath: path)
+        let path = try TestSupport.copyBuiltPlugin("sanity", into: dir)
         let loader = PluginLoader(directory: dir, runtimeDirectory: TestSupport.temporaryDirectory("rt"), trustedOwners: [4242])
         #expect(throws: PluginLoadError.unsafePermissions(
             path: path, reason: "file is owned by uid \(geteuid()), not by root or the daemon's user")) {

@@ -34,6 +34,14 @@ enum TestSupport {
         PluginLoader(directory: directory, runtimeDirectory: temporaryDirectory("runtime"))
     }
 
+    /// Copies the build's `lib<name>.so` into `directory`; returns the copy's path.
+    @discardableResult
+    static func copyBuiltPlugin(_ name: String, into directory: String) throws -> String {
+        let path = "\(directory)/lib\(name).so"
+        try FileManager.default.copyItem(atPath: "\(binDirectory)/lib\(name).so", toPath: path)
+        return path
+    }
+
     /// Compiles `Tests/Fixtures/plugins/<name>.c` into a shared object in `directory`.
     static func compileFixture(_ name: String, into directory: String, as output: String? = nil, defines: [String] = []) throws -> String {
         let output = "\(directory)/\(output ?? name + ".so")"
