@@ -38,7 +38,7 @@ public struct Decision: Sendable {
     public var verdict: Verdict {
         switch raw.linkVerdict() {
         case .decided(let verdict): verdict
-        case .pass: .reject(Rejection(reason: "unrecognized", message: "no link recognised the coin"))
+        case .pass: .reject(Rejection(reason: Chain.terminalLinkName, message: "no link recognised the coin"))
         }
     }
 
