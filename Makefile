@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd clean
+.PHONY: all build test demo demo-check bench install uninstall check-systemd clean bootstrap
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
@@ -21,20 +21,25 @@ PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map
 
 all: build
 
-build:
+## The system packages and the Swift toolchain the build needs: installs what is missing when
+## run as root, otherwise prints the one `sudo apt-get install` line. Costs nothing when all is there.
+bootstrap:
+	@SWIFT=$(SWIFT) scripts/bootstrap
+
+build: bootstrap
 	$(SWIFT) build
 
 ## Builds everything (daemon, tools, plugins, tests), checks the demo runs, runs the whole test suite.
 ## Serially: the end-to-end suites run real daemons and simulators against the mech deadline,
 ## and must not compete with each other for two cores.
-test:
+test: bootstrap
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory demo-check
 	COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --no-parallel
 
 ## coinsim + coinmechd with the shipped demo configuration, watched with coinctl.
 ## DEMO_SECONDS=N stops it by itself after N seconds.
-demo:
+demo: bootstrap
 	scripts/demo.sh
 
 ## The demo for 5 seconds without rebuilding: it must show accepted coins and exit 0.
@@ -44,7 +49,7 @@ demo-check:
 	echo "demo-check: DEMO_SECONDS=5 make demo shows coins and exits 0"
 
 ## Release build, then every benchmark; figures on stdout.
-bench:
+bench: bootstrap
 	$(SWIFT) build -c release
 	$(RELEASE_BIN)/coinmech-bench chain
 	$(RELEASE_BIN)/coinmech-bench e2e
@@ -52,7 +57,7 @@ bench:
 
 ## Release build, then installs binaries, plugins (root-owned), units, sysusers, tmpfiles, the
 ## udev rule, scenarios, docs, and the default configuration unless one is already there.
-install:
+install: bootstrap
 	$(SWIFT) build -c release
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(UDEVDIR) $(DESTDIR)$(DATADIR)/scenarios $(DESTDIR)$(DOCDIR) \
