@@ -90,7 +90,6 @@ let package = Package(
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -124,7 +123,7 @@ let package = Package(
             dependencies: [
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
-                "CoinMechGPIO", "CoinMechHotplug",
+                "CoinMechGPIO", "CoinMechHotplug", "CLinux",
             ],
             path: "Tests/CoinMechTests"
         ),

@@ -7,7 +7,6 @@ import Foundation
 import Logging
 import NIOPosix
 import ServiceLifecycle
-import UnixSignals
 
 /// Why the daemon could not start.
 public enum DaemonError: Error, CustomStringConvertible, Sendable {
@@ -150,10 +149,15 @@ public final class Daemon: Sendable {
         notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
         watchdog.start()
         let deciding = DecidingService(loop: loop, notifier: notifier)
+        let signals = SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: deciding), .init(service: ReloadSignalService(reloader: reloader))],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [
+                    .init(service: deciding),
+                    // TERM or INT ends the signal service, which stops the rest gracefully.
+                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                logger: logger))
         do {
             try await group.run()
         } catch {
@@ -178,29 +182,23 @@ struct DecidingService: Service {
     let notifier: SystemdNotifier
 
     func run() async throws {
-        await withGracefulShutdownHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [loop] in
-                    loop.run()
-                    continuation.resume()
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let thread = Thread { [loop] in
+                        loop.run()
+                        continuation.resume()
+                    }
+                    thread.name = "deciding"
+                    thread.start()
                 }
-                thread.name = "deciding"
-                thread.start()
+            } onGracefulShutdown: {
+                notifier.notify("STOPPING=1\nSTATUS=stopping")
+                loop.stop()
             }
-        } onGracefulShutdown: {
-            notifier.notify("STOPPING=1\nSTATUS=stopping")
+        } onCancel: {
+            // Cancelled (another service failed): finish the reading in hand and stop all the same.
             loop.stop()
-        }
-    }
-}
-
-/// Turns SIGHUP (`systemctl reload`) into a reload request.
-struct ReloadSignalService: Service {
-    let reloader: Reloader
-
-    func run() async throws {
-        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
-            reloader.request(reason: "SIGHUP")
         }
     }
 }

@@ -7,7 +7,6 @@ import Logging
 import Glibc
 #endif
 
-@main
 struct CoinMechDaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coinmechd",
@@ -27,9 +26,31 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Plugin directory, overriding plugin_dir in the configuration.")
     var pluginDir: String?
 
+    /// Parses the command line, then runs the daemon on the concurrency pool while the main
+    /// thread waits in a semaphore, keeping the signals `LifecycleSignals` blocked. (An async
+    /// `main` would end the main thread in libdispatch's `sigsuspend` with an empty mask, and a
+    /// TERM delivered there kills the process by its default action.)
+    static func mainKeepingSignalsBlocked() -> Never {
+        let command: Self
+        do {
+            command = try parse()
+        } catch {
+            exit(withError: error)
+        }
+        let finished = DispatchSemaphore(value: 0)
+        Task.detached {
+            do {
+                try await command.run()
+            } catch {
+                exit(withError: error)
+            }
+            finished.signal()
+        }
+        finished.wait()
+        Glibc.exit(0)
+    }
+
     func run() async throws {
-        // A SIGHUP before the reload handler exists must not kill the daemon.
-        signal(SIGHUP, SIG_IGN)
         let configuration: DaemonConfiguration
         do {
             configuration = try DaemonConfiguration.load(path: config, pluginDirectory: pluginDir)
@@ -37,6 +58,8 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
             Self.fail("\(error)", code: 1)
         }
         if checkConfig {
+            // A short-lived check: TERM and INT end it at once, as for any command.
+            LifecycleSignals.unblock()
             do {
                 let chain = try Daemon.buildChain(configuration, generation: 0, logger: nil)
                 print("\(config): configuration is valid; chain: \(chain.links.map { "\($0.name) (\($0.origin.plugin) \($0.origin.version))" }.joined(separator: " → "))")

@@ -117,7 +117,7 @@ struct ReloadTests {
         let deadline = Date().addingTimeInterval(10)
         while try client.request("status")["chain_generation"]!.int! == before, Date() < deadline { usleep(50_000) }
         #expect(try client.request("status")["chain_generation"]!.int! == before + 1)
-        #expect(rig.harness.daemon!.process.isRunning)
+        #expect(rig.harness.daemon!.isRunning)
         _ = try rig.harness.stopDaemon()
         #expect(rig.harness.daemonLog.contains("reloading the chain reason=SIGHUP"))
     }

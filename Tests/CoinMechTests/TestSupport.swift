@@ -81,3 +81,22 @@ extension Decision {
         return nil
     }
 }
+
+/// A wait that ran out of time: the test fails with what it waited for.
+struct WaitTimedOut: Error, CustomStringConvertible {
+    let what: String
+    let seconds: Double
+    var description: String { "waited \(seconds) s for \(what)" }
+}
+
+extension TestSupport {
+    /// Polls `condition` until it holds; throws `WaitTimedOut` after `timeout` seconds, so a
+    /// wait never falls through into the rest of a test.
+    static func waitUntil(_ what: String, timeout: Double = 10, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw WaitTimedOut(what: what, seconds: timeout) }
+            usleep(10_000)
+        }
+    }
+}

@@ -27,4 +27,16 @@ uint64_t cm_monotonic_ns(void);
 int cm_epoll_create(void);
 int cm_epoll_add_input(int epfd, int fd);
 
+/* pipe2(fds, O_CLOEXEC): a pipe whose ends are not inherited by exec'd programs. */
+int cm_pipe_cloexec(int fds[2]);
+
+/* Starts `path` (argv, envp: NULL-terminated) in a child process with every signal unblocked and
+   at its default action, stdin, stdout and stderr on the given descriptors (-1 leaves them), and
+   `keep_fd` (> 2, or -1) left open across exec; every other descriptor of the caller should be
+   close-on-exec. With `kill_with_parent`, the child gets SIGKILL when the calling *thread* ends
+   (PR_SET_PDEATHSIG): call it from a thread that lives as long as the child should. Returns the
+   pid, or -1 with errno set (also when exec failed). */
+pid_t cm_spawn(const char *path, char *const argv[], char *const envp[], int stdin_fd, int stdout_fd, int stderr_fd,
+               int keep_fd, int kill_with_parent);
+
 #endif
