@@ -45,7 +45,7 @@ demo: bootstrap
 ## The demo for 5 seconds without rebuilding: it must show accepted coins and exit 0.
 demo-check:
 	@out=$$(DEMO_NO_BUILD=1 DEMO_SECONDS=5 scripts/demo.sh 2>&1) || { echo "$$out"; echo "demo-check: the demo failed"; exit 1; }; \
-	echo "$$out" | grep -q " ACCEPT " || { echo "$$out"; echo "demo-check: the demo showed no accepted coin"; exit 1; }; \
+	echo "$$out" | grep -q " CREDIT " || { echo "$$out"; echo "demo-check: the demo showed no credited coin"; exit 1; }; \
 	echo "demo-check: DEMO_SECONDS=5 make demo shows coins and exits 0"
 
 ## Release build, then every benchmark; figures on stdout.

@@ -28,6 +28,7 @@ let package = Package(
         .executable(name: "coinsim", targets: ["CoinSim"]),
         .executable(name: "coinmechd", targets: ["coinmechd"]),
         .executable(name: "coinctl", targets: ["coinctl"]),
+        .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -45,7 +46,7 @@ let package = Package(
         // libcrypto's SHA-256 for content-addressed plugin copies.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Readings, verdicts, decisions and the chain of validator links.
-        .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI", "CLinux"]),
+        .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI", "CLinux", "CoinFacts"]),
         // Loading plugins with dlopen and wrapping their instances as chain links.
         .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL"]),
         // Settings files (configuration, scenarios): YAML through Yams, errors with file, line and key.
@@ -57,12 +58,14 @@ let package = Package(
         .target(name: "CoinMechGPIO", dependencies: ["CGPIOD"]),
         // Device hotplug through libudev: the monitor seam and the matching logic above it.
         .target(name: "CoinMechHotplug", dependencies: ["CUdev"]),
+        // Named failpoints on the money path, armed by COINMECH_FAILPOINTS (the crash suite).
+        .target(name: "CoinMechFailpoints"),
         // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED).
         .target(name: "CLinux"),
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
         .target(name: "CoinMechSerial"),
         // Where readings come from: the serial raw-sensor mech (termios, reconnects).
-        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechGPIO", "CoinMechHotplug", "CLinux"]),
+        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
         .target(name: "CoinMechLedger", dependencies: ["CoinMechChain", .product(name: "GRDB", package: "GRDB.swift")]),
         // The client protocol's messages, shared by the daemon and its clients.
@@ -87,7 +90,7 @@ let package = Package(
             name: "CoinMechDaemon",
             dependencies: [
                 "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux",
-                "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug",
+                "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -107,6 +110,9 @@ let package = Package(
             path: "Simulators/coinsim"
         ),
 
+        // The simulator's ground truth joined with the ledger: lost, doubled, phantom, unconfirmed.
+        .target(name: "CoinMechAudit", dependencies: ["CoinMechLedger", "CoinSimCore"]),
+
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
@@ -114,6 +120,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
+        ),
+        // `make test-crash`: kills and stalls at every failpoint and at random, then the money audit.
+        .executableTarget(
+            name: "CoinMechCrash",
+            dependencies: [
+                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CLinux",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/CrashSuite"
         ),
         // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
@@ -123,7 +138,8 @@ let package = Package(
             dependencies: [
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
-                "CoinMechGPIO", "CoinMechHotplug", "CLinux",
+                "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"
         ),

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Watch accepted coins from coinmechd, resuming after a reconnect with nothing lost or repeated.
+"""Watch credited coins from coinmechd, resuming after a reconnect with nothing lost or repeated.
 
 Standard library only. Usage: watch_coins.py [SOCKET]   (default /run/coinmech/coinmechd.sock)
 It remembers the last event's seq and subscribes again with {"since": seq} after any
 disconnect or overflow, so every event is seen exactly once.
+
+Protocol 2: money is a "coin" event, sent once the mech has stored the coin in its cash box.
+A "decision" with verdict "accept" is not money yet (subscribe with "pending": true to see
+those); a coin can still come back ("coin_returned") or stay unknown ("coin_unconfirmed").
 """
 import json
 import socket
@@ -33,6 +37,8 @@ def watch():
                 sock.connect(PATH)
                 messages = lines(sock)
                 hello = next(messages)
+                if hello.get("protocol") != 2:
+                    sys.exit(f"coinmechd speaks protocol {hello.get('protocol')}; this client speaks 2")
                 if last_seq is None:
                     last_seq = hello["seq"]  # first start: only new events
                 sock.sendall(json.dumps({"cmd": "subscribe", "since": last_seq, "id": 1}).encode() + b"\n")
@@ -44,10 +50,12 @@ def watch():
                         continue
                     event = message["event"]
                     last_seq = message["seq"]
-                    if event["kind"] == "decision" and event["verdict"] == "accept":
-                        print(f"#{last_seq} accepted {event['currency']} {event['denomination']} ({event['value_minor']})", flush=True)
+                    if event["kind"] == "coin":
+                        print(f"#{last_seq} credited {event['currency']} {event['denomination']} ({event['value_minor']})", flush=True)
                     elif event["kind"] == "decision":
                         print(f"#{last_seq} returned: {event['reason']}", flush=True)
+                    elif event["kind"] == "coin_returned":
+                        print(f"#{last_seq} returned after the accept: {event.get('message', '')}", flush=True)
         except (OSError, StopIteration) as error:
             print(f"reconnecting after #{last_seq}: {error}", file=sys.stderr)
         time.sleep(1)

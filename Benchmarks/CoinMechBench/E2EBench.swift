@@ -39,7 +39,10 @@ struct E2EBench: ParsableCommand {
                 plugin: coin-table
                 config: {currency: USD, tolerance: 0.04}
             """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
-        try "seed: 3\ncurrency: USD\nothers: {slug: 0.05}\n".write(toFile: "\(dir)/mix.yaml", atomically: true, encoding: .utf8)
+        // Unpaced (baud 0): the latency is the daemon's, from the reading's arrival to its answer,
+        // comparable with the floor's pty round trip.
+        try "seed: 3\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\n".write(toFile: "\(dir)/mix.yaml", atomically: true, encoding: .utf8)
+        try "seed: 4\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\nmech: {boot: 2}\n".write(toFile: "\(dir)/burst.yaml", atomically: true, encoding: .utf8)
 
         let floorSamples = try measureFloor(paced: min(floorPaced, Int(seconds * rate)), interval: 1 / rate, hot: burst, directory: "\(dir)/state")
 
@@ -53,7 +56,7 @@ struct E2EBench: ParsableCommand {
             daemon.waitUntilExit()
         }
         let steady = try simulate(bin: bin, dir: dir, name: "steady", arguments: ["--coins", "\(Int(seconds * rate))", "--rate", "\(rate)"])
-        let fast = try simulate(bin: bin, dir: dir, name: "burst", arguments: ["--coins", "\(burst)", "--lockstep"])
+        let fast = try simulate(bin: bin, dir: dir, name: "burst", scenario: "burst.yaml", arguments: ["--coins", "\(burst)", "--lockstep"])
 
         let floorPacedSamples = Array(floorSamples.prefix(min(floorPaced, Int(seconds * rate)))).sorted()
         let floorHotSamples = Array(floorSamples.dropFirst(floorPacedSamples.count)).sorted()
@@ -70,7 +73,7 @@ struct E2EBench: ParsableCommand {
             print(String(decoding: try JSONEncoder.sorted.encode(result), as: UTF8.self))
         } else {
             print("""
-                e2e bench: release coinmechd against coinsim; latency from writing a reading to reading its answer
+                e2e bench: release coinmechd against coinsim; latency from the reading's arrival at the host to its answer at the mech
                   phase                              readings    p50 µs    p99 µs    max µs   misses
                   steady \(rate)/s for \(seconds) s      \(pad(steady.latencyUs.count, 8))  \(pad(steady.latencyUs.p50))  \(pad(steady.latencyUs.p99))  \(pad(steady.latencyUs.max))   \(steady.outcomes.deadlineMisses)
                   burst (lockstep, \(Int(result.burst_readings_per_s))/s)          \(pad(fast.latencyUs.count, 8))  \(pad(fast.latencyUs.p50))  \(pad(fast.latencyUs.p99))  \(pad(fast.latencyUs.max))   \(fast.outcomes.deadlineMisses)
@@ -83,10 +86,10 @@ struct E2EBench: ParsableCommand {
         }
     }
 
-    private func simulate(bin: String, dir: String, name: String, arguments: [String]) throws -> GroundTruth {
+    private func simulate(bin: String, dir: String, name: String, scenario: String = "mix.yaml", arguments: [String]) throws -> GroundTruth {
         let sim = Process()
         sim.executableURL = URL(fileURLWithPath: "\(bin)/coinsim")
-        sim.arguments = ["--scenario", "\(dir)/mix.yaml", "--link", "\(dir)/mech", "--truth", "\(dir)/\(name).json", "--host-timeout", "30"] + arguments
+        sim.arguments = ["--scenario", "\(dir)/\(scenario)", "--linger-ms", "300", "--link", "\(dir)/mech", "--truth", "\(dir)/\(name).json", "--host-timeout", "30"] + arguments
         sim.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         sim.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try sim.run()

@@ -11,8 +11,12 @@ public struct GroundTruth: Codable, Sendable {
     public var ended = "completed"
     public var sent = Sent()
     public var outcomes = Outcomes()
-    /// Value of the coins the mech actually accepted (gate opened in time), per currency.
+    /// Value of the coins the mech accepted (gate opened in time), per currency; some of them
+    /// may still have bounced back out.
     public var acceptedValue: [String: Int64] = [:]
+    /// Value of the coins that ended in the cash box, per currency: what a correct host credits
+    /// (coins lost with the mech's power count here when they fell in).
+    public var storedValue: [String: Int64] = [:]
     /// Value a perfect acceptor would have taken: genuine coins whose sentence went out intact.
     public var creditableValue: [String: Int64] = [:]
     public var coins: [Coin] = []
@@ -20,6 +24,7 @@ public struct GroundTruth: Codable, Sendable {
     public var latencyUs = Latency()
     public var faultsInjected = Faults()
     public var connections = Connections()
+    public var mech = MechReport()
 
     public init(scenario: String, seed: UInt64, deadlineMs: Double) {
         self.scenario = scenario
@@ -48,6 +53,25 @@ public struct GroundTruth: Codable, Sendable {
         /// Sentences the mech garbled on purpose (bad checksum, truncated, overlong): no decision
         /// is possible, so the coin is returned at the deadline. Not counted as misses.
         public var corrupted = 0
+        /// Accepted coins that reached the cash box.
+        public var stored = 0
+        /// Accepted coins that bounced back out (`$CMC,…,R`).
+        public var bounced = 0
+        /// Accepted coins in flight when the mech lost power: their fate is in `coins`.
+        public var powerLost = 0
+    }
+
+    /// What the mech told the host beyond answers.
+    public struct MechReport: Codable, Sendable {
+        /// Its boot numbers, in order.
+        public var boots: [UInt64] = []
+        public var confirmationsSent = 0
+        /// Confirmations the line lost on purpose (`lost_confirmation`).
+        public var confirmationsLost = 0
+        /// `$CMQ` queries the host sent, and how many the journal answered.
+        public var queries = 0
+        public var journalAnswers = 0
+        public var hellos = 0
     }
 
     /// One insertion and what became of it.
@@ -55,6 +79,8 @@ public struct GroundTruth: Codable, Sendable {
         public var insertion: Int
         /// Power cycles before this coin (device sequence numbers restart at each).
         public var epoch: Int
+        /// The mech's boot number when the coin was inserted.
+        public var boot: UInt64?
         public var devseq: UInt64
         public var kind: String
         public var currency: String?
@@ -66,6 +92,11 @@ public struct GroundTruth: Codable, Sendable {
         public var lateDecision: String?
         /// The sentence was sent twice.
         public var duplicated: Bool?
+        /// Where the coin ended: "stored" (cash box) or "returned" (return cup); nil while in flight.
+        public var fate: String?
+        /// What the mech reported of an accepted coin: "S", "R", "lost" (the line lost it),
+        /// "power_lost" (no report possible).
+        public var confirmation: String?
     }
 
     public struct ProtocolErrors: Codable, Sendable {

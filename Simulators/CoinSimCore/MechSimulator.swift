@@ -9,16 +9,22 @@ import Glibc
 /// Plays the device side of the raw-sensor serial protocol over a pseudo-terminal, from a
 /// scenario or a recorded trace, and reports the ground truth.
 ///
+/// The mech it plays: each reading waits for the host's answer until its deadline; an
+/// accepted coin falls from the gate to the cash-box sensor (`store_ms`) and is confirmed
+/// (`$CMC`), or bounces back out; every coin's fate goes into a journal that answers the host's
+/// queries (`$CMQ`) by boot number, across power cycles. Bytes take their time on the line at
+/// the scenario's baud rate, both ways.
+///
 /// Single-threaded: one `ppoll` loop over the pty, a signalfd for SIGTERM/SIGINT, and the
-/// next due time (insertion or decision deadline).
+/// next due time (insertion, delivery of queued bytes, a coin reaching the cash box, a deadline).
 public final class MechSimulator {
     public struct Options: Sendable {
         /// Keep a symlink to the device end here (updated after each reconnect).
         public var linkPath: String?
         /// Record the session to this frame log.
         public var recordPath: String?
-        /// Wait this long after the last deadline for late decisions.
-        public var lingerMilliseconds = 200.0
+        /// Wait this long after the last coin settled for late decisions and queries.
+        public var lingerMilliseconds = 1500.0
         /// Give up if no host opens the device within this time (0: wait forever).
         public var hostTimeoutSeconds = 0.0
         /// Wait between the host opening the device and the first insertion.
@@ -35,10 +41,37 @@ public final class MechSimulator {
         case trace([TraceEntry])
     }
 
+    /// A reading waiting for the host's answer.
     private struct Pending {
         var coinIndex: Int
         var sentAt: UInt64
         var deadline: UInt64
+    }
+
+    /// An accepted coin on its way from the gate to the cash box.
+    private struct InFlight {
+        var coinIndex: Int
+        var boot: UInt64
+        var storeAt: UInt64
+        var bounces: Bool
+        var losesConfirmation: Bool
+        /// The mech loses power before the coin gets there.
+        var losesPower: Bool
+    }
+
+    /// Bytes on their way to the host: delivered when their last byte has crossed the line.
+    private struct Outgoing {
+        var deliverAt: UInt64
+        var bytes: [UInt8]
+        var insertion: InsertionContext?
+    }
+
+    private struct InsertionContext {
+        var number: Int
+        var kind: String
+        var currency: String?
+        var value: Int64?
+        var duplicated: Bool
     }
 
     private let options: Options
@@ -46,6 +79,10 @@ public final class MechSimulator {
     private let announce: @Sendable (String) -> Void
     private var truth: GroundTruth
     private let deadlineNanoseconds: UInt64
+    private let mechSettings: Scenario.Mech
+    /// Chance draws for the mech's faults, apart from the insertions' own generator.
+    private var faultRandom: SplitMix64
+    private let faults: Scenario.Faults
 
     private var terminal: PseudoTerminal?
     private var connected = false
@@ -54,14 +91,25 @@ public final class MechSimulator {
     /// Parses what the device itself writes, so replayed traces are tracked like scenarios.
     private var ownParser = FrameParser()
     private var epoch = 0
+    private var boot: UInt64
     private var devseq: UInt64 = 0
     private var pending: [UInt64: Pending] = [:]
     /// Readings of this epoch already decided or expired, for late and duplicate answers.
     private var settled: [UInt64: Pending] = [:]
+    private var inFlight: [UInt64: InFlight] = [:]
+    /// Every coin's fate, by boot and device seq: what `$CMQ` is answered from.
+    private var journal: [UInt64: [UInt64: CoinFate]] = [:]
+    private var outgoing: [Outgoing] = []
+    /// When the mech → host line is free again, and the host → mech line.
+    private var lineFreeAt: UInt64 = 0
+    private var hostLineFreeAt: UInt64 = 0
+    /// The mech's millisecond clock reads `(now - start) / 1e6 + clockOffset`.
+    private let clockOffsetMilliseconds: UInt64
     private var latencies: [Int] = []
-    private var currentInsertion: (number: Int, kind: String, currency: String?, value: Int64?, duplicated: Bool)?
     private var recorder: TraceWriter?
     private var announcePowerUp = false
+    /// The mech is without power until then (after a power loss).
+    private var poweredOffUntil: UInt64?
     private var disconnectedBefore: Set<Int> = []
     private let start: UInt64
 
@@ -71,7 +119,13 @@ public final class MechSimulator {
         self.announce = announce
         truth = GroundTruth(scenario: scenario.name, seed: scenario.seed, deadlineMs: scenario.deadlineMilliseconds)
         deadlineNanoseconds = UInt64(scenario.deadlineMilliseconds * 1e6)
+        mechSettings = scenario.mech
+        faults = scenario.faults
+        faultRandom = SplitMix64(seed: scenario.seed ^ 0xC0FF_EE00_D15C_0B0B)
+        boot = scenario.mech.firstBoot
+        clockOffsetMilliseconds = 1_000_000 + scenario.seed % 1_000_000
         start = Self.now()
+        truth.mech.boots = [boot]
     }
 
     public init(trace: [TraceEntry], name: String, deadlineMilliseconds: Double = 50, options: Options = Options(),
@@ -81,6 +135,15 @@ public final class MechSimulator {
         self.announce = announce
         truth = GroundTruth(scenario: name, seed: 0, deadlineMs: deadlineMilliseconds)
         deadlineNanoseconds = UInt64(deadlineMilliseconds * 1e6)
+        // A trace is replayed as recorded: no pacing, no confirmations of its own.
+        var settings = Scenario.Mech()
+        settings.baud = 0
+        settings.confirmations = false
+        mechSettings = settings
+        faults = Scenario.Faults()
+        faultRandom = SplitMix64(seed: 0)
+        boot = 1
+        clockOffsetMilliseconds = 0
         start = Self.now()
     }
 
@@ -100,6 +163,9 @@ public final class MechSimulator {
         var nextAction: UInt64? = nil  // when the script acts next; nil until the host is there
         var traceIndex = 0
         var lingerUntil: UInt64? = nil
+        /// SIGTERM or SIGINT: no more insertions; the coins already in the mech finish (their
+        /// answers, their way to the cash box, their confirmations), for at most 3 s.
+        var stoppingSince: UInt64? = nil
         let hostDeadline = options.hostTimeoutSeconds > 0 ? start + UInt64(options.hostTimeoutSeconds * 1e9) : nil
 
         loop: while true {
@@ -107,8 +173,10 @@ public final class MechSimulator {
             var wake = now + 1_000_000_000
             if !connected { wake = now + 10_000_000 }  // a pty has no "opened" event: look again soon
             if let next = nextAction, connected { wake = min(wake, next) }
-            if let first = pending.values.map(\.deadline).min() { wake = min(wake, first) }
-            if let linger = lingerUntil { wake = min(wake, linger) }
+            for due in [pending.values.map(\.deadline).min(), inFlight.values.map(\.storeAt).min(), outgoing.first?.deliverAt,
+                        poweredOffUntil, lingerUntil] {
+                if let due { wake = min(wake, due) }
+            }
             var timeout = timespec(tv_sec: Int(wake > now ? (wake - now) / 1_000_000_000 : 0),
                                    tv_nsec: Int(wake > now ? (wake - now) % 1_000_000_000 : 0))
             var fds = [pollfd(fd: terminal!.master, events: Int16(POLLIN), revents: 0),
@@ -117,8 +185,20 @@ public final class MechSimulator {
             if ready < 0 && errno != EINTR { throw .system("ppoll", errno) }
 
             if fds[1].revents != 0 {
+                var info = [UInt8](repeating: 0, count: 128)
+                _ = read(signalFD, &info, info.count)
                 truth.ended = "signal"
-                break loop
+                if stoppingSince == nil { stoppingSince = Self.now() }
+                nextAction = nil
+            }
+            if let since = stoppingSince {
+                // Then it stays a while for the host's queries (the linger), as at a scenario's end.
+                let settled = pending.isEmpty && inFlight.isEmpty && outgoing.isEmpty && poweredOffUntil == nil
+                if !connected || Self.now() &- since > 3_000_000_000 + UInt64(options.lingerMilliseconds * 1e6) { break loop }
+                if settled {
+                    if lingerUntil == nil { lingerUntil = Self.now() + UInt64(options.lingerMilliseconds * 1e6) }
+                    if Self.now() >= lingerUntil! { break loop }
+                }
             }
             let master = fds[0].revents
             if master & Int16(POLLIN) != 0 { readFromHost() }
@@ -127,6 +207,8 @@ public final class MechSimulator {
                     connected = false
                     truth.connections.hangups += 1
                     record(event: "hangup")
+                    // Nobody reads the line: what was on its way is lost.
+                    outgoing.removeAll()
                 }
                 // Hang-up is reported at once on every poll while nobody has the device open.
                 usleep(5_000)
@@ -136,6 +218,7 @@ public final class MechSimulator {
                 record(event: "connect")
                 // Give the host a moment to set the line up before the next sentence.
                 let settled = Self.now() + UInt64(options.settleMilliseconds * 1e6)
+                lineFreeAt = max(lineFreeAt, settled)
                 if truth.connections.connects == 1 {
                     nextAction = settled
                     announcePowerUp = true
@@ -149,10 +232,13 @@ public final class MechSimulator {
             }
 
             expireDeadlines()
-            if options.lockstep, nextAction == Self.awaitingDecision, pending.isEmpty { nextAction = Self.now() }
+            storeCoinsInFlight()
+            if let off = poweredOffUntil, Self.now() >= off { powerBackOn() }
+            if connected { deliverOutgoing() }
+            if options.lockstep, nextAction == Self.awaitingDecision, pending.isEmpty, outgoing.isEmpty { nextAction = Self.now() }
 
-            guard connected, let due = nextAction, Self.now() >= due else {
-                if nextAction == nil, pending.isEmpty, truth.connections.connects > 0 {
+            guard connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextAction, Self.now() >= due else {
+                if nextAction == nil, pending.isEmpty, inFlight.isEmpty, outgoing.isEmpty, poweredOffUntil == nil, truth.connections.connects > 0 {
                     if let linger = lingerUntil {
                         if Self.now() >= linger { break loop }
                     } else {
@@ -164,7 +250,7 @@ public final class MechSimulator {
             if announcePowerUp, case .scenario = script {
                 // After the settle time, so a host that flushes its input on open still hears it.
                 announcePowerUp = false
-                send(SerialFrame.status(.powerUp, detail: nil).bytes)
+                send(SerialFrame.status(.powerUp, detail: mechSettings.confirmations ? "\(boot)" : nil).bytes)
             }
             switch script {
             case .scenario(let scenario, var generator):
@@ -172,6 +258,8 @@ public final class MechSimulator {
                 script = .scenario(scenario, generator)
                 if done {
                     nextAction = nil
+                } else if poweredOffUntil != nil {
+                    nextAction = poweredOffUntil
                 } else if options.lockstep {
                     nextAction = Self.awaitingDecision
                 } else {
@@ -182,6 +270,7 @@ public final class MechSimulator {
             case .trace(let entries):
                 nextAction = try playTrace(entries, &traceIndex)
             }
+            deliverOutgoing()
         }
         finish()
         return truth
@@ -200,9 +289,13 @@ public final class MechSimulator {
             try disconnect(milliseconds: faults.disconnectMilliseconds)
             return false
         }
+        if faults.powerCycleAt.contains(number) && !inFlight.isEmpty {
+            // A clean power cycle waits for the coins on their way to the cash box.
+            return false
+        }
         if faults.powerCycleAt.contains(number) {
             truth.faultsInjected.powerCycles += 1
-            send(SerialFrame.status(.powerUp, detail: nil).bytes)
+            powerCycle(announce: true)
         }
         if faults.jamAt.contains(number) {
             truth.faultsInjected.jams += 1
@@ -224,8 +317,8 @@ public final class MechSimulator {
             send(junk)
         }
         let seq = devseq + 1
-        let sentence = SerialFrame.reading(deviceSeq: seq, diameterMM: insertion.diameterMM, weightG: insertion.weightG,
-                                           thicknessMM: insertion.thicknessMM).bytes
+        let reading = SensorReading(deviceSeq: seq, diameterMM: insertion.diameterMM, weightG: insertion.weightG, thicknessMM: insertion.thicknessMM)
+        let sentence = SerialFrame.reading(reading).bytes
         if generator.chance(faults.badChecksum) {
             devseq = seq
             truth.faultsInjected.badChecksums += 1
@@ -241,30 +334,44 @@ public final class MechSimulator {
             truth.faultsInjected.overlong += 1
             corrupted(insertion, seq, Array("$CMR,\(seq),\(String(repeating: "9", count: 120))*00\r\n".utf8))
         } else {
+            devseq = seq
             let duplicated = generator.chance(faults.duplicate)
-            currentInsertion = (number, insertion.kind.description, credit?.currency, credit?.valueMinor, duplicated)
+            let context = InsertionContext(number: number, kind: insertion.kind.description, currency: credit?.currency,
+                                           value: credit?.valueMinor, duplicated: duplicated)
             if let credit { truth.creditableValue[credit.currency, default: 0] += credit.valueMinor }
-            send(sentence)
+            sendReading(reading, context: context)
             if duplicated {
                 truth.faultsInjected.duplicates += 1
-                send(sentence)
+                sendReading(reading, context: context)
             }
-            currentInsertion = nil
         }
         return false
+    }
+
+    /// Queues a reading, stamped with the mech's clock at the moment its last byte leaves.
+    private func sendReading(_ reading: SensorReading, context: InsertionContext) {
+        var stamped = reading
+        if mechSettings.clock { stamped.mechMilliseconds = 0 }
+        let deliverAt = deliveryTime(for: SerialFrame.reading(stamped).bytes.count)
+        if mechSettings.clock { stamped.mechMilliseconds = mechMilliseconds(at: deliverAt) }
+        enqueue(SerialFrame.reading(stamped).bytes, deliverAt: deliverAt, insertion: context)
     }
 
     private func corrupted(_ insertion: Insertion, _ seq: UInt64, _ bytes: [UInt8]) {
         appendCoin(insertion, devseq: seq, outcome: "corrupted")
         truth.outcomes.corrupted += 1
+        journal[boot, default: [:]][seq] = .returned
         send(bytes)
     }
 
     private func appendCoin(_ insertion: Insertion, devseq: UInt64, outcome: String) {
         let credit = insertion.kind.creditableValue
-        truth.coins.append(GroundTruth.Coin(
+        var coin = GroundTruth.Coin(
             insertion: insertion.number, epoch: epoch, devseq: devseq, kind: insertion.kind.description,
-            currency: credit?.currency, valueMinor: credit?.valueMinor, outcome: outcome))
+            currency: credit?.currency, valueMinor: credit?.valueMinor, outcome: outcome)
+        coin.boot = boot
+        coin.fate = "returned"
+        truth.coins.append(coin)
     }
 
     // MARK: Replay
@@ -288,35 +395,68 @@ public final class MechSimulator {
         return nil
     }
 
-    // MARK: Wire
+    // MARK: The line
 
-    /// Writes bytes to the host and tracks the readings among them.
+    /// Queues bytes for the host, behind what is already on the line.
     private func send(_ bytes: [UInt8]) {
+        enqueue(bytes, deliverAt: deliveryTime(for: bytes.count), insertion: nil)
+    }
+
+    /// When `count` bytes written now would have crossed the line.
+    private func deliveryTime(for count: Int) -> UInt64 {
+        max(Self.now(), lineFreeAt) &+ transit(bytes: count)
+    }
+
+    private func enqueue(_ bytes: [UInt8], deliverAt: UInt64, insertion: InsertionContext?) {
+        lineFreeAt = max(lineFreeAt, deliverAt)
+        outgoing.append(Outgoing(deliverAt: deliverAt, bytes: bytes, insertion: insertion))
+        if mechSettings.baud == 0, connected { deliverOutgoing() }
+    }
+
+    private func transit(bytes: Int) -> UInt64 {
+        mechSettings.baud == 0 ? 0 : UInt64(bytes) * 10 * 1_000_000_000 / UInt64(mechSettings.baud)
+    }
+
+    private func mechMilliseconds(at time: UInt64) -> UInt64 { (time &- start) / 1_000_000 + clockOffsetMilliseconds }
+
+    /// Writes what has crossed the line by now, and tracks the readings among it.
+    private func deliverOutgoing() {
         guard let terminal else { return }
-        let sentAt = Self.now()
-        record(TraceEntry(tUs: Int64((sentAt - start) / 1000), dir: "tx", bytes: bytes))
-        _ = terminal.write(bytes)
+        let now = Self.now()
+        while let next = outgoing.first, next.deliverAt <= now {
+            outgoing.removeFirst()
+            record(TraceEntry(tUs: Int64((now - start) / 1000), dir: "tx", bytes: next.bytes))
+            _ = terminal.write(next.bytes)
+            track(next.bytes, sentAt: now, insertion: next.insertion)
+        }
+    }
+
+    private func track(_ bytes: [UInt8], sentAt: UInt64, insertion: InsertionContext?) {
         ownParser.feed(bytes) { event in
             guard case .frame(let frame) = event else { return }
             switch frame {
-            case .reading(let seq, _, _, _):
+            case .reading(let reading):
+                let seq = reading.deviceSeq
                 truth.sent.readings += 1
-                devseq = seq
-                if pending[seq] == nil && settled[seq] == nil {
-                    let insertion = currentInsertion
-                    truth.coins.append(GroundTruth.Coin(
+                devseq = max(devseq, seq)
+                if pending[seq] == nil && settled[seq] == nil && inFlight[seq] == nil {
+                    var coin = GroundTruth.Coin(
                         insertion: insertion?.number ?? truth.coins.count + 1, epoch: epoch, devseq: seq,
                         kind: insertion?.kind ?? "replayed", currency: insertion?.currency, valueMinor: insertion?.value,
-                        outcome: "pending", duplicated: (insertion?.duplicated ?? false) ? true : nil))
+                        outcome: "pending", duplicated: (insertion?.duplicated ?? false) ? true : nil)
+                    coin.boot = boot
+                    truth.coins.append(coin)
                     pending[seq] = Pending(coinIndex: truth.coins.count - 1, sentAt: sentAt, deadline: sentAt + deadlineNanoseconds)
                 }
             case .status(.powerUp, _):
-                // The mech restarted: whatever was pending is returned, numbering starts again.
-                for (_, waiting) in pending { expire(waiting) }
-                pending.removeAll()
-                settled.removeAll()
-                if truth.connections.connects > 1 || truth.sent.readings > 0 { epoch += 1 }
-                devseq = 0
+                if case .trace = script {
+                    // A replayed power-up: whatever was pending is returned, numbering starts again.
+                    for (_, waiting) in pending { expire(waiting) }
+                    pending.removeAll()
+                    settled.removeAll()
+                    if truth.connections.connects > 1 || truth.sent.readings > 0 { epoch += 1 }
+                    devseq = 0
+                }
             default:
                 break
             }
@@ -332,19 +472,30 @@ public final class MechSimulator {
         let bytes = Array(buffer[..<count])
         record(TraceEntry(tUs: Int64((receivedAt - start) / 1000), dir: "rx", bytes: bytes))
         hostParser.feed(bytes) { event in
-            switch event {
-            case .frame(.decision(let seq, let accept)):
-                decided(seq, accept: accept, at: receivedAt)
-            case .frame(.inhibit(let on)):
+            guard case .frame(let frame) = event else { return }  // errors are counted by the parser
+            // Sentences written together queue on the line: each arrives after the one before.
+            hostLineFreeAt = max(hostLineFreeAt, receivedAt) &+ transit(bytes: frame.bytes.count)
+            let arrival = mechSettings.baud == 0 ? receivedAt : hostLineFreeAt
+            guard poweredOffUntil == nil else { return }  // nobody home
+            switch frame {
+            case .decision(let seq, let accept):
+                decided(seq, accept: accept, at: arrival)
+            case .inhibit(let on):
                 inhibited = on
-            case .frame:
+            case .query(let queriedBoot, let seq) where mechSettings.confirmations:
+                truth.mech.queries += 1
+                answerQuery(boot: queriedBoot, deviceSeq: seq)
+            case .hello where mechSettings.confirmations:
+                truth.mech.hellos += 1
+                send(SerialFrame.status(.session, detail: "\(boot)").bytes)
+            default:
                 truth.protocolErrors.unexpectedSentences += 1
-            case .error:
-                break  // counted by the parser
             }
         }
         truth.protocolErrors.frames = hostParser.errors
     }
+
+    // MARK: Coins
 
     private func decided(_ seq: UInt64, accept: Bool, at time: UInt64) {
         if let waiting = pending.removeValue(forKey: seq) {
@@ -360,11 +511,21 @@ public final class MechSimulator {
                     } else {
                         truth.acceptedValue["(not creditable)", default: 0] += 1
                     }
+                    let number = truth.coins[waiting.coinIndex].insertion
+                    let jitter = 0.75 + 0.5 * Double.random(in: 0..<1, using: &faultRandom)
+                    inFlight[seq] = InFlight(
+                        coinIndex: waiting.coinIndex, boot: boot, storeAt: time &+ UInt64(mechSettings.storeMilliseconds * jitter * 1e6),
+                        bounces: faultRandom.chance(faults.bounce), losesConfirmation: faultRandom.chance(faults.lostConfirmation),
+                        losesPower: faults.powerLossAt.contains(number))
                 } else {
                     truth.outcomes.returned += 1
+                    truth.coins[waiting.coinIndex].fate = "returned"
+                    journal[boot, default: [:]][seq] = .returned
                 }
             } else {
                 markMissed(waiting.coinIndex, late: accept ? "A" : "R")
+                journal[boot, default: [:]][seq] = .returned
+                if accept { confirm(seq, .returned) }
             }
             settled[seq] = waiting
         } else if let waiting = settled[seq] {
@@ -375,6 +536,7 @@ public final class MechSimulator {
                 let latency = Int((time - waiting.sentAt) / 1000)
                 latencies.append(latency)
                 truth.coins[index].latencyUs = latency
+                if accept { confirm(seq, .returned) }
             } else {
                 truth.protocolErrors.duplicateDecisions += 1
             }
@@ -383,20 +545,111 @@ public final class MechSimulator {
         }
     }
 
+    /// Accepted coins reach the cash box (or bounce back) once their time has come.
+    private func storeCoinsInFlight() {
+        let now = Self.now()
+        for (seq, coin) in inFlight.sorted(by: { $0.value.storeAt < $1.value.storeAt }) where coin.storeAt <= now {
+            guard inFlight[seq] != nil else { continue }  // settled by a power loss meanwhile
+            if coin.losesPower {
+                truth.faultsInjected.powerCycles += 1
+                powerCycle(announce: false)
+                poweredOffUntil = now &+ 300_000_000
+                continue
+            }
+            inFlight[seq] = nil
+            let index = coin.coinIndex
+            if coin.bounces {
+                truth.outcomes.bounced += 1
+                settle(index, fate: .returned, seq: seq, boot: coin.boot)
+                truth.coins[index].confirmation = "R"
+                confirm(seq, .returned)
+            } else {
+                truth.outcomes.stored += 1
+                settle(index, fate: .stored, seq: seq, boot: coin.boot)
+                if coin.losesConfirmation && mechSettings.confirmations {
+                    truth.mech.confirmationsLost += 1
+                    truth.coins[index].confirmation = "lost"
+                } else {
+                    truth.coins[index].confirmation = mechSettings.confirmations ? "S" : nil
+                    confirm(seq, .stored)
+                }
+            }
+        }
+    }
+
+    private func settle(_ index: Int, fate: CoinFate, seq: UInt64, boot: UInt64) {
+        truth.coins[index].fate = fate == .stored ? "stored" : "returned"
+        journal[boot, default: [:]][seq] = fate
+        if fate == .stored, let currency = truth.coins[index].currency, let value = truth.coins[index].valueMinor {
+            truth.storedValue[currency, default: 0] += value
+        }
+    }
+
+    private func confirm(_ seq: UInt64, _ fate: CoinFate) {
+        guard mechSettings.confirmations else { return }
+        truth.mech.confirmationsSent += 1
+        send(SerialFrame.confirmation(deviceSeq: seq, fate: fate).bytes)
+    }
+
+    private func answerQuery(boot queried: UInt64, deviceSeq seq: UInt64) {
+        if queried == boot, inFlight[seq] != nil { return }  // still on its way: the host asks again
+        if queried == boot, pending[seq] != nil { return }
+        let fate = journal[queried]?[seq] ?? .unknown
+        truth.mech.journalAnswers += 1
+        send(SerialFrame.journal(boot: queried, deviceSeq: seq, fate: fate).bytes)
+    }
+
+    /// The mech restarts: readings waiting for an answer are returned, coins on their way to
+    /// the cash box end where chance puts them with no record (a clean cycle has none), and
+    /// numbering starts again under the next boot number.
+    private func powerCycle(announce: Bool) {
+        for (_, waiting) in pending {
+            expire(waiting)
+            journal[boot, default: [:]][truth.coins[waiting.coinIndex].devseq] = .returned
+        }
+        pending.removeAll()
+        settled.removeAll()
+        for (seq, coin) in inFlight {
+            truth.outcomes.powerLost += 1
+            let fellIn = faultRandom.chance(0.5)
+            settle(coin.coinIndex, fate: fellIn ? .stored : .returned, seq: seq, boot: coin.boot)
+            journal[coin.boot, default: [:]][seq] = .unknown
+            truth.coins[coin.coinIndex].confirmation = "power_lost"
+        }
+        inFlight.removeAll()
+        outgoing.removeAll()
+        epoch += 1
+        boot += 1
+        truth.mech.boots.append(boot)
+        devseq = 0
+        if announce { send(SerialFrame.status(.powerUp, detail: mechSettings.confirmations ? "\(boot)" : nil).bytes) }
+    }
+
+    private func powerBackOn() {
+        poweredOffUntil = nil
+        lineFreeAt = max(lineFreeAt, Self.now())
+        send(SerialFrame.status(.powerUp, detail: mechSettings.confirmations ? "\(boot)" : nil).bytes)
+    }
+
     private func expireDeadlines() {
         let now = Self.now()
         for (seq, waiting) in pending where waiting.deadline < now {
             pending[seq] = nil
             expire(waiting)
+            journal[boot, default: [:]][seq] = .returned
             settled[seq] = waiting
         }
     }
 
-    private func expire(_ waiting: Pending) { markMissed(waiting.coinIndex, late: nil) }
+    private func expire(_ waiting: Pending) {
+        markMissed(waiting.coinIndex, late: nil)
+        truth.coins[waiting.coinIndex].fate = "returned"
+    }
 
     private func markMissed(_ index: Int, late: String?) {
         truth.coins[index].outcome = "deadline_miss"
         truth.coins[index].lateDecision = late
+        truth.coins[index].fate = "returned"
         truth.outcomes.deadlineMisses += 1
     }
 
@@ -411,6 +664,7 @@ public final class MechSimulator {
     }
 
     /// Pulls the device away (the host sees a hang-up), then offers a new one after `milliseconds`.
+    /// Coins on their way to the cash box still get there; the host asks about them later.
     private func disconnect(milliseconds: Double) throws(SimulatorError) {
         truth.faultsInjected.disconnects += 1
         record(event: "disconnect", ms: milliseconds)
@@ -422,9 +676,16 @@ public final class MechSimulator {
             connected = false
             truth.connections.hangups += 1
         }
+        outgoing.removeAll()
         for (_, waiting) in pending { expire(waiting) }
+        for (seq, waiting) in pending { journal[boot, default: [:]][seq] = .returned; settled[seq] = waiting }
         pending.removeAll()
-        usleep(useconds_t(milliseconds * 1000))
+        let until = Self.now() + UInt64(milliseconds * 1e6)
+        while Self.now() < until {
+            storeCoinsInFlight()
+            usleep(5_000)
+        }
+        outgoing.removeAll()
         try openTerminal()
     }
 

@@ -40,6 +40,25 @@ public struct Scenario: Sendable {
     public var foreignCurrency = "EUR"
     public var burst: Burst?
     public var faults = Faults()
+    /// How the simulated mech speaks: line speed, confirmations, its clock.
+    public var mech = Mech()
+
+    /// The mech's side of the line protocol.
+    public struct Mech: Sendable, Hashable {
+        /// Line speed: every byte takes 10 bits of it, both ways (0: no pacing, bytes arrive at once).
+        public var baud = 9600
+        /// Protocol version 2: confirms each accepted coin (`$CMC`), answers queries (`$CMQ`)
+        /// and hellos (`$CMH`), and names its boot on power-up. Off: an older firmware.
+        public var confirmations = true
+        /// Stamps each reading with its own millisecond clock.
+        public var clock = true
+        /// How long an accepted coin takes from the gate to the cash-box sensor (ms).
+        public var storeMilliseconds = 120.0
+        /// The mech's boot number at the start of the session (its power-up count).
+        public var firstBoot: UInt64 = 1
+
+        public init() {}
+    }
 
     public struct Burst: Sendable, Hashable {
         public var everySeconds: Double
@@ -64,13 +83,20 @@ public struct Scenario: Sendable {
         public var powerCycleAt: [Int] = []
         public var disconnectAt: [Int] = []
         public var disconnectMilliseconds = 500.0
+        /// Accepted coins that bounce back out instead of reaching the cash box (`$CMC,…,R`).
+        public var bounce = 0.0
+        /// Confirmations the line loses (the coin is stored; the host must ask).
+        public var lostConfirmation = 0.0
+        /// Insertions whose coin, once accepted, loses the mech's power before it reaches the
+        /// cash box: where it ends is chance, and the mech's journal cannot say (`U`).
+        public var powerLossAt: [Int] = []
     }
 
     public init() {}
 
     public static let topKeys: Set<String> = [
         "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
-        "bursts", "faults",
+        "bursts", "faults", "baud", "mech",
     ]
 
     /// Reads a scenario file; errors name the file, the line and the key.
@@ -136,7 +162,7 @@ public struct Scenario: Sendable {
         if let faults = try table.table("faults") {
             try faults.rejectUnknownKeys([
                 "garbage", "garbage_bytes", "bad_checksum", "truncated", "overlong", "duplicate", "jam_at",
-                "power_cycle_at", "disconnect_at", "disconnect_ms",
+                "power_cycle_at", "disconnect_at", "disconnect_ms", "bounce", "lost_confirmation", "power_loss_at",
             ])
             var f = Faults()
             f.garbage = try fraction(faults, "garbage") ?? 0
@@ -150,7 +176,29 @@ public struct Scenario: Sendable {
             f.powerCycleAt = try insertionNumbers(faults, "power_cycle_at")
             f.disconnectAt = try insertionNumbers(faults, "disconnect_at")
             f.disconnectMilliseconds = try positive(faults, "disconnect_ms", max: 600_000) ?? f.disconnectMilliseconds
+            f.bounce = try fraction(faults, "bounce") ?? 0
+            f.lostConfirmation = try fraction(faults, "lost_confirmation") ?? 0
+            f.powerLossAt = try insertionNumbers(faults, "power_loss_at")
             s.faults = f
+        }
+        if let baud = try table.int("baud") {
+            guard baud == 0 || [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
+                throw table.error("baud", "must be 0 (no pacing) or one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
+            }
+            s.mech.baud = baud
+        }
+        if let mech = try table.table("mech") {
+            try mech.rejectUnknownKeys(["confirmations", "clock", "store_ms", "boot"])
+            s.mech.confirmations = try mech.bool("confirmations") ?? s.mech.confirmations
+            s.mech.clock = try mech.bool("clock") ?? s.mech.clock
+            s.mech.storeMilliseconds = try positive(mech, "store_ms", max: 10_000) ?? s.mech.storeMilliseconds
+            if let boot = try mech.int("boot") {
+                guard boot >= 1 else { throw mech.error("boot", "must be 1 or more") }
+                s.mech.firstBoot = UInt64(boot)
+            }
+        }
+        if !s.mech.confirmations, s.faults.bounce > 0 || s.faults.lostConfirmation > 0 || !s.faults.powerLossAt.isEmpty {
+            throw table.error("faults", "bounce, lost_confirmation and power_loss_at need a mech with confirmations")
         }
         return s
     }

@@ -28,8 +28,8 @@ struct SessionOptions: ParsableArguments {
     var record: String?
     @Option(help: "Give up after this many seconds without a host (0: wait forever).")
     var hostTimeout: Double = 0
-    @Option(help: "Wait this long after the last deadline for late decisions (ms).")
-    var lingerMs: Double = 200
+    @Option(help: "After the last coin (or SIGTERM), stay this long for late answers and the host's queries about coins it still waits on (ms).")
+    var lingerMs: Double = 1500
     @Flag(help: "Insert each coin as soon as the previous one is answered (as fast as the protocol allows).")
     var lockstep = false
 
@@ -59,8 +59,9 @@ struct SessionOptions: ParsableArguments {
         }
         let o = truth.outcomes
         FileHandle.standardError.write(Data("""
-            coinsim: \(truth.scenario): \(truth.sent.insertions) inserted, \(o.accepted) accepted, \(o.returned) returned, \
-            \(o.deadlineMisses) deadline misses, \(o.corrupted) corrupted, \(o.inhibited) inhibited; \
+            coinsim: \(truth.scenario): \(truth.sent.insertions) inserted, \(o.accepted) accepted (\(o.stored) stored, \(o.bounced) bounced, \
+            \(o.powerLost) lost with the power), \(o.returned) returned, \(o.deadlineMisses) deadline misses, \(o.corrupted) corrupted, \
+            \(o.inhibited) inhibited; \
             latency p50 \(truth.latencyUs.p50) µs p99 \(truth.latencyUs.p99) µs (\(truth.ended))
 
             """.utf8))

@@ -15,6 +15,9 @@ import Glibc
 public final class Chain: Sendable {
     /// Name and reason of the terminal link.
     public static var terminalLinkName: String { "unrecognized" }
+    /// Names of the host's own pseudo-links in decisions: the source that could not measure a
+    /// coin, the operator's inhibit, the mech's deadline, the terminal link. No link may take one.
+    public static let reservedLinkNames: Set<String> = ["source", "inhibit", "deadline", terminalLinkName]
     /// One walk in this many times its links.
     public static let timingSampleInterval: UInt64 = 64
 
@@ -35,9 +38,13 @@ public final class Chain: Sendable {
         unowned(unsafe) let statistics: LinkStatistics
     }
 
-    public init(generation: UInt64, links: [ChainLink]) {
+    /// What every accept must be to count (currency, code, value).
+    public let acceptPolicy: AcceptPolicy
+
+    public init(generation: UInt64, links: [ChainLink], acceptPolicy: AcceptPolicy = .standard) {
         self.generation = generation
         self.links = links
+        self.acceptPolicy = acceptPolicy
         table = .allocate(capacity: links.count)
         for (index, link) in links.enumerated() {
             (table.baseAddress! + index).initialize(to: LinkEntry(call: link.validator.call, statistics: link.statistics))
@@ -101,11 +108,17 @@ public final class Chain: Sendable {
                 continue
             case COINMECH_VERDICT_REJECT.rawValue:
                 break
-            case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept:
+            case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept && acceptPolicy.allows(decision):
                 entry.statistics.recordAccept()
                 return index
+            case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept:
+                // A plugin that claims money the host does not believe: the coin goes back.
+                let message = "plugin accepted what cannot be credited: \(acceptPolicy.problem(decision))"
+                entry.statistics.recordPluginError(message)
+                decision = .rejecting(reason: "plugin_error", message: message)
             default:
                 Self.markPluginError(&decision)
+                entry.statistics.recordPluginError(Decision.string(decision.message))
             }
             entry.statistics.recordReject()
             return index
@@ -122,4 +135,8 @@ public final class Chain: Sendable {
     }
 
     static func monotonicNanoseconds() -> UInt64 { cm_monotonic_ns() }
+}
+
+extension Decision {
+    static func string<T>(_ field: T) -> String { coinmech_decision.string(field) }
 }

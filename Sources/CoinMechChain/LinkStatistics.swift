@@ -10,12 +10,21 @@ public final class LinkStatistics: Sendable {
     private let passes = Atomic<UInt64>(0)
     private let sampledCalls = Atomic<UInt64>(0)
     private let sampledNanoseconds = Atomic<UInt64>(0)
+    private let pluginErrors = Atomic<UInt64>(0)
+    private let lastPluginError = Mutex<String?>(nil)
 
     public init() {}
 
     @inline(__always) func recordAccept() { Self.bump(accepts, 1) }
     @inline(__always) func recordReject() { Self.bump(rejects, 1) }
     @inline(__always) func recordPass() { Self.bump(passes, 1) }
+    /// The link answered nonsense (an accept the host cannot credit, an unknown verdict): the
+    /// reading was rejected as `plugin_error`. Rare, so it may take a lock.
+    func recordPluginError(_ message: String) {
+        Self.bump(pluginErrors, 1)
+        lastPluginError.withLock { $0 = message }
+    }
+
     func recordSample(nanoseconds: UInt64) {
         Self.bump(sampledCalls, 1)
         Self.bump(sampledNanoseconds, nanoseconds)
@@ -32,7 +41,8 @@ public final class LinkStatistics: Sendable {
         Snapshot(
             accepts: accepts.load(ordering: .relaxed), rejects: rejects.load(ordering: .relaxed),
             passes: passes.load(ordering: .relaxed), sampledCalls: sampledCalls.load(ordering: .relaxed),
-            sampledNanoseconds: sampledNanoseconds.load(ordering: .relaxed))
+            sampledNanoseconds: sampledNanoseconds.load(ordering: .relaxed), pluginErrors: pluginErrors.load(ordering: .relaxed),
+            lastPluginError: pluginErrors.load(ordering: .relaxed) == 0 ? nil : lastPluginError.withLock { $0 })
     }
 
     public struct Snapshot: Sendable, Hashable, Codable {
@@ -41,6 +51,9 @@ public final class LinkStatistics: Sendable {
         public var passes: UInt64
         public var sampledCalls: UInt64
         public var sampledNanoseconds: UInt64
+        /// Readings this link answered with nonsense (rejected as `plugin_error`), and the last why.
+        public var pluginErrors: UInt64 = 0
+        public var lastPluginError: String?
 
         public var calls: UInt64 { accepts + rejects + passes }
         /// Mean time per call over the sampled walks, in nanoseconds.

@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechFailpoints
 import CoinMechLedger
 import CoinMechPlugins
 import CoinMechPublisher
@@ -14,6 +15,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case ledger(LedgerError)
     case directory(String, String)
     case socket(String)
+    case failpoints(String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         case .ledger(let error): "\(error)"
         case .directory(let path, let reason): "\(path): \(reason)"
         case .socket(let message): message
+        case .failpoints(let message): message
         }
     }
 }
@@ -44,6 +47,13 @@ public final class Daemon: Sendable {
         self.configuration = configuration
         self.pluginDirectoryOverride = pluginDirectoryOverride
         self.logger = logger
+        let failpoints: Failpoints
+        do {
+            failpoints = try Failpoints.fromEnvironment()
+        } catch {
+            throw .failpoints("\(error)")
+        }
+        if failpoints.isArmed { logger.warning("failpoints armed (testing only)", metadata: ["failpoints": "\(failpoints.description)"]) }
         for directory in [configuration.runtimeDirectory, configuration.stateDirectory, configuration.cacheDirectory] {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -59,14 +69,15 @@ public final class Daemon: Sendable {
         }
         let generation: UInt64
         do {
-            generation = try Self.nextGeneration(ledger)
+            // Generations continue across restarts, so a ledger entry's generation is unambiguous.
+            generation = try ledger.chainGeneration() + 1
         } catch {
             throw .ledger(error)
         }
         let built = try Self.buildChain(configuration, generation: generation, logger: logger)
         chain = ChainHolder(built)
         do {
-            loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, hub: hub, logger: logger)
+            loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, hub: hub, logger: logger, failpoints: failpoints)
             // Copies of plugin versions no longer deployed would otherwise pile up across deploys.
             let pruned = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
                 .pruneCopies(keeping: Set(built.links.map(\.origin.sha256)))
@@ -100,19 +111,6 @@ public final class Daemon: Sendable {
         } catch {
             throw .configuration(configuration.settingsError(for: error))
         }
-    }
-
-    /// Generations continue across restarts, so a ledger entry's generation is unambiguous.
-    static func nextGeneration(_ ledger: Ledger) throws(LedgerError) -> UInt64 {
-        let events = try ledger.events(since: max(0, try ledger.lastSeq() - 50_000), limit: 50_000)
-        let fromDecisions = events.compactMap(\.chainGeneration).max() ?? 0
-        let fromEvents = events.filter { ["startup", "reload"].contains($0.kind) }.compactMap { $0.detail.flatMap(Self.generation(inDetail:)) }.max() ?? 0
-        return UInt64(max(0, fromDecisions, fromEvents)) + 1
-    }
-
-    static func generation(inDetail detail: String) -> Int64? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(detail.utf8)) as? [String: String] else { return nil }
-        return (object["chain_generation"] ?? object["generation"]).flatMap { Int64($0) }
     }
 
     /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.

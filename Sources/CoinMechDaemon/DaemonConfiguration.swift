@@ -40,6 +40,12 @@ public struct DaemonConfiguration: Sendable {
         public var hotplug: DeviceMatch?
         /// The mech's answer deadline (serial: 50 ms unless set; GPIO mechs: none unless set).
         public var answerDeadline: AnswerDeadline?
+        /// The serial mech reports each accepted coin's fate (`$CMC`) and answers queries: a
+        /// coin is credited when the mech stores it. Off for firmware that cannot (then the
+        /// answer is taken for the coin). GPIO mechs: a pulse already means "stored".
+        public var confirmations = true
+        /// How long the mech takes at most to store or return an accepted coin.
+        public var confirmationWindowNanoseconds: UInt64 = 1_000_000_000
 
         /// A fresh decoder for a GPIO mech's edges.
         public var decoder: any CoinDecoder {
@@ -69,6 +75,7 @@ public struct DaemonConfiguration: Sendable {
         public var spec: LinkSpec
         public var line: Int?
         public var configLine: Int?
+        public var nameLine: Int?
     }
 
     /// The file this came from.
@@ -109,7 +116,7 @@ public struct DaemonConfiguration: Sendable {
         guard let sourceTable = try table.table("source") else { throw table.error("missing table 'source' (kind, device, baud)") }
         try sourceTable.rejectUnknownKeys([
             "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
-            "deadline_ms", "commit_allowance_ms",
+            "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms",
         ])
         let kind = try sourceTable.string("kind") ?? "serial"
         var source: Source
@@ -126,6 +133,11 @@ public struct DaemonConfiguration: Sendable {
             }
             source = Source(kind: kind, device: resolve(device), baud: baud, name: name)
             source.hotplug = .serialPath(source.device)
+            source.confirmations = try sourceTable.bool("confirmations") ?? true
+            if let window = try sourceTable.double("confirm_window_ms") {
+                guard (50...60_000).contains(window) else { throw sourceTable.error("confirm_window_ms", "must be between 50 and 60000") }
+                source.confirmationWindowNanoseconds = UInt64(window * 1_000_000)
+            }
             if let usb = try sourceTable.table("usb") {
                 try usb.rejectUnknownKeys(["vendor", "product", "serial"])
                 guard let vendor = try usb.string("vendor"), let product = try usb.string("product") else {
@@ -138,6 +150,9 @@ public struct DaemonConfiguration: Sendable {
             guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kind)") }
             source = Source(kind: kind, device: kind == "gpio" ? device : resolve(device), baud: 0, name: name)
             if kind == "gpio" { source.hotplug = .gpioChip(label: device) }
+            for key in ["confirmations", "confirm_window_ms"] where sourceTable.keys.contains(key) {
+                throw sourceTable.error(key, "applies to serial mechs only: a GPIO mech's coin is credited with its answer")
+            }
             if let pulse = try sourceTable.table("pulse") {
                 try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])
                 guard let line = try pulse.int("line"), line >= 0 else { throw pulse.error("line", "is required: the counting line's offset") }
@@ -259,7 +274,7 @@ public struct DaemonConfiguration: Sendable {
                 throw link.error("name", "link name '\(name)' is used twice (also at line \(clash.line.map(String.init) ?? "?")); set a distinct 'name'")
             }
             chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: config?.json() ?? "{}"),
-                              line: link.line("plugin"), configLine: link.line("config")))
+                              line: link.line("plugin"), configLine: link.line("config"), nameLine: link.line("name")))
         }
         return DaemonConfiguration(
             file: table.file, logLevel: level, source: source, pluginDirectory: pluginDirectory, stateDirectory: stateDirectory,
@@ -276,6 +291,8 @@ public struct DaemonConfiguration: Sendable {
             return SettingsError(file: file, line: link.configLine ?? link.line, key: "chain[\(index)].config", message: "plugin '\(link.spec.plugin)' refused its configuration: \(message)")
         case .plugin(let cause):
             return SettingsError(file: file, line: link.line, key: "chain[\(index)].plugin", message: cause.description)
+        case .reservedName:
+            return SettingsError(file: file, line: link.nameLine ?? link.line, key: "chain[\(index)].name", message: error.description)
         default:
             return SettingsError(file: file, line: link.line, key: "chain[\(index)]", message: error.description)
         }

@@ -26,12 +26,24 @@ struct DaemonControl: ControlPlane {
         return [
             "source": .object(source),
             "inhibited": .bool(state.inhibited),
+            "pending": .int(Int64(state.pending)),
             "ledger": state.ledgerFailing ? "failing" : "ok",
             "chain_generation": .int(Int64(chain.generation)),
             "links": .int(Int64(chain.links.count)),
+            // Links that answered nonsense (their coins were returned as plugin_error).
+            "plugin_errors": .array(chain.links.compactMap { link -> JSON? in
+                let stats = link.statistics.snapshot
+                guard stats.pluginErrors > 0 else { return nil }
+                return ["link": .string(link.name), "count": .int(Int64(stats.pluginErrors)), "last": .string(stats.lastPluginError ?? "")]
+            }),
             "counters": [
                 "readings": .int(Int64(counters.readings.load(ordering: .relaxed))),
                 "accepted": .int(Int64(counters.accepted.load(ordering: .relaxed))),
+                "credited": .int(Int64(counters.credited.load(ordering: .relaxed))),
+                "returned_after_accept": .int(Int64(counters.returnedAfterAccept.load(ordering: .relaxed))),
+                "unconfirmed": .int(Int64(counters.unconfirmed.load(ordering: .relaxed))),
+                "queries": .int(Int64(counters.queries.load(ordering: .relaxed))),
+                "connects": .int(Int64(counters.connects.load(ordering: .relaxed))),
                 "rejected": .int(Int64(counters.rejected.load(ordering: .relaxed))),
                 "duplicates": .int(Int64(counters.duplicates.load(ordering: .relaxed))),
                 "protocol_errors": .int(Int64(counters.protocolErrors.load(ordering: .relaxed))),
@@ -39,6 +51,9 @@ struct DaemonControl: ControlPlane {
                 "late_answers": .int(Int64(counters.lateAnswers.load(ordering: .relaxed))),
             ],
             "uptime_s": .double((Date().timeIntervalSince(started) * 10).rounded() / 10),
+            // How long ago the deciding loop last turned: it turns at least every second, so
+            // more means it is stuck (in a plugin, a commit); the watchdog stops then too.
+            "heartbeat_age_ms": .int(Int64((DecidingLoop.now() &- counters.heartbeat.load(ordering: .relaxed)) / 1_000_000)),
             "last_seq": .int((try? ledger.lastSeq()) ?? 0),
             "version": .string(Daemon.version),
         ]
@@ -54,9 +69,10 @@ struct DaemonControl: ControlPlane {
                 "statistics": [
                     "calls": .int(Int64(stats.calls)), "accepts": .int(Int64(stats.accepts)), "rejects": .int(Int64(stats.rejects)),
                     "passes": .int(Int64(stats.passes)), "mean_ns": .double(stats.meanNanoseconds.rounded()),
-                    "sampled_calls": .int(Int64(stats.sampledCalls)),
+                    "sampled_calls": .int(Int64(stats.sampledCalls)), "plugin_errors": .int(Int64(stats.pluginErrors)),
                 ],
             ]
+            if let last = stats.lastPluginError { object["last_plugin_error"] = .string(last) }
             if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
             return .object(object)
         }

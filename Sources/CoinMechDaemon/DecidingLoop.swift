@@ -1,5 +1,6 @@
 import CLinux
 import CoinMechChain
+import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechLedger
 import CoinMechPlugins
@@ -12,28 +13,39 @@ import Logging
 import Synchronization
 
 /// The heart of the daemon: reads the mech, decides each reading on the current chain,
-/// commits the decisions, and only then tells the mech to accept.
+/// commits the decisions, only then tells the mech, and credits a coin when the mech says it
+/// stored it.
 ///
-/// Runs on its own thread (`run()` blocks) and owns the mech, the sequence tracker and the
-/// answers. Everything that arrives in one read is decided, committed in one transaction
-/// (group commit), then answered. If the ledger cannot write, every coin is returned and the
-/// mech is inhibited until a write succeeds again.
+/// Runs on its own thread (`run()` blocks) and owns the mech, the sequence tracker, the
+/// pending coins and the answers. Everything that arrives in one read is decided, committed in
+/// one transaction (group commit), answered, and only then published. If the ledger cannot
+/// write, every coin is returned and the mech is inhibited until a write succeeds again.
 public final class DecidingLoop: @unchecked Sendable {
+    // @unchecked: every `var` here is touched only by the loop's own thread (`run()` and what it
+    // calls); other threads use `stop()`, `submit()`, `counters` (atomics) and `state` (a Mutex).
     private let mech: any Mech
     /// udev, when it can be watched: removals and arrivals of the mech's device.
     private var udev: UdevMonitor?
     private var hotplug: HotplugTracker?
     private let sourceName: String
     private let answerDeadline: AnswerDeadline?
+    private let credit: CreditRule
     private let chain: ChainHolder
     private let ledger: Ledger
     private let logger: Logger
+    private let failpoints: Failpoints
     private var tracker: DeviceSequenceTracker
+    private var epochs: EpochBook
+    private var pending: PendingCoins
     /// Answers given in the current epoch, by device seq, for duplicate sentences.
     private var answers: [UInt64: Bool] = [:]
     private var operatorInhibit = false
     private var ledgerFailingSince: UInt64?
     private var lastRecoveryAttempt: UInt64 = 0
+    /// Since the mech connected, waiting for it to name its session before querying.
+    private var awaitingSessionSince: UInt64?
+    /// Events (not decisions) a failed commit could not record: recorded with the next batch.
+    private var carriedOver: [LedgerEntry] = []
     /// `stop()` and `submit()` wake the loop's `poll` through it.
     private let wakePipe = WakePipe()
     private let stopping = Atomic<Bool>(false)
@@ -46,12 +58,15 @@ public final class DecidingLoop: @unchecked Sendable {
     /// What `status` reports, updated by the loop after each turn.
     public let state = Mutex(State())
 
+    /// How long to wait for the mech's `SESSION` after connecting before querying anyway.
+    static let sessionWaitNanoseconds: UInt64 = 2_000_000_000
+
     /// A request from another thread, run by the loop between batches so that every ledger
     /// write comes from this thread and events are published in `seq` order.
     public enum Command: Sendable {
         case inhibit(Bool, by: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
         case collect(by: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
-        /// Swap in a chain built by the reloader, and record it.
+        /// Record a reload built by the reloader, then swap its chain in.
         case install(Chain, completion: @Sendable (Result<JSON, CommandError>) -> Void)
         /// Record that a reload failed (the current chain stays).
         case reloadFailed(reason: String, completion: @Sendable (Result<JSON, CommandError>) -> Void)
@@ -63,33 +78,50 @@ public final class DecidingLoop: @unchecked Sendable {
         public var disconnectedReason: String?
         public var inhibited = false
         public var ledgerFailing = false
+        /// Accepts waiting for the mech's confirmation.
+        public var pending = 0
     }
 
-    /// What the deciding loop has done, readable from any thread.
+    /// What the deciding loop has done since start, readable from any thread. Counts coins,
+    /// not sentences or answers.
     public final class Counters: Sendable {
         public let readings = Atomic<UInt64>(0)
+        /// Accepts answered to the mech (credited when it stores them).
         public let accepted = Atomic<UInt64>(0)
         public let rejected = Atomic<UInt64>(0)
+        /// Accepted coins the mech stored: customer credit.
+        public let credited = Atomic<UInt64>(0)
+        /// Accepted coins the mech returned after all.
+        public let returnedAfterAccept = Atomic<UInt64>(0)
+        /// Accepted coins no confirmation could settle.
+        public let unconfirmed = Atomic<UInt64>(0)
         public let duplicates = Atomic<UInt64>(0)
         public let protocolErrors = Atomic<UInt64>(0)
-        /// Accepts recorded as `deadline_passed` rejections: decided too late to credit.
+        /// Accepts recorded as `deadline_passed` rejections: decided too late to reach the mech.
         public let deadlineWithdrawn = Atomic<UInt64>(0)
         /// Accepts answered after the mech's deadline although committed (`late_answer` events).
         public let lateAnswers = Atomic<UInt64>(0)
+        /// Queries sent about pending coins.
+        public let queries = Atomic<UInt64>(0)
+        /// Mech connections made (the first one included).
+        public let connects = Atomic<UInt64>(0)
         /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
         public let heartbeat = Atomic<UInt64>(0)
         init() {}
     }
 
-    public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, hub: EventHub, logger: Logger) throws(LedgerError) {
+    public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, hub: EventHub, logger: Logger,
+                failpoints: Failpoints = .none) throws(LedgerError) {
         self.hub = hub
         sourceName = configuration.source.name
         answerDeadline = configuration.source.answerDeadline
         self.chain = chain
         self.ledger = ledger
         self.logger = logger
+        self.failpoints = failpoints
         let state = try ledger.sourceState(sourceName)
-        mech = Self.mech(for: configuration.source, lastDeviceSeq: state.lastDeviceSeq)
+        mech = Self.mech(for: configuration.source, lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
+        credit = mech.confirmsCoins ? .onConfirmation : .atOnce
         if let match = configuration.source.hotplug {
             // The monitor receives before the devices are enumerated: nothing falls in between.
             do throws(UdevError) {
@@ -106,10 +138,19 @@ public final class DecidingLoop: @unchecked Sendable {
             epoch: state.epoch, lastSeq: state.lastDeviceSeq,
             recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
         for decision in state.recent { answers[decision.deviceSeq] = decision.accepted }
+        epochs = EpochBook(boots: try ledger.boots(source: sourceName))
+        pending = PendingCoins(confirmationWindowNanoseconds: configuration.source.confirmationWindowNanoseconds)
+        let now = Self.now()
+        for coin in try ledger.pendingCoins(source: sourceName) {
+            pending.add(seq: coin.seq, epoch: coin.epoch, deviceSeq: coin.deviceSeq, answeredAt: now, restored: true)
+        }
+        if !pending.isEmpty {
+            logger.notice("accepted coins from before the restart wait for the mech's word", metadata: ["pending": "\(pending.count)"])
+        }
     }
 
     /// The mech the configuration describes.
-    static func mech(for source: DaemonConfiguration.Source, lastDeviceSeq: UInt64?) -> any Mech {
+    static func mech(for source: DaemonConfiguration.Source, lastDeviceSeq: UInt64?, failpoints: Failpoints) -> any Mech {
         switch source.kind {
         case "gpio-replay":
             return GPIOMech(input: ReplayEdgeInput(path: source.device, speed: source.replaySpeed), decoder: source.decoder, lastDeviceSeq: lastDeviceSeq)
@@ -120,7 +161,7 @@ public final class DecidingLoop: @unchecked Sendable {
             return GPIOMech(input: GPIOEdgeInput(chip: source.device, lines: source.inputLines, acceptGate: gate, inhibit: inhibit, scale: scale),
                             decoder: source.decoder, lastDeviceSeq: lastDeviceSeq)
         default:
-            let serial = SerialMech(path: source.device, baud: source.baud)
+            let serial = SerialMech(path: source.device, baud: source.baud, confirmsCoins: source.confirmations, failpoints: failpoints)
             if case .usb = source.hotplug { serial.followsDevnode = true }
             return serial
         }
@@ -142,7 +183,16 @@ public final class DecidingLoop: @unchecked Sendable {
 
     /// Runs until `stop()`.
     public func run() {
-        logger.info("deciding", metadata: ["device": "\(mech.location)", "chain_generation": "\(chain.current.generation)"])
+        logger.info("deciding", metadata: [
+            "device": "\(mech.location)", "chain_generation": "\(chain.current.generation)",
+            "credit": "\(credit == .onConfirmation ? "when the mech stores the coin" : "with the answer")",
+        ])
+        if credit == .atOnce, !pending.isEmpty {
+            // The source was configured to confirm coins before; it no longer can.
+            settle(pending.all.map {
+                PendingCoins.Settlement(coin: $0, resolution: .unconfirmed, message: "the source no longer confirms coins (source.confirmations is off)")
+            })
+        }
         while !stopping.load(ordering: .sequentiallyConsistent) {
             let now = Self.now()
             counters.heartbeat.store(now, ordering: .relaxed)
@@ -151,6 +201,7 @@ public final class DecidingLoop: @unchecked Sendable {
                 events = waitForEvents(now: now)
             }
             handle(events)
+            queryPendingCoins()
             runCommands()
             retryLedgerIfFailing()
             publishState()
@@ -163,8 +214,8 @@ public final class DecidingLoop: @unchecked Sendable {
         _ = commit([.event(.shutdown, source: sourceName, detail: [
             "readings": "\(counters.readings.load(ordering: .relaxed))", "duplicates": "\(counters.duplicates.load(ordering: .relaxed))",
             "garbage_bytes": "\(errors.garbageBytes)", "bad_checksums": "\(errors.badChecksums)", "truncated": "\(errors.truncated)",
-            "overlong": "\(errors.overlong)", "malformed": "\(errors.malformed)",
-        ])])
+            "overlong": "\(errors.overlong)", "malformed": "\(errors.malformed)", "pending": "\(pending.count)",
+        ])], publish: true)
         logger.info("deciding loop stopped")
     }
 
@@ -173,7 +224,9 @@ public final class DecidingLoop: @unchecked Sendable {
         descriptors.append(pollfd(fd: udev?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
         if let fd = mech.descriptor { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
         var timeoutMs: Int32 = heartbeatMilliseconds
-        if let next = mech.nextWake { timeoutMs = min(timeoutMs, Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0)) }
+        for next in [mech.nextWake, mech.isConnected ? pending.nextDue : nil, awaitingSessionSince.map { $0 &+ Self.sessionWaitNanoseconds }] {
+            if let next { timeoutMs = min(timeoutMs, Int32(clamping: next > now ? (next - now) / 1_000_000 + 1 : 0)) }
+        }
         if ledgerFailingSince != nil { timeoutMs = min(timeoutMs, 1000) }
         let ready = poll(&descriptors, nfds_t(descriptors.count), timeoutMs)
         guard ready > 0 else { return [] }
@@ -194,148 +247,333 @@ public final class DecidingLoop: @unchecked Sendable {
         return events
     }
 
-    /// Decides every reading among `events`, records everything in one transaction, then answers.
+    // MARK: A batch
+
+    /// One reading of the batch being decided.
+    private struct Decided {
+        var entryIndex: Int
+        var reading: MechReading
+        var epoch: Int64
+        var decision: Decision
+    }
+
+    /// An answer owed to the mech for a sentence of the batch.
+    private enum Owed {
+        /// The reading decided in this batch at `decided[index]`.
+        case decided(Int)
+        /// A repeated sentence: answered as its coin was (`original` in this batch, or `answer`).
+        case repeated(seq: UInt64, original: Int?, answer: Bool)
+    }
+
+    /// Decides every reading among `events`, records the batch in one transaction, answers,
+    /// then publishes. Confirmations settle pending coins in the same transaction.
     func handle(_ events: [MechEvent]) {
         guard !events.isEmpty else { return }
-        var batch: [LedgerEntry] = []
-        var replies: [Reply] = []
+        var batch = carriedOver
+        carriedOver = []
+        var decided: [Decided] = []
+        var owed: [Owed] = []
+        var settlements: [PendingCoins.Settlement] = []
+        /// Device seqs decided in this batch, for a sentence repeated within it.
+        var inBatch: [UInt64: Int] = [:]
         let current = chain.current
         for event in events {
             switch event {
             case .connected(let path):
                 logger.notice("mech connected", metadata: ["device": "\(path)"])
+                counters.connects.add(1, ordering: .relaxed)
                 batch.append(.event(.sourceConnected, source: sourceName, detail: ["device": path]))
                 mech.setInhibit(operatorInhibit || ledgerFailingSince != nil)
+                awaitingSessionSince = credit == .onConfirmation ? Self.now() : nil
             case .lost(let path, let reason):
                 logger.warning("mech lost", metadata: ["device": "\(path)", "reason": "\(reason)"])
                 batch.append(.event(.sourceLost, source: sourceName, detail: ["device": path, "reason": reason]))
-            case .status(.powerUp, _):
+            case .powerUp(let boot):
                 tracker.powerUp()
+                epochs.record(epoch: tracker.epoch, boot: boot)
                 answers.removeAll()
-                logger.notice("mech powered up", metadata: ["epoch": "\(tracker.epoch)"])
-                batch.append(.event(.mechPowerUp, source: sourceName, detail: ["epoch": "\(tracker.epoch)"]))
+                inBatch.removeAll()
+                logger.notice("mech powered up", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot.map(String.init) ?? "?")"])
+                var detail = ["epoch": "\(tracker.epoch)"]
+                if let boot { detail["boot"] = "\(boot)" }
+                batch.append(.event(.mechPowerUp, source: sourceName, detail: detail))
+            case .session(let boot):
+                switch epochs.session(boot, currentEpoch: tracker.epoch) {
+                case .same:
+                    break
+                case .assigned:
+                    epochs.record(epoch: tracker.epoch, boot: boot)
+                    batch.append(.event(.mechSession, source: sourceName, detail: ["epoch": "\(tracker.epoch)", "boot": "\(boot)"]))
+                case .newEpoch:
+                    tracker.powerUp()
+                    epochs.record(epoch: tracker.epoch, boot: boot)
+                    answers.removeAll()
+                    inBatch.removeAll()
+                    logger.warning("the mech powered up while the daemon was away: new epoch", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot)"])
+                    batch.append(.event(.mechPowerUp, source: sourceName, detail: ["epoch": "\(tracker.epoch)", "boot": "\(boot)", "implied": "true"]))
+                }
+                sessionKnown()
+                settlements += pending.unaskable(knownBoots: epochs.boots)
             case .status(let status, let detail):
                 logger.warning("mech status", metadata: ["status": "\(status.rawValue)", "detail": "\(detail ?? "")"])
                 batch.append(.event(.mechStatus, source: sourceName, detail: ["status": status.rawValue.lowercased(), "detail": detail ?? ""]))
             case .protocolError(let error):
                 counters.protocolErrors.add(1, ordering: .relaxed)
                 logger.warning("bad data from mech", metadata: ["error": "\(error)"])
-            case .reading(let seq, let measurement, let receivedAt, let rejection):
+            case .confirmation(let seq, let fate):
+                failpoints.hit(.confirmationReceived)
+                if let settlement = pending.settle(epoch: tracker.epoch, deviceSeq: seq, fate: fate, fromJournal: false) {
+                    settlements.append(settlement)
+                } else {
+                    logger.debug("confirmation for a coin that is not pending", metadata: ["devseq": "\(seq)", "fate": "\(fate)"])
+                }
+            case .journal(let boot, let seq, let fate):
+                failpoints.hit(.confirmationReceived)
+                if let epoch = epochs.epoch(ofBoot: boot),
+                   let settlement = pending.settle(epoch: epoch, deviceSeq: seq, fate: fate, fromJournal: true) {
+                    settlements.append(settlement)
+                } else {
+                    logger.debug("journal answer for a coin that is not pending", metadata: ["boot": "\(boot)", "devseq": "\(seq)", "fate": "\(fate)"])
+                }
+            case .reading(let reading):
                 let epoch: Int64
-                switch tracker.classify(seq, measurement) {
+                switch tracker.classify(reading.deviceSeq, reading.measurement) {
                 case .duplicate:
                     counters.duplicates.add(1, ordering: .relaxed)
-                    let answer = answers[seq] ?? false
-                    logger.info("duplicate sentence answered again", metadata: ["devseq": "\(seq)", "accept": "\(answer)"])
-                    replies.append(Reply(seq: seq, accept: answer))
+                    let original = inBatch[reading.deviceSeq]
+                    let answer = answers[reading.deviceSeq] ?? false
+                    logger.info("duplicate sentence answered again", metadata: ["devseq": "\(reading.deviceSeq)"])
+                    owed.append(.repeated(seq: reading.deviceSeq, original: original, answer: answer))
                     continue
                 case .impliedPowerUp(let newEpoch):
                     answers.removeAll()
+                    inBatch.removeAll()
                     logger.warning("device numbers went back without a power-up: new epoch", metadata: ["epoch": "\(newEpoch)"])
                     batch.append(.event(.mechPowerUp, source: sourceName, detail: ["epoch": "\(newEpoch)", "implied": "true"]))
                     epoch = newEpoch
+                    // Which session is this? The mech's answer names its boot for the new epoch.
+                    if credit == .onConfirmation { mech.askSession() }
                 case .new(let current):
                     epoch = current
                 }
-                let reading = Reading(
-                    deviceSeq: seq, timestampNanoseconds: receivedAt, diameterMM: measurement.diameterMM, weightG: measurement.weightG,
-                    thicknessMM: measurement.thicknessMM, channel: measurement.channel, source: sourceName)
                 let decision: Decision
-                if let rejection {
+                if let rejection = reading.rejection {
                     decision = Decision(rejectedBy: "source", chainGeneration: current.generation, reason: rejection,
                                         message: "the source could not measure this coin reliably")
                 } else if operatorInhibit {
                     decision = Decision(rejectedBy: "inhibit", chainGeneration: current.generation, reason: "inhibited", message: "the mech is inhibited")
                 } else {
-                    decision = current.decide(reading)
+                    decision = current.decide(Reading(
+                        deviceSeq: reading.deviceSeq, timestampNanoseconds: reading.sentAt, diameterMM: reading.measurement.diameterMM,
+                        weightG: reading.measurement.weightG, thicknessMM: reading.measurement.thicknessMM,
+                        channel: reading.measurement.channel, source: sourceName))
                 }
                 counters.readings.add(1, ordering: .relaxed)
-                replies.append(Reply(seq: seq, accept: decision.isAccept, receivedAt: receivedAt, epoch: epoch, batchIndex: batch.count))
-                batch.append(.decision(source: sourceName, epoch: epoch, reading: reading, decision: decision))
-                answers[seq] = decision.isAccept
                 logger.debug("decision", metadata: [
-                    "devseq": "\(seq)", "epoch": "\(epoch)", "reading": "\(reading)", "verdict": "\(decision.verdict)",
-                    "link": "\(decision.linkName)", "generation": "\(decision.chainGeneration)",
+                    "devseq": "\(reading.deviceSeq)", "epoch": "\(epoch)", "verdict": "\(decision.verdict)", "link": "\(decision.linkName)",
+                    "generation": "\(decision.chainGeneration)", "waited_us": "\((Self.now() &- reading.sentAt) / 1000)",
                 ])
+                inBatch[reading.deviceSeq] = decided.count
+                owed.append(.decided(decided.count))
+                decided.append(Decided(entryIndex: -1, reading: reading, epoch: epoch, decision: decision))
+                answers[reading.deviceSeq] = decision.isAccept
             }
         }
-        withdrawAcceptsPastDeadline(&batch, &replies)
-        let committed = commit(batch) != nil
-        var late: [LedgerEntry] = []
-        for reply in replies {
-            // The invariant: no accept reaches the mech unless its decision is on disk.
-            let accept = reply.accept && committed
-            if !mech.answer(deviceSeq: reply.seq, accept: accept) {
-                logger.warning("could not answer the mech", metadata: ["devseq": "\(reply.seq)"])
+
+        // Which accepts can still reach the mech in time, in which order the answers go.
+        let planned = AnswerPlan(owed.enumerated().map { position, owed in
+            switch owed {
+            case .decided(let index):
+                let accept = decided[index].decision.isAccept
+                return AnswerPlan.Answer(index: position, accept: accept, sentAt: decided[index].reading.sentAt,
+                                         transit: mech.answerTransitNanoseconds(deviceSeq: decided[index].reading.deviceSeq))
+            case .repeated(let seq, let original, let answer):
+                let accept = original.map { decided[$0].decision.isAccept } ?? answer
+                let sentAt = original.map { decided[$0].reading.sentAt } ?? Self.now()
+                return AnswerPlan.Answer(index: position, accept: accept, sentAt: sentAt, transit: mech.answerTransitNanoseconds(deviceSeq: seq))
             }
+        }, now: Self.now(), deadline: answerDeadline)
+        for position in planned.withdrawn {
+            guard case .decided(let index) = owed[position] else { continue }
+            decided[index].decision = withdrawn(decided[index])
+            answers[decided[index].reading.deviceSeq] = false
+        }
+        for index in decided.indices {
+            decided[index].entryIndex = batch.count
+            batch.append(.decision(source: sourceName, epoch: decided[index].epoch, reading: Reading(
+                deviceSeq: decided[index].reading.deviceSeq, timestampNanoseconds: decided[index].reading.sentAt,
+                diameterMM: decided[index].reading.measurement.diameterMM, weightG: decided[index].reading.measurement.weightG,
+                thicknessMM: decided[index].reading.measurement.thicknessMM, channel: decided[index].reading.measurement.channel,
+                source: sourceName), decision: decided[index].decision, credit: credit))
+        }
+        let settlementEntries = settlements.map { LedgerEntry.resolve(decisionSeq: $0.coin.seq, $0.resolution, message: $0.message) }
+        batch += settlementEntries
+
+        failpoints.hit(.beforeCommit)
+        let budget = planned.commitBudgetMilliseconds(now: Self.now(), deadline: answerDeadline)
+        let result = commit(batch, publish: false, busyTimeoutMilliseconds: budget ?? (decided.isEmpty ? Ledger.defaultBusyTimeoutMilliseconds : 1000))
+        if result != nil {
+            if !settlements.isEmpty { failpoints.hit(.confirmationCommitted) }
+            failpoints.hit(.afterCommit)
+        }
+
+        // Answers, in the planned order. No accept reaches the mech unless its decision is on disk.
+        var accepted: [Int: Bool] = [:]
+        for index in decided.indices {
+            var accept = decided[index].decision.isAccept && result != nil
+            if let result, case .duplicate(_, let wasAccepted) = result.outcomes[decided[index].entryIndex] {
+                // Already on the ledger (decided before a restart): answer as recorded.
+                accept = wasAccepted
+            }
+            accepted[index] = accept
+        }
+        var late: [LedgerEntry] = []
+        /// When the line is free again: answers written together queue on it.
+        var lineFreeAt: UInt64 = 0
+        for answer in planned.order {
+            let seq: UInt64, accept: Bool
+            switch owed[answer.index] {
+            case .decided(let index):
+                seq = decided[index].reading.deviceSeq
+                accept = accepted[index] ?? false
+            case .repeated(let repeatedSeq, let original, _):
+                seq = repeatedSeq
+                accept = original.map { accepted[$0] ?? false } ?? (answer.accept && result != nil)
+            }
+            if !mech.answer(deviceSeq: seq, accept: accept) {
+                logger.warning("could not answer the mech", metadata: ["devseq": "\(seq)", "accept": "\(accept)"])
+            }
+            lineFreeAt = max(lineFreeAt, Self.now()) &+ answer.transit
+            guard case .decided(let index) = owed[answer.index] else { continue }
             if accept {
                 counters.accepted.add(1, ordering: .relaxed)
-                if let deadline = answerDeadline, let receivedAt = reply.receivedAt,
-                   let lateBy = deadline.lateBy(receivedAt: receivedAt, answeredAt: Self.now(), transit: reply.transit) {
+                if let deadline = answerDeadline, let lateBy = deadline.lateBy(receivedAt: decided[index].reading.sentAt, answeredAt: lineFreeAt) {
                     let ms = String(format: "%.1f", Double(lateBy) / 1e6)
-                    logger.error("accept reached the mech after its deadline: the mech returned a coin the ledger credits",
-                                 metadata: ["devseq": "\(reply.seq)", "epoch": "\(reply.epoch)", "late_by_ms": "\(ms)"])
-                    late.append(.event(.lateAnswer, source: sourceName, detail: ["epoch": "\(reply.epoch)", "devseq": "\(reply.seq)", "late_by_ms": ms]))
+                    logger.error("accept reached the mech after its deadline: the mech returns the coin",
+                                 metadata: ["devseq": "\(seq)", "epoch": "\(decided[index].epoch)", "late_by_ms": "\(ms)"])
+                    late.append(.event(.lateAnswer, source: sourceName, detail: ["epoch": "\(decided[index].epoch)", "devseq": "\(seq)", "late_by_ms": ms]))
                 }
             } else {
                 counters.rejected.add(1, ordering: .relaxed)
             }
         }
-        if !committed {
-            for reply in replies where reply.accept { answers[reply.seq] = false }
+        failpoints.hit(.answerWritten)
+
+        guard let result else {
+            // Nothing was recorded: the accepts were answered "return"; forget them.
+            for item in decided where item.decision.isAccept { answers[item.reading.deviceSeq] = false }
+            return
         }
+        // Accepts now wait for the mech; settled coins leave the pending set.
+        let answeredAt = Self.now()
+        for (index, item) in decided.enumerated() where accepted[index] == true {
+            guard case .recorded(let events) = result.outcomes[item.entryIndex], let decisionEvent = events.first else { continue }
+            if credit == .onConfirmation {
+                pending.add(seq: decisionEvent.seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: answeredAt)
+            } else {
+                counters.credited.add(1, ordering: .relaxed)
+            }
+        }
+        countSettlements(settlements, outcomes: Array(result.outcomes.suffix(settlementEntries.count)))
+        pending.settled(settlements)
+        hub.publish(result.events)
+        failpoints.hit(.published)
         if !late.isEmpty {
             counters.lateAnswers.add(UInt64(late.count), ordering: .relaxed)
-            commit(late)
+            commit(late, publish: true)
         }
     }
 
-    /// One answer owed to the mech; readings decided in this batch know when they arrived.
-    private struct Reply {
-        var seq: UInt64
-        var accept: Bool
-        var receivedAt: UInt64?
-        var epoch: Int64 = 0
-        var batchIndex: Int?
-        /// The answer's time on the line, once an accept has been checked against the deadline.
-        var transit: UInt64 = 0
+    /// The decision recorded instead of an accept that could no longer reach the mech in time.
+    private func withdrawn(_ item: Decided) -> Decision {
+        let waited = String(format: "%.1f", Double(Self.now() &- item.reading.sentAt) / 1e6)
+        let deadlineMs = String(format: "%g", Double(answerDeadline?.deadlineNanoseconds ?? 0) / 1e6)
+        counters.deadlineWithdrawn.add(1, ordering: .relaxed)
+        logger.warning("accept withdrawn: too late for the mech's deadline", metadata: [
+            "devseq": "\(item.reading.deviceSeq)", "waited_ms": "\(waited)", "link": "\(item.decision.linkName)",
+        ])
+        return Decision(rejectedBy: "deadline", chainGeneration: item.decision.chainGeneration, reason: "deadline_passed",
+                        message: "decided \(waited) ms after the reading left the mech, too late for its \(deadlineMs) ms deadline (\(item.decision.linkName) accepted it)")
     }
 
-    /// Turns every accept the mech will have given up on before the commit can finish into a
-    /// `deadline_passed` rejection, so the ledger never credits a coin the mech returns.
-    private func withdrawAcceptsPastDeadline(_ batch: inout [LedgerEntry], _ replies: inout [Reply]) {
-        guard let deadline = answerDeadline else { return }
+    private func countSettlements(_ settlements: [PendingCoins.Settlement], outcomes: [EntryOutcome]) {
+        for (settlement, outcome) in zip(settlements, outcomes) {
+            guard case .recorded = outcome else { continue }
+            switch settlement.resolution {
+            case .credited: counters.credited.add(1, ordering: .relaxed)
+            case .returned: counters.returnedAfterAccept.add(1, ordering: .relaxed)
+            case .unconfirmed:
+                counters.unconfirmed.add(1, ordering: .relaxed)
+                logger.warning("coin unconfirmed: it is not credit; match it against the cash box", metadata: [
+                    "epoch": "\(settlement.coin.epoch)", "devseq": "\(settlement.coin.deviceSeq)", "why": "\(settlement.message)",
+                ])
+            }
+        }
+    }
+
+    // MARK: Pending coins
+
+    /// The mech's session is known: every pending coin may be asked about now.
+    private func sessionKnown() {
+        awaitingSessionSince = nil
+        pending.askAllNow(Self.now())
+    }
+
+    /// Asks the mech about pending coins whose confirmation is overdue; settles as unconfirmed
+    /// those it leaves unanswered too often, or whose session it cannot be asked about.
+    private func queryPendingCoins() {
+        guard credit == .onConfirmation, mech.isConnected, !pending.isEmpty else { return }
         let now = Self.now()
-        for index in replies.indices where replies[index].accept {
-            replies[index].transit = mech.answerTransitNanoseconds(deviceSeq: replies[index].seq)
-            guard let receivedAt = replies[index].receivedAt, let batchIndex = replies[index].batchIndex,
-                  !deadline.canCredit(receivedAt: receivedAt, now: now, transit: replies[index].transit),
-                  case .decision(let source, let epoch, let reading, let decided) = batch[batchIndex] else { continue }
-            let ms = Double(deadline.deadlineNanoseconds) / 1e6
-            let waited = String(format: "%.1f", Double(now &- receivedAt) / 1e6)
-            batch[batchIndex] = .decision(source: source, epoch: epoch, reading: reading, decision: Decision(
-                rejectedBy: "deadline", chainGeneration: decided.chainGeneration, reason: "deadline_passed",
-                message: "decided \(waited) ms after the reading, too late for the mech's \(String(format: "%g", ms)) ms deadline (\(decided.linkName) accepted it)"))
-            replies[index].accept = false
-            answers[replies[index].seq] = false
-            counters.deadlineWithdrawn.add(1, ordering: .relaxed)
-            logger.warning("accept withdrawn: decided too late for the mech's deadline", metadata: [
-                "devseq": "\(replies[index].seq)", "waited_ms": "\(waited)", "link": "\(decided.linkName)",
-            ])
+        if let since = awaitingSessionSince {
+            guard now &- since >= Self.sessionWaitNanoseconds else { return }
+            logger.warning("the mech did not name its session; asking about pending coins by the boots on record")
+            sessionKnown()
         }
+        var settlements: [PendingCoins.Settlement] = []
+        for coin in pending.due(now: now) {
+            guard let boot = epochs.boots[coin.epoch] else {
+                settlements += pending.unaskable(knownBoots: epochs.boots).filter { $0.coin == coin }
+                continue
+            }
+            if let gaveUp = pending.queried(coin, now: now) {
+                settlements.append(gaveUp)
+            } else if mech.query(boot: boot, deviceSeq: coin.deviceSeq) {
+                counters.queries.add(1, ordering: .relaxed)
+                logger.debug("asked the mech about a pending coin", metadata: ["boot": "\(boot)", "devseq": "\(coin.deviceSeq)"])
+            }
+        }
+        if !settlements.isEmpty { settle(settlements) }
     }
 
-    /// Appends `batch` and publishes it; on failure starts the fail-safe (return everything,
-    /// inhibit the mech). Returns the recorded events, or nil if the ledger failed.
+    /// Records `settlements` on their own (outside a batch of readings) and publishes them.
+    private func settle(_ settlements: [PendingCoins.Settlement]) {
+        let entries = settlements.map { LedgerEntry.resolve(decisionSeq: $0.coin.seq, $0.resolution, message: $0.message) }
+        guard let result = commit(entries, publish: false) else { return }
+        failpoints.hit(.confirmationCommitted)
+        hub.publish(result.events)
+        countSettlements(settlements, outcomes: result.outcomes)
+        pending.settled(settlements)
+    }
+
+    // MARK: Ledger
+
+    /// Appends `batch` (and publishes it unless the caller publishes after answering); on
+    /// failure starts the fail-safe (return everything, inhibit the mech) unless another
+    /// writer merely held the database past the deadline. Returns nil if nothing was recorded.
     @discardableResult
-    private func commit(_ batch: [LedgerEntry]) -> [LedgerEvent]? {
-        guard !batch.isEmpty else { return [] }
+    private func commit(_ batch: [LedgerEntry], publish: Bool, busyTimeoutMilliseconds: Int = Ledger.defaultBusyTimeoutMilliseconds) -> AppendResult? {
+        guard !batch.isEmpty else { return AppendResult(outcomes: [], events: []) }
         do throws(LedgerError) {
-            let recorded = try ledger.append(batch)
+            let result = try ledger.append(batch, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
             if let since = ledgerFailingSince { recovered(failedFor: Self.now() - since) }
-            hub.publish(recorded)
-            return recorded
+            if publish { hub.publish(result.events) }
+            return result
         } catch {
+            carryOver(batch)
+            if case .busy = error {
+                logger.warning("ledger busy: another process holds it; the batch's coins are returned", metadata: ["error": "\(error)"])
+                return nil
+            }
             if ledgerFailingSince == nil {
                 ledgerFailingSince = Self.now()
                 logger.critical("ledger cannot write: returning every coin and inhibiting the mech", metadata: ["error": "\(error)"])
@@ -347,47 +585,67 @@ public final class DecidingLoop: @unchecked Sendable {
         }
     }
 
+    /// Keeps the events of a failed batch for the next one (decisions are not kept: their coins
+    /// were returned; settlements are not kept: the coins stay pending and are asked about again).
+    private func carryOver(_ batch: [LedgerEntry]) {
+        for entry in batch {
+            if case .event = entry, carriedOver.count < 1000 { carriedOver.append(entry) }
+        }
+    }
+
     private func runCommands() {
         for command in commands.withLock({ queued in defer { queued.removeAll() }; return queued }) {
             switch command {
             case .inhibit(let on, let by, let completion):
                 operatorInhibit = on
                 mech.setInhibit(on || ledgerFailingSince != nil)
+                publishState()
                 logger.notice(on ? "mech inhibited" : "mech inhibit lifted", metadata: ["by": "\(by)"])
-                if let recorded = commit([.event(.inhibit, source: sourceName, detail: ["on": "\(on)", "by": by])]) {
-                    completion(.success(["inhibited": .bool(on), "seq": .int(recorded.first?.seq ?? 0)]))
+                if let recorded = commit([.event(.inhibit, source: sourceName, detail: ["on": "\(on)", "by": by])], publish: true) {
+                    completion(.success(["inhibited": .bool(on), "seq": .int(recorded.events.first?.seq ?? 0)]))
                 } else {
                     completion(.failure(CommandError(.unavailable, "the mech is \(on ? "inhibited" : "no longer inhibited"), but the ledger cannot record it")))
                 }
             case .install(let new, let completion):
-                let old = chain.swap(new)
+                let old = chain.current
                 let detail = ["generation": "\(new.generation)", "previous": "\(old.generation)", "links": new.composition,
                               "fingerprint": new.fingerprint]
+                // Recorded first: a reload the ledger cannot record does not happen.
+                guard let recorded = commit([.event(.reload, source: nil, detail: detail)], publish: false) else {
+                    logger.error("reload not recorded: the ledger cannot write; generation \(old.generation) keeps deciding")
+                    completion(.failure(CommandError(.unavailable, "the ledger cannot record the reload: chain generation \(old.generation) keeps deciding")))
+                    continue
+                }
+                failpoints.hit(.reloadSwap)
+                chain.swap(new)
+                hub.publish(recorded.events)
                 logger.notice("chain reloaded", metadata: ["generation": "\(new.generation)", "fingerprint": "\(new.fingerprint)"])
-                let recorded = commit([.event(.reload, source: nil, detail: detail)])
                 completion(.success([
                     "generation": .int(Int64(new.generation)), "fingerprint": .string(new.fingerprint),
                     "links": .array(new.links.map { .string("\($0.name)=\($0.origin.plugin)@\($0.origin.version)") }),
-                    "seq": .int(recorded?.first?.seq ?? 0),
+                    "seq": .int(recorded.events.first?.seq ?? 0),
                 ]))
             case .reloadFailed(let reason, let completion):
-                _ = commit([.event(.reloadFailed, source: nil, detail: ["reason": reason, "generation": "\(chain.current.generation)"])])
+                _ = commit([.event(.reloadFailed, source: nil, detail: ["reason": reason, "generation": "\(chain.current.generation)"])], publish: true)
                 completion(.failure(CommandError(.failed, "reload failed, chain generation \(chain.current.generation) keeps deciding: \(reason)")))
             case .collect(let by, let completion):
-                guard let event = commit([.collect(by: by)])?.first else {
+                guard let event = commit([.collect(by: by)], publish: true)?.events.first else {
                     completion(.failure(CommandError(.unavailable, "the ledger cannot write: nothing collected")))
                     continue
                 }
-                let rows = event.detail.flatMap(JSON.parse)?["collected"]?.string.flatMap(JSON.parse) ?? .array([])
+                failpoints.hit(.collect)
+                let detail = event.detail.flatMap(JSON.parse)
+                let rows = detail?["collected"]?.string.flatMap(JSON.parse) ?? .array([])
+                let unconfirmed = detail?["unconfirmed"]?.string.flatMap(JSON.parse) ?? .array([])
                 logger.notice("cash box collected", metadata: ["by": "\(by)", "seq": "\(event.seq)"])
-                completion(.success(["seq": .int(event.seq), "collected": rows]))
+                completion(.success(["seq": .int(event.seq), "collected": rows, "unconfirmed": unconfirmed]))
             }
         }
     }
 
     private func publishState() {
         let snapshot = State(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason,
-                             inhibited: operatorInhibit, ledgerFailing: ledgerFailingSince != nil)
+                             inhibited: operatorInhibit, ledgerFailing: ledgerFailingSince != nil, pending: pending.count)
         state.withLock { $0 = snapshot }
     }
 
@@ -397,8 +655,10 @@ public final class DecidingLoop: @unchecked Sendable {
         guard now - lastRecoveryAttempt > 5_000_000_000 else { return }
         lastRecoveryAttempt = now
         let seconds = String(format: "%.1f", Double(now - since) / 1e9)
-        if let recorded = try? ledger.append([.event(.ledgerRecovered, source: nil, detail: ["failed_for_s": seconds])]) {
-            hub.publish(recorded)
+        let entries = carriedOver + [.event(.ledgerRecovered, source: nil, detail: ["failed_for_s": seconds])]
+        if let recorded = try? ledger.append(entries) {
+            carriedOver = []
+            hub.publish(recorded.events)
             ledgerFailingSince = nil
             logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(seconds)"])
             mech.setInhibit(operatorInhibit)

@@ -26,6 +26,9 @@ public final class Reloader: @unchecked Sendable {
     private let wakePipe = WakePipe()
     private var inotify: Int32 = -1
     private var thread: Thread?
+    /// The last generation handed out: a reload built while the previous one still waits to be
+    /// installed must not get the same number (the reloader's thread alone touches it).
+    private var lastGeneration: UInt64 = 0
     /// Quiet time after the last file event before reloading (editors and copies write in bursts).
     static let debounceNanoseconds: UInt64 = 300_000_000
 
@@ -147,7 +150,8 @@ public final class Reloader: @unchecked Sendable {
             || configuration.stateDirectory != running.stateDirectory || configuration.pluginDirectory != running.pluginDirectory {
             logger.warning("only the chain is reloaded; source, socket and directory changes take effect at the next restart")
         }
-        let generation = holder.current.generation + 1
+        lastGeneration = max(lastGeneration, holder.current.generation) + 1
+        let generation = lastGeneration
         let chain: Chain
         do {
             chain = try Daemon.buildChain(configuration, generation: generation, logger: logger)

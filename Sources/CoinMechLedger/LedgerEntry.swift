@@ -1,12 +1,22 @@
 import CoinMechChain
 
-/// Kinds of ledger events. Decisions and operator actions share one sequence (`seq`).
+/// Kinds of ledger events. Decisions, credits and operator actions share one sequence (`seq`).
 public enum EventKind: String, Sendable, Codable, CaseIterable {
+    /// A reading and its verdict. An accept is `pending` until the mech confirms the coin.
     case decision
+    /// An accepted coin the mech stored: customer credit. Moves the totals.
+    case coin
+    /// An accepted coin the mech returned after all (bounced, too late, lost power first).
+    case coinReturned = "coin_returned"
+    /// An accepted coin no confirmation can resolve: audit data, never credit.
+    case coinUnconfirmed = "coin_unconfirmed"
     /// The mech reported a status (`jam`, `tamper`, `ok`); detail `status`, `detail`.
     case mechStatus = "mech_status"
-    /// The mech powered up: device sequence numbers restart; detail `epoch`, `implied`.
+    /// The mech powered up: device sequence numbers restart; detail `epoch`, `boot`, `implied`.
     case mechPowerUp = "mech_power_up"
+    /// The mech named its boot number for the current epoch (answer to the host's hello);
+    /// detail `epoch`, `boot`.
+    case mechSession = "mech_session"
     case sourceConnected = "source_connected"
     case sourceLost = "source_lost"
     case startup
@@ -17,18 +27,73 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     case reloadFailed = "reload_failed"
     /// The ledger could not write for a while and then could again; detail `failed_for_s`.
     case ledgerRecovered = "ledger_recovered"
-    /// An accept reached the mech after its deadline (the commit overran): the mech returned
-    /// a coin the ledger credits. Detail `epoch`, `devseq`, `late_by_ms`.
+    /// An accept reached the mech after its deadline (the commit overran). With confirmations
+    /// the coin stays pending and the mech's answer settles it. Detail `epoch`, `devseq`, `late_by_ms`.
     case lateAnswer = "late_answer"
+
+    /// The kinds that settle an accepted coin.
+    public static let resolutions: Set<EventKind> = [.coin, .coinReturned, .coinUnconfirmed]
+}
+
+/// How an accept becomes credit.
+public enum CreditRule: Sendable, Hashable {
+    /// Pending until the mech confirms the coin was stored (`$CMC,…,S`).
+    case onConfirmation
+    /// Credited with the decision: the mech's report already means "stored" (a pulse), or the
+    /// mech cannot confirm (then the answer is taken for the coin).
+    case atOnce
+}
+
+/// What became of a pending coin.
+public enum Resolution: String, Sendable, Hashable, CaseIterable {
+    case credited
+    case returned
+    case unconfirmed
+
+    var kind: EventKind {
+        switch self {
+        case .credited: .coin
+        case .returned: .coinReturned
+        case .unconfirmed: .coinUnconfirmed
+        }
+    }
 }
 
 /// Something to record.
 public enum LedgerEntry: Sendable {
-    /// A reading and its decision; (`source`, `epoch`, `deviceSeq`) identifies the coin.
-    case decision(source: String, epoch: Int64, reading: Reading, decision: Decision)
-    /// An event; for `mechPowerUp` with an `epoch` detail, the source's epoch is updated too.
+    /// A reading and its decision; (`source`, `epoch`, `deviceSeq`) identifies the coin. An
+    /// accept is recorded `pending` (`.onConfirmation`) or credited at once (`.atOnce`, which
+    /// also records its `coin` event).
+    case decision(source: String, epoch: Int64, reading: Reading, decision: Decision, credit: CreditRule)
+    /// Settles the pending accept recorded as `decisionSeq`; `message` says why for people.
+    /// Nothing is recorded if the coin is no longer pending.
+    case resolve(decisionSeq: Int64, Resolution, message: String? = nil)
+    /// An event. `mechPowerUp` and `mechSession` with `epoch` (and `boot`) details move the
+    /// source's epoch and record its boot number.
     case event(EventKind, source: String?, detail: [String: String] = [:])
     /// Closes the cash-box period: records a `collect` event whose detail holds `by` and the
     /// period's totals (`collected`, JSON), and resets the current period. Lifetime totals stay.
     case collect(by: String)
+}
+
+/// What one entry of an `append` came to.
+public enum EntryOutcome: Sendable, Equatable {
+    /// Recorded as these events (a decision credited at once is two: the decision and its coin).
+    case recorded([LedgerEvent])
+    /// A decision for a coin already on the ledger (same source, epoch and device seq): nothing
+    /// recorded; the coin was decided before, with this verdict.
+    case duplicate(seq: Int64, accepted: Bool)
+    /// A resolution for a coin that was no longer pending: nothing recorded.
+    case alreadySettled
+}
+
+/// The outcome of an `append`: per entry, and every recorded event in `seq` order.
+public struct AppendResult: Sendable {
+    public var outcomes: [EntryOutcome]
+    public var events: [LedgerEvent]
+
+    public init(outcomes: [EntryOutcome], events: [LedgerEvent]) {
+        self.outcomes = outcomes
+        self.events = events
+    }
 }

@@ -3,6 +3,9 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     case open(path: String, message: String)
     /// The disk or the database size limit is full.
     case full(message: String)
+    /// Another connection held the write lock past the time this write could wait (what was
+    /// left of the mech's deadline): nothing was written, the disk is fine.
+    case busy(message: String)
     case write(message: String)
     case read(message: String)
 
@@ -10,6 +13,7 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .open(let path, let message): "ledger \(path): cannot open: \(message)"
         case .full(let message): "ledger full: \(message)"
+        case .busy(let message): "ledger busy (another writer holds it): \(message)"
         case .write(let message): "ledger write failed: \(message)"
         case .read(let message): "ledger read failed: \(message)"
         }

@@ -22,12 +22,16 @@ public struct LedgerEvent: Sendable, Hashable, Codable {
     public var chainGeneration: Int64?
     /// Operator events' details (JSON object text).
     public var detail: String?
+    /// For an accepted decision: `pending`, `credited`, `returned` or `unconfirmed`.
+    public var state: String?
+    /// For `coin`, `coin_returned` and `coin_unconfirmed`: the `seq` of the decision they settle.
+    public var refSeq: Int64?
 
     public init(
         seq: Int64, time: Double, kind: String, source: String? = nil, epoch: Int64? = nil, deviceSeq: Int64? = nil,
         diameterMM: Double? = nil, weightG: Double? = nil, thicknessMM: Double? = nil, channel: Int64? = nil, verdict: String? = nil,
         currency: String? = nil, denomination: String? = nil, valueMinor: Int64? = nil, link: String? = nil, reason: String? = nil,
-        message: String? = nil, chainGeneration: Int64? = nil, detail: String? = nil
+        message: String? = nil, chainGeneration: Int64? = nil, detail: String? = nil, state: String? = nil, refSeq: Int64? = nil
     ) {
         self.seq = seq
         self.time = time
@@ -48,5 +52,12 @@ public struct LedgerEvent: Sendable, Hashable, Codable {
         self.message = message
         self.chainGeneration = chainGeneration
         self.detail = detail
+        self.state = state
+        self.refSeq = refSeq
     }
+}
+
+extension LedgerEvent {
+    /// An accepted decision: not money until the mech stores the coin (a `coin` event follows).
+    public var isPendingAccept: Bool { kind == EventKind.decision.rawValue && verdict == "accept" }
 }

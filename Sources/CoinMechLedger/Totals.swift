@@ -16,14 +16,21 @@ public struct TotalsRow: Sendable, Hashable, Codable {
     }
 }
 
-/// Totals since the last collection (the cash box) and over the ledger's lifetime.
+/// Credit since the last collection (the cash box) and over the ledger's lifetime, and, for
+/// audit, the accepts not (yet) credited: `pending` (waiting for the mech to store them) and
+/// `unconfirmed` since the last collection (no confirmation can settle them: match them
+/// against the cash box). Only credited coins are customer credit.
 public struct Totals: Sendable, Hashable, Codable {
     public var current: [TotalsRow]
     public var lifetime: [TotalsRow]
+    public var pending: [TotalsRow]
+    public var unconfirmed: [TotalsRow]
 
-    public init(current: [TotalsRow], lifetime: [TotalsRow]) {
+    public init(current: [TotalsRow], lifetime: [TotalsRow], pending: [TotalsRow] = [], unconfirmed: [TotalsRow] = []) {
         self.current = current
         self.lifetime = lifetime
+        self.pending = pending
+        self.unconfirmed = unconfirmed
     }
 
     /// Value per currency of a period's rows.
@@ -35,9 +42,23 @@ public struct Totals: Sendable, Hashable, Codable {
 /// What the ledger knows of a source, to continue its device numbering after a restart.
 public struct SourceState: Sendable {
     public var epoch: Int64
+    /// The mech's boot number for `epoch`, once the mech has named it.
+    public var boot: UInt64?
     public var lastDeviceSeq: UInt64?
     /// The latest decisions of the current epoch, oldest first.
     public var recent: [RecentDecision]
+}
+
+/// An accepted coin waiting for the mech to say what became of it.
+public struct PendingRecord: Sendable, Hashable {
+    /// The decision's `seq`.
+    public var seq: Int64
+    public var epoch: Int64
+    /// The boot number of the mech's session the coin was decided in, if known.
+    public var boot: UInt64?
+    public var deviceSeq: UInt64
+    /// Seconds since 1970 of the decision's commit.
+    public var time: Double
 }
 
 public struct RecentDecision: Sendable, Hashable {

@@ -26,6 +26,8 @@ public struct ChainBuildError: Error, Sendable, Equatable, CustomStringConvertib
     public enum Cause: Sendable, Equatable {
         case plugin(PluginLoadError)
         case duplicateName
+        /// The name is one the host gives its own decisions ("source", "inhibit", "deadline", …).
+        case reservedName
         case empty
     }
 
@@ -39,6 +41,8 @@ public struct ChainBuildError: Error, Sendable, Equatable, CustomStringConvertib
         switch cause {
         case .plugin(let error): "chain link \(position) '\(link)': \(error)"
         case .duplicateName: "chain link \(position) '\(link)': another link already has this name"
+        case .reservedName:
+            "chain link \(position) '\(link)': the host names its own decisions so (reserved: \(Chain.reservedLinkNames.sorted().joined(separator: ", "))); give the link another name"
         case .empty: "the chain has no links: every coin would be rejected"
         }
     }
@@ -58,6 +62,9 @@ public struct ChainBuilder: Sendable {
         var names: Set<String> = []
         for (offset, spec) in specs.enumerated() {
             let position = offset + 1
+            guard !Chain.reservedLinkNames.contains(spec.name) else {
+                throw ChainBuildError(position: position, link: spec.name, cause: .reservedName)
+            }
             guard names.insert(spec.name).inserted else {
                 throw ChainBuildError(position: position, link: spec.name, cause: .duplicateName)
             }

@@ -2,8 +2,9 @@ import Foundation
 
 /// The socket API's constants and message shapes (docs/PROTOCOL.md).
 public enum ClientProtocol {
-    /// Bumped on any incompatible change.
-    public static let version: Int64 = 1
+    /// Bumped on any incompatible change. 2: credit on the mech's confirmation (`coin` events;
+    /// accepted decisions are pending and sent to subscribers only on request).
+    public static let version: Int64 = 2
     /// The longest request line the daemon reads, in bytes (newline excluded).
     public static let maximumRequestLength = 4096
     /// Events a subscriber may have waiting before it is disconnected with `overflow`.

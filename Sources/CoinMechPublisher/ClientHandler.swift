@@ -56,6 +56,9 @@ final class ClientHandler: ChannelInboundHandler {
     private var heldLive: [LedgerEvent] = []
     private var replayCaughtUp = false
     private var closing = false
+    /// The subscriber asked for accepted decisions too (coins pending the mech's confirmation);
+    /// otherwise money arrives as `coin` events only.
+    private var includePending = false
 
     init(shared: PublisherContext, peer: PeerCredentials) {
         self.shared = shared
@@ -132,8 +135,12 @@ final class ClientHandler: ChannelInboundHandler {
             case "subscribe":
                 let last = try ledger { try $0.lastSeq() }
                 let since = try integer(fields, "since", default: last, range: 0...Int64.max)
+                guard let pending = fields["pending"].map({ $0 == .null ? false : $0.bool }) ?? false else {
+                    throw CommandError(.badRequest, "\"pending\" must be true or false")
+                }
                 guard case .none = subscription else { throw CommandError(.badRequest, "already subscribed on this connection") }
-                send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last)]))
+                includePending = pending
+                send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last), "pending": .bool(pending)]))
                 subscribe(since: since)
             case "inhibit":
                 guard let on = fields["on"]?.bool else { throw CommandError(.badRequest, "\"on\" must be true or false") }
@@ -233,8 +240,10 @@ final class ClientHandler: ChannelInboundHandler {
 
     private func enqueue(_ events: [LedgerEvent]) {
         for event in events where event.seq > queuedThrough {
-            queue.append(event)
             queuedThrough = event.seq
+            // An accept is not money until the mech stores the coin (`coin`): shown on request.
+            if !includePending, event.isPendingAccept { continue }
+            queue.append(event)
         }
     }
 

@@ -23,6 +23,8 @@ extension LedgerEvent {
         put("reason", reason.map(JSON.string))
         put("message", message.map(JSON.string))
         put("chain_generation", chainGeneration.map(JSON.int))
+        put("state", state.map(JSON.string))
+        put("ref_seq", refSeq.map(JSON.int))
         if let detail, let parsed = JSON.parse(detail) { object["detail"] = parsed }
         return .object(object)
     }
@@ -41,6 +43,8 @@ extension Totals {
         return [
             "current": .array(current.map(\.json)), "lifetime": .array(lifetime.map(\.json)),
             "current_value": values(current), "lifetime_value": values(lifetime),
+            "pending": .array(pending.map(\.json)), "pending_value": values(pending),
+            "unconfirmed": .array(unconfirmed.map(\.json)), "unconfirmed_value": values(unconfirmed),
         ]
     }
 }

@@ -46,20 +46,26 @@ public final class SocketServer: Sendable {
             }
             return
         }
+        // Bound, listening, with its mode and group, under a private name first; then renamed
+        // into place: a client never finds a socket file that refuses it or has the wrong mode.
+        let staging = "\((path as NSString).deletingLastPathComponent)/.\((path as NSString).lastPathComponent).\(getpid())"
         do {
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            channel = try bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).wait()
+            channel = try bootstrap.bind(unixDomainSocketPath: staging, cleanupExistingSocketFile: true).wait()
         } catch {
             throw SocketServerError(message: "\(path): cannot listen: \(error)")
         }
-        guard chmod(path, mode_t(mode)) == 0 else {
+        guard chmod(staging, mode_t(mode)) == 0 else {
             throw SocketServerError(message: "\(path): chmod \(String(mode, radix: 8)): \(String(cString: strerror(errno)))")
         }
         if let groupName {
             guard let entry = getgrnam(groupName) else { throw SocketServerError(message: "\(path): no group '\(groupName)'") }
-            guard chown(path, uid_t.max, entry.pointee.gr_gid) == 0 else {
+            guard chown(staging, uid_t.max, entry.pointee.gr_gid) == 0 else {
                 throw SocketServerError(message: "\(path): chown to group \(groupName): \(String(cString: strerror(errno)))")
             }
+        }
+        guard rename(staging, path) == 0 else {
+            throw SocketServerError(message: "\(path): cannot put the socket in place: \(String(cString: strerror(errno)))")
         }
     }
 

@@ -152,13 +152,29 @@ public struct FrameParser: Sendable {
     static func frame(_ fields: [String]) throws(FieldError) -> SerialFrame {
         switch fields.first {
         case "CMR":
-            guard fields.count == 4 || fields.count == 5 else { throw FieldError(reason: "CMR takes 3 or 4 fields") }
-            let thickness: Double? = fields.count == 5 ? try number(fields[4], "thickness") : nil
-            return .reading(deviceSeq: try sequence(fields[1]), diameterMM: try number(fields[2], "diameter"),
-                            weightG: try number(fields[3], "weight"), thicknessMM: thickness)
+            guard (4...6).contains(fields.count) else { throw FieldError(reason: "CMR takes 3 to 5 fields") }
+            let thickness: Double? = fields.count >= 5 && !fields[4].isEmpty ? try measure(fields[4], .thickness) : nil
+            let clock: UInt64? = fields.count == 6 ? try number(fields[5], "mech clock") : nil
+            return .reading(SensorReading(
+                deviceSeq: try number(fields[1], "device sequence"), diameterMM: try measure(fields[2], .diameter),
+                weightG: try measure(fields[3], .weight), thicknessMM: thickness, mechMilliseconds: clock))
         case "CMD":
             guard fields.count == 3, fields[2] == "A" || fields[2] == "R" else { throw FieldError(reason: "CMD takes devseq and A or R") }
-            return .decision(deviceSeq: try sequence(fields[1]), accept: fields[2] == "A")
+            return .decision(deviceSeq: try number(fields[1], "device sequence"), accept: fields[2] == "A")
+        case "CMC":
+            guard fields.count == 3, let fate = CoinFate(rawValue: fields[2]), fate != .unknown else {
+                throw FieldError(reason: "CMC takes devseq and S or R")
+            }
+            return .confirmation(deviceSeq: try number(fields[1], "device sequence"), fate: fate)
+        case "CMQ":
+            guard fields.count == 3 else { throw FieldError(reason: "CMQ takes boot and devseq") }
+            return .query(boot: try number(fields[1], "boot"), deviceSeq: try number(fields[2], "device sequence"))
+        case "CMJ":
+            guard fields.count == 4, let fate = CoinFate(rawValue: fields[3]) else { throw FieldError(reason: "CMJ takes boot, devseq and S, R or U") }
+            return .journal(boot: try number(fields[1], "boot"), deviceSeq: try number(fields[2], "device sequence"), fate: fate)
+        case "CMH":
+            guard fields.count == 1 else { throw FieldError(reason: "CMH takes no fields") }
+            return .hello
         case "CMS":
             guard fields.count == 2 || fields.count == 3, let status = MechStatus(rawValue: fields[1]) else {
                 throw FieldError(reason: "unknown status")
@@ -172,14 +188,34 @@ public struct FrameParser: Sendable {
         }
     }
 
-    static func sequence(_ field: String) throws(FieldError) -> UInt64 {
-        guard let value = UInt64(field) else { throw FieldError(reason: "bad device sequence '\(field)'") }
+    static func number(_ field: String, _ name: String) throws(FieldError) -> UInt64 {
+        guard let value = UInt64(field) else { throw FieldError(reason: "bad \(name) '\(field)'") }
         return value
     }
 
-    /// Mech firmware prints plain decimals; `nan` and `inf` pass through for the sanity guard.
-    static func number(_ field: String, _ name: String) throws(FieldError) -> Double {
-        guard !field.isEmpty, field.count <= 16, let value = Double(field) else { throw FieldError(reason: "bad \(name) '\(field)'") }
+    /// What a coin's measurement on each axis may be: beyond it, the figure is a fault of the
+    /// sensor or the line, not a coin.
+    enum Axis: String {
+        case diameter, weight, thickness
+
+        /// The largest figure a coin mech could measure (mm or g): ten times the largest coin.
+        var limit: Double {
+            switch self {
+            case .diameter: 500
+            case .weight: 1000
+            case .thickness: 100
+            }
+        }
+    }
+
+    /// A measurement as mech firmware prints it: a plain decimal. NaN, infinities, negative
+    /// and absurd figures are malformed: they would be stored as NULL, compare unequal to
+    /// themselves (breaking duplicate detection) and mean a broken sensor, not a coin.
+    static func measure(_ field: String, _ axis: Axis) throws(FieldError) -> Double {
+        guard !field.isEmpty, field.count <= 16, let value = Double(field) else { throw FieldError(reason: "bad \(axis.rawValue) '\(field)'") }
+        guard value.isFinite, value >= 0, value <= axis.limit else {
+            throw FieldError(reason: "\(axis.rawValue) '\(field)' is not a measurement (0 to \(Int(axis.limit)))")
+        }
         return value
     }
 

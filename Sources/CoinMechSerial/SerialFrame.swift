@@ -1,12 +1,26 @@
-/// One sentence of the raw-sensor mech's line protocol (NMEA style, ASCII, XOR checksum):
+/// One sentence of the raw-sensor mech's line protocol (NMEA style, ASCII, XOR checksum;
+/// docs/HARDWARE.md has the whole exchange):
 ///
-///     $CMR,<devseq>,<diameter_mm>,<weight_g>[,<thickness_mm>]*HH\r\n   mech → host: a reading
-///     $CMD,<devseq>,A*HH\r\n  /  $CMD,<devseq>,R*HH\r\n               host → mech: accept / return
-///     $CMS,<status>[,<detail>]*HH\r\n                                   mech → host: status
-///     $CMI,1*HH\r\n  /  $CMI,0*HH\r\n                                   host → mech: inhibit on / off
+///     $CMR,<devseq>,<diameter_mm>,<weight_g>[,<thickness_mm>[,<mech_ms>]]*HH   mech → host: a reading
+///     $CMD,<devseq>,A*HH  /  $CMD,<devseq>,R*HH                           host → mech: accept / return
+///     $CMC,<devseq>,S*HH  /  $CMC,<devseq>,R*HH                           mech → host: the accepted coin
+///                                                                          was stored / came back after all
+///     $CMQ,<boot>,<devseq>*HH                                              host → mech: what became of it?
+///     $CMJ,<boot>,<devseq>,S|R|U*HH                                        mech → host: its journal's answer
+///     $CMH*HH                                                              host → mech: hello (on connect)
+///     $CMS,<status>[,<detail>]*HH                                          mech → host: status; POWERUP and
+///                                                                          SESSION carry the mech's boot number
+///     $CMI,1*HH  /  $CMI,0*HH                                              host → mech: inhibit on / off
+///
+/// Every sentence ends with CR LF.
 public enum SerialFrame: Sendable, Hashable {
-    case reading(deviceSeq: UInt64, diameterMM: Double, weightG: Double, thicknessMM: Double?)
+    case reading(SensorReading)
     case decision(deviceSeq: UInt64, accept: Bool)
+    /// What became of an accepted coin: `stored` or `returned` (never `unknown` here).
+    case confirmation(deviceSeq: UInt64, fate: CoinFate)
+    case query(boot: UInt64, deviceSeq: UInt64)
+    case journal(boot: UInt64, deviceSeq: UInt64, fate: CoinFate)
+    case hello
     case status(MechStatus, detail: String?)
     case inhibit(Bool)
 
@@ -17,10 +31,21 @@ public enum SerialFrame: Sendable, Hashable {
     public var encoded: String {
         let body: String
         switch self {
-        case .reading(let seq, let diameter, let weight, let thickness):
-            body = "CMR,\(seq),\(Self.number(diameter)),\(Self.number(weight))" + (thickness.map { ",\(Self.number($0))" } ?? "")
+        case .reading(let reading):
+            var fields = ["CMR", "\(reading.deviceSeq)", Self.number(reading.diameterMM), Self.number(reading.weightG)]
+            if reading.thicknessMM != nil || reading.mechMilliseconds != nil { fields.append(reading.thicknessMM.map(Self.number) ?? "") }
+            if let milliseconds = reading.mechMilliseconds { fields.append("\(milliseconds)") }
+            body = fields.joined(separator: ",")
         case .decision(let seq, let accept):
             body = "CMD,\(seq),\(accept ? "A" : "R")"
+        case .confirmation(let seq, let fate):
+            body = "CMC,\(seq),\(fate.rawValue)"
+        case .query(let boot, let seq):
+            body = "CMQ,\(boot),\(seq)"
+        case .journal(let boot, let seq, let fate):
+            body = "CMJ,\(boot),\(seq),\(fate.rawValue)"
+        case .hello:
+            body = "CMH"
         case .status(let status, let detail):
             body = "CMS,\(status.rawValue)" + (detail.map { ",\($0)" } ?? "")
         case .inhibit(let on):
@@ -50,10 +75,42 @@ public enum SerialFrame: Sendable, Hashable {
     }
 }
 
+/// A `$CMR` reading as the mech sent it.
+public struct SensorReading: Sendable, Hashable {
+    public var deviceSeq: UInt64
+    public var diameterMM: Double
+    public var weightG: Double
+    public var thicknessMM: Double?
+    /// The mech's own millisecond clock when it sent the reading (its deadline starts then):
+    /// lets the host tell a reading that waited in a buffer from one that just arrived.
+    public var mechMilliseconds: UInt64?
+
+    public init(deviceSeq: UInt64, diameterMM: Double, weightG: Double, thicknessMM: Double? = nil, mechMilliseconds: UInt64? = nil) {
+        self.deviceSeq = deviceSeq
+        self.diameterMM = diameterMM
+        self.weightG = weightG
+        self.thicknessMM = thicknessMM
+        self.mechMilliseconds = mechMilliseconds
+    }
+}
+
+/// Where an accepted coin ended up, as the mech saw it.
+public enum CoinFate: String, Sendable, Hashable, CaseIterable {
+    /// Past the cash-box sensor: the host may credit it.
+    case stored = "S"
+    /// Back in the return cup: bounced, gate too late, or no answer in time.
+    case returned = "R"
+    /// The mech has no record of it (power lost between the gate and the cash box, or too old
+    /// for its journal). Only a journal answer says this.
+    case unknown = "U"
+}
+
 /// What a `$CMS` sentence reports.
 public enum MechStatus: String, Sendable, Hashable, CaseIterable {
-    /// The mech (re)started; its device sequence numbers start again at 1.
+    /// The mech (re)started; its device sequence numbers start again at 1. Detail: its boot number.
     case powerUp = "POWERUP"
+    /// The answer to `$CMH`: detail is the mech's current boot number.
+    case session = "SESSION"
     case ok = "OK"
     case jam = "JAM"
     case tamper = "TAMPER"

@@ -141,7 +141,7 @@ public final class GPIOMech: Mech {
         var measurement = coin.measurement
         // A light-gate coin lands on the scale: weigh it (mechs without a scale say nil).
         if measurement.diameterMM != nil, measurement.weightG == nil { measurement.weightG = input.weigh() }
-        return .reading(deviceSeq: lastSeq, measurement: measurement, receivedAt: now, rejection: coin.rejection)
+        return .reading(MechReading(deviceSeq: lastSeq, measurement: measurement, sentAt: now, rejection: coin.rejection))
     }
 
     @discardableResult

@@ -30,9 +30,25 @@ public protocol Mech: AnyObject {
     func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64
     /// Inhibits the mech (it refuses coins) or lifts it.
     func setInhibit(_ on: Bool)
+    /// Whether the mech reports what became of each accepted coin (`$CMC`) and answers
+    /// queries about it (`$CMQ`): then an accept is credited only when the mech stores the
+    /// coin. False where the reading itself means "stored" (a pulse) or the mech cannot say.
+    var confirmsCoins: Bool { get }
+    /// Asks the mech what became of coin `deviceSeq` of its session `boot`; false if it
+    /// cannot be asked now (disconnected, or a mech that does not confirm).
+    @discardableResult
+    func query(boot: UInt64, deviceSeq: UInt64) -> Bool
+    /// Asks the mech to name its session (boot number); it answers with a `session` event.
+    func askSession()
     /// Lets go of the device (at shutdown).
     func disconnect(reason: String, now: UInt64) -> [MechEvent]
     /// udev says the device went away (close it now) or is there (try to open it now, at
     /// `devnode` if the match was by USB identity rather than by path).
     func hotplug(_ change: HotplugTracker.Change, now: UInt64) -> [MechEvent]
+}
+
+extension Mech {
+    public var confirmsCoins: Bool { false }
+    public func query(boot: UInt64, deviceSeq: UInt64) -> Bool { false }
+    public func askSession() {}
 }

@@ -1,3 +1,5 @@
+import CLinux
+import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechSerial
 
@@ -15,6 +17,10 @@ public final class SerialMech: Mech {
     /// Follow udev's device node (the match is by USB identity, not by path).
     public var followsDevnode = false
     public let baud: Int
+    /// The mech reports each accepted coin's fate and answers queries (protocol version 2).
+    public let confirmsCoins: Bool
+    private let failpoints: Failpoints
+    private var clock = MechClock()
     private var port: SerialPort?
     private var parser = FrameParser()
     private var nextAttempt: UInt64 = 0
@@ -25,9 +31,11 @@ public final class SerialMech: Mech {
     static let minimumBackoff: UInt64 = 100_000_000
     static let maximumBackoff: UInt64 = 2_000_000_000
 
-    public init(path: String, baud: Int) {
+    public init(path: String, baud: Int, confirmsCoins: Bool = true, failpoints: Failpoints = .none) {
         self.path = path
         self.baud = baud
+        self.confirmsCoins = confirmsCoins
+        self.failpoints = failpoints
     }
 
     public var location: String { path }
@@ -53,6 +61,9 @@ public final class SerialMech: Mech {
             backoffNanoseconds = Self.minimumBackoff
             lastOpenError = nil
             if inhibited { _ = port?.write(SerialFrame.inhibit(true).bytes) }
+            // Which session is the mech in? Its answer ($CMS,SESSION,<boot>) tells the host
+            // whether it powered up while nobody listened, and which boot to query about.
+            askSession()
             return [.connected(path: path)]
         } catch {
             lastOpenError = error.description
@@ -74,20 +85,38 @@ public final class SerialMech: Mech {
             case .hangUp(let reason):
                 return events + disconnect(reason: reason, now: now)
             case .bytes(let bytes):
+                // When the read returned: the kernel does not time-stamp serial bytes.
+                let readAt = cm_monotonic_ns()
                 parser.feed(bytes) { event in
-                    switch event {
-                    case .frame(.reading(let seq, let diameter, let weight, let thickness)):
-                        let measurement = Measurement(diameterMM: diameter, weightG: weight, thicknessMM: thickness, channel: nil)
-                        events.append(.reading(deviceSeq: seq, measurement: measurement, receivedAt: now))
-                    case .frame(.status(let status, let detail)):
-                        events.append(.status(status, detail: detail))
-                    case .frame:
-                        break  // a mech does not send decisions or inhibit commands; ignore echoes
-                    case .error(let error):
-                        events.append(.protocolError(error))
-                    }
+                    if let translated = translate(event, readAt: readAt) { events.append(translated) }
                 }
             }
+        }
+    }
+
+    private func translate(_ event: FrameEvent, readAt: UInt64) -> MechEvent? {
+        switch event {
+        case .frame(.reading(let reading)):
+            failpoints.hit(.readingParsed)
+            let measurement = Measurement(diameterMM: reading.diameterMM, weightG: reading.weightG, thicknessMM: reading.thicknessMM, channel: nil)
+            let sentAt = reading.mechMilliseconds.map { clock.sentAt(mechMilliseconds: $0, readAt: readAt) } ?? readAt
+            return .reading(MechReading(deviceSeq: reading.deviceSeq, measurement: measurement, sentAt: sentAt, readAt: readAt))
+        case .frame(.confirmation(let seq, let fate)):
+            return .confirmation(deviceSeq: seq, fate: fate)
+        case .frame(.journal(let boot, let seq, let fate)):
+            return .journal(boot: boot, deviceSeq: seq, fate: fate)
+        case .frame(.status(.powerUp, let detail)):
+            // The clock is not reset here: a mech whose clock restarts shows it by going back.
+            return .powerUp(boot: detail.flatMap { UInt64($0) })
+        case .frame(.status(.session, let detail)):
+            guard let boot = detail.flatMap({ UInt64($0) }) else { return .protocolError(.malformed(sentence: "$CMS,SESSION", reason: "no boot number")) }
+            return .session(boot: boot)
+        case .frame(.status(let status, let detail)):
+            return .status(status, detail: detail)
+        case .frame:
+            return nil  // a mech does not send decisions, queries or inhibit commands; ignore echoes
+        case .error(let error):
+            return .protocolError(error)
         }
     }
 
@@ -95,6 +124,18 @@ public final class SerialMech: Mech {
     @discardableResult
     public func answer(deviceSeq: UInt64, accept: Bool) -> Bool {
         port?.write(SerialFrame.decision(deviceSeq: deviceSeq, accept: accept).bytes) ?? false
+    }
+
+    /// Asks the mech's journal about coin `deviceSeq` of session `boot` (`$CMQ`).
+    @discardableResult
+    public func query(boot: UInt64, deviceSeq: UInt64) -> Bool {
+        guard confirmsCoins else { return false }
+        return port?.write(SerialFrame.query(boot: boot, deviceSeq: deviceSeq).bytes) ?? false
+    }
+
+    /// Says hello (`$CMH`): the mech answers `$CMS,SESSION,<boot>`.
+    public func askSession() {
+        if confirmsCoins { _ = port?.write(SerialFrame.hello.bytes) }
     }
 
     public func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64 {

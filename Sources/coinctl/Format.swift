@@ -28,14 +28,22 @@ enum Format {
             inhibited   \(s["inhibited"]?.bool == true ? "yes" : "no")
             ledger      \(s["ledger"]?.string ?? "?")
             chain       generation \(s["chain_generation"]?.int ?? 0), \(s["links"]?.int ?? 0) links
-            readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0), too late to credit \(counters?["deadline_passed"]?.int ?? 0), late answers \(counters?["late_answers"]?.int ?? 0))
+            readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0), too late to accept \(counters?["deadline_passed"]?.int ?? 0), late answers \(counters?["late_answers"]?.int ?? 0))
+            credit      \(counters?["credited"]?.int ?? 0) coins stored and credited, \(s["pending"]?.int ?? 0) pending, \(counters?["returned_after_accept"]?.int ?? 0) returned after the accept, \(counters?["unconfirmed"]?.int ?? 0) unconfirmed (not credit: check the cash box)
+            mech        \(counters?["connects"]?.int ?? 0) connections, \(counters?["queries"]?.int ?? 0) queries about pending coins
             uptime      \(uptime / 3600)h \(uptime / 60 % 60)m \(uptime % 60)s
             last seq    \(s["last_seq"]?.int ?? 0)
             """
     }
 
     static func totals(_ t: JSON) -> String {
-        rows("current", t["current"]?.array ?? []) + "\n" + rows("lifetime", t["lifetime"]?.array ?? [])
+        var text = rows("current", t["current"]?.array ?? []) + "\n" + rows("lifetime", t["lifetime"]?.array ?? [])
+        // Not credit: accepts the mech has not confirmed yet, and those it never can (audit).
+        if let pending = t["pending"]?.array, !pending.isEmpty { text += "\n" + rows("pending", pending) }
+        if let unconfirmed = t["unconfirmed"]?.array, !unconfirmed.isEmpty {
+            text += "\n" + rows("unconfirmed", unconfirmed) + "\n(unconfirmed: accepted, but the mech could not say whether they reached the cash box; not credit)"
+        }
+        return text
     }
 
     static func rows(_ period: String, _ rows: [JSON]) -> String {
@@ -72,24 +80,31 @@ enum Format {
         return formatter
     }()
 
-    /// One line per event; accepted coins show the running totals.
+    /// One line per event; credited coins show the running totals.
     static func event(_ e: JSON, totals: [String: Int64]? = nil) -> String {
         let seq = e["seq"]?.int ?? 0
         let time = clock.string(from: Date(timeIntervalSince1970: e["time"]?.double ?? 0))
         let head = "#\(seq) \(time)"
+        let measured = [e["diameter_mm"]?.double.map { String(format: "%.2f mm", $0) }, e["weight_g"]?.double.map { String(format: "%.2f g", $0) }]
+            .compactMap { $0 }.joined(separator: " ")
+        let currency = e["currency"]?.string ?? "?"
+        let coin = "\(pad(currency + " " + (e["denomination"]?.string ?? "?"), 16)) \(pad(money(e["value_minor"]?.int ?? 0, currency), 7, right: true))"
         switch e["kind"]?.string {
         case "decision":
-            let measured = [e["diameter_mm"]?.double.map { String(format: "%.2f mm", $0) }, e["weight_g"]?.double.map { String(format: "%.2f g", $0) }]
-                .compactMap { $0 }.joined(separator: " ")
             if e["verdict"]?.string == "accept" {
-                let currency = e["currency"]?.string ?? "?"
-                let line = "\(head) ACCEPT \(pad(currency + " " + (e["denomination"]?.string ?? "?"), 16)) \(pad(money(e["value_minor"]?.int ?? 0, currency), 7, right: true))  [\(measured)] by \(e["link"]?.string ?? "?")"
-                return totals.map { "\(line)   total \(values($0))" } ?? line
+                return "\(head) ACCEPT \(coin)  [\(measured)] by \(e["link"]?.string ?? "?"), pending the mech's confirmation"
             }
             return "\(head) RETURN \(e["reason"]?.string ?? "?"): \(e["message"]?.string ?? "")  [\(measured)] by \(e["link"]?.string ?? "?")"
+        case "coin":
+            let line = "\(head) CREDIT \(coin)  [\(measured)] stored in the cash box"
+            return totals.map { "\(line)   total \(values($0))" } ?? line
+        case "coin_returned":
+            return "\(head) RETURNED AFTER ACCEPT \(coin): \(e["message"]?.string ?? "")"
+        case "coin_unconfirmed":
+            return "\(head) UNCONFIRMED \(coin) (not credit): \(e["message"]?.string ?? "")"
         default:
             let fields = e["detail"]?.object ?? [:]
-            let detail = fields.keys.sorted().filter { $0 != "collected" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }
+            let detail = fields.keys.sorted().filter { $0 != "collected" && $0 != "unconfirmed" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }
                 .joined(separator: " ")
             return "\(head) \(e["kind"]?.string ?? "?") \(detail)"
         }

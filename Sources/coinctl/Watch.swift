@@ -9,6 +9,7 @@ extension CoinCtl {
             abstract: "Follow coins and events as they happen; resumes after a reconnect without gaps or repeats.")
         @OptionGroup var common: Common
         @Option(help: "Replay recorded events after this seq first (default: only new ones).") var since: Int64?
+        @Flag(help: "Show accepted coins as soon as they are decided, before the mech confirms them (not credit yet).") var pending = false
 
         func run() throws {
             var last = since
@@ -30,7 +31,9 @@ extension CoinCtl {
                         }
                         if !common.json { print("totals since the last collection: \(Format.values(value))") }
                     }
-                    let reply = try connection.request("subscribe", last.map { ["since": .int($0)] } ?? [:])
+                    var arguments: [String: JSON] = ["pending": .bool(pending)]
+                    if let last { arguments["since"] = .int(last) }
+                    let reply = try connection.request("subscribe", arguments)
                     if last == nil { last = reply["since"]?.int }
                     first = false
                     while true {
@@ -42,8 +45,8 @@ extension CoinCtl {
                         }
                         guard let event = message["event"], let seq = event["seq"]?.int else { continue }
                         last = seq
-                        if event["kind"]?.string == "decision", event["verdict"]?.string == "accept",
-                           let currency = event["currency"]?.string, let amount = event["value_minor"]?.int {
+                        // Money is what the mech stored: `coin` events.
+                        if event["kind"]?.string == "coin", let currency = event["currency"]?.string, let amount = event["value_minor"]?.int {
                             value[currency, default: 0] += amount
                         }
                         if event["kind"]?.string == "collect" { value = [:] }

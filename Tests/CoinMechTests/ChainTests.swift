@@ -99,6 +99,36 @@ struct ChainTests {
         #expect(emptyAccept.links[0].statistics.snapshot.rejects == 1)
     }
 
+    @Test("the host believes no accept it cannot credit: huge values, codes that are not text, made-up currencies, odd values", arguments: [
+        ("liar", "plugin accepted what cannot be credited: code is not printable ASCII ending within 31 bytes"),
+        ("fake_currency", "plugin accepted what cannot be credited: currency 'ZZZ' is not an ISO 4217 code"),
+        ("odd_value", "plugin accepted what cannot be credited: 37 is not the value of a USD coin"),
+    ])
+    func hostChecksAccepts(mode: String, message: String) throws {
+        let dir = TestSupport.temporaryDirectory("liar")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir)
+        let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir))
+            .build(generation: 1, links: [LinkSpec(name: "third-party", plugin: "misbehaving", configJSON: "{\"mode\":\"\(mode)\"}")])
+        let decision = chain.decide(.coin(24.26, 5.67))
+        #expect(!decision.isAccept)
+        #expect(decision.acceptedValueMinor == 0)
+        #expect(decision.rejection == Rejection(reason: "plugin_error", message: message))
+        #expect(decision.linkName == "third-party")
+        let statistics = chain.links[0].statistics.snapshot
+        #expect(statistics.pluginErrors == 1 && statistics.accepts == 0)
+        #expect(statistics.lastPluginError == message)
+    }
+
+    @Test("a currency without a table may be credited up to the configured limit")
+    func acceptLimit() {
+        var decision = coinmech_decision()
+        decision.size = UInt32(MemoryLayout<coinmech_decision>.size)
+        coinmech_decision_accept(&decision, "CHF", "CHF_5", 500)
+        #expect(AcceptPolicy(maximumValueMinor: 500).allows(decision))
+        #expect(!AcceptPolicy(maximumValueMinor: 499).allows(decision))
+        #expect(AcceptPolicy(maximumValueMinor: 499).problem(decision) == "value 500 is above the limit of 499 for CHF")
+    }
+
     @Test("one Decision reused across verdicts and chains names each decider and keeps no stale accept")
     func decisionStorageReused() throws {
         let textbook = try TestSupport.chain(textbookLinks())

@@ -7,7 +7,7 @@ import Testing
 /// Real processes: coinsim on a real pty, coinmechd with real plugins and a real SQLite ledger.
 @Suite("coinmechd end to end against coinsim", .serialized)
 struct DaemonEndToEndTests {
-    @Test("default scenario: the ledger's accepted coins are the mech's accepted coins, one to one")
+    @Test("default scenario: every coin decided, credited exactly when the mech stored it")
     func defaultScenario() throws {
         let harness = try DaemonHarness()
         try harness.startSimulator(try String(contentsOfFile: "\(TestSupport.packageRoot)/Simulators/scenarios/default.yaml", encoding: .utf8),
@@ -16,18 +16,19 @@ struct DaemonEndToEndTests {
         let truth = try harness.simulatorTruth()
         #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
 
-        #expect(truth.outcomes.deadlineMisses == 0)
         let decisions = try harness.decisions()
-        #expect(decisions.count == 60)
-        let ledgerAccepted = DaemonHarness.acceptedInLedger(decisions)
-        let mechAccepted = DaemonHarness.acceptedInTruth(truth)
-        #expect(ledgerAccepted == mechAccepted)
-        #expect(!mechAccepted.isEmpty)
-        // Only genuine coins were credited, and the totals say the same as the mech.
+        #expect(decisions.count == 60)  // every coin decided, none twice
+        // Decisions agree with what the mech did: an accept the ledger holds is one the mech heard in time.
+        #expect(DaemonHarness.disagreements(decisions, truth).isEmpty, "\(DaemonHarness.disagreements(decisions, truth))")
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(!audit.stored.isEmpty)
+        // Only genuine coins were credited, and the totals say the same as the cash box.
         #expect(truth.acceptedValue["(not creditable)"] == nil)
         let totals = try harness.ledger().totals()
-        #expect(Totals.value(of: totals.current) == truth.acceptedValue)
-        #expect(Totals.value(of: totals.lifetime) == truth.acceptedValue)
+        #expect(Totals.value(of: totals.current) == truth.storedValue)
+        #expect(Totals.value(of: totals.lifetime) == truth.storedValue)
+        #expect(try harness.creditedValue() == truth.storedValue)
         // Slugs, washers and foreign coins were returned, with a reason.
         let rejected = decisions.filter { $0.verdict == "reject" }
         #expect(rejected.allSatisfy { $0.reason != nil && $0.link != nil })
@@ -54,10 +55,12 @@ struct DaemonEndToEndTests {
         #expect(decisions.count == 6)
         #expect(decisions.allSatisfy { $0.verdict == "reject" && $0.reason == "deadline_passed" && $0.link == "deadline" })
         #expect(decisions.first?.message?.contains("(usd accepted it)") == true)
-        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(lateTruth))
+        #expect(DaemonHarness.disagreements(decisions, lateTruth).isEmpty, "\(DaemonHarness.disagreements(decisions, lateTruth))")
         #expect(try late.ledger().totals().current.isEmpty)
         #expect(status["counters"]?["deadline_passed"]?.int == 6)
-        #expect(late.daemonLog.contains("accept withdrawn: decided too late for the mech's deadline"))
+        #expect(late.daemonLog.contains("accept withdrawn: too late for the mech's deadline"))
+        let lateAudit = try late.audit()
+        #expect(lateAudit.isClean, "\(lateAudit.problems)")
 
         // A mech that waits 500 ms, configured as such: the same slow chain credits every coin.
         let patient = try DaemonHarness(chain: chain, extra: "")
@@ -68,10 +71,10 @@ struct DaemonEndToEndTests {
         try patient.startDaemon(pluginDirectory: plugins)
         let patientTruth = try patient.simulatorTruth()
         #expect(try patient.stopDaemon() == 0, "\(patient.daemonLog)")
-        #expect(patientTruth.outcomes.deadlineMisses == 0)
-        let credited = DaemonHarness.acceptedInLedger(try patient.decisions())
-        #expect(credited.count == 6)
-        #expect(credited == DaemonHarness.acceptedInTruth(patientTruth))
+        let audit = try patient.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(audit.credited.count == patientTruth.outcomes.stored)
+        #expect(patientTruth.outcomes.stored == 6)
     }
 
     @Test("at startup the daemon removes plugin copies no chain of it uses any more")
@@ -82,8 +85,7 @@ struct DaemonEndToEndTests {
         let stale = "libsanity-\(String(repeating: "0", count: 64)).so"
         try "an old version".write(toFile: "\(copies)/\(stale)", atomically: false, encoding: .utf8)
         try harness.startDaemon()
-        let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: harness.socket), Date() < deadline { usleep(20_000) }
+        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: harness.socket) }
         let left = try FileManager.default.contentsOfDirectory(atPath: copies)
         #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
         #expect(!left.contains(stale))
@@ -100,13 +102,18 @@ struct DaemonEndToEndTests {
         #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
 
         let decisions = try harness.decisions()
-        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(truth))
-        #expect(truth.outcomes.deadlineMisses == 0)
+        #expect(DaemonHarness.disagreements(decisions, truth).isEmpty, "\(DaemonHarness.disagreements(decisions, truth))")
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
         #expect(truth.faultsInjected.duplicates > 0)
         #expect(truth.protocolErrors.duplicateDecisions == truth.faultsInjected.duplicates)  // answered again…
-        #expect(decisions.count == truth.sent.readings - truth.faultsInjected.duplicates)  // …recorded once
+        // …recorded once: every coin the mech heard an answer for is decided, and no more than the
+        // intact sentences (one the line lost at the disconnect was never read, and the mech returned it).
+        let answered = truth.coins.filter { $0.outcome == "accept" || $0.outcome == "return" }.count
+        #expect(decisions.count >= answered && decisions.count <= truth.sent.readings - truth.faultsInjected.duplicates)
+        #expect(Set(decisions.map { "\($0.epoch!)/\($0.deviceSeq!)" }).count == decisions.count)
         let totals = try harness.ledger().totals()
-        #expect(Totals.value(of: totals.current) == truth.acceptedValue)
+        #expect(Totals.value(of: totals.current) == truth.storedValue)
 
         let events = try harness.ledger().events(since: 0, limit: 100_000)
         let shutdown = try #require(events.last { $0.kind == "shutdown" }?.detail)
@@ -122,7 +129,7 @@ struct DaemonEndToEndTests {
         #expect(events.filter { $0.kind == "mech_status" }.count == 1)
     }
 
-    @Test("a disconnect and reconnect mid-run loses no committed coin")
+    @Test("a disconnect and reconnect mid-run loses no coin: the mech is asked about coins stored meanwhile")
     func disconnect() throws {
         let harness = try DaemonHarness()
         try harness.startSimulator("coins: 30\nrate_per_s: 15\nseed: 21\nfaults: {disconnect_at: [12], disconnect_ms: 600}\n")
@@ -131,11 +138,94 @@ struct DaemonEndToEndTests {
         #expect(try harness.stopDaemon() == 0)
         #expect(truth.connections.connects == 2)
         let decisions = try harness.decisions()
-        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(truth))
+        #expect(DaemonHarness.disagreements(decisions, truth).isEmpty, "\(DaemonHarness.disagreements(decisions, truth))")
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
         let kinds = try harness.ledger().events(since: 0).map(\.kind)
         let lost = try #require(kinds.firstIndex(of: "source_lost"))
         #expect(kinds[lost...].contains("source_connected"))
         #expect(decisions.count == 30)
+    }
+
+    @Test("bounces, lost confirmations and a power loss mid-coin: credit follows the cash box, the rest is returned or unconfirmed")
+    func confirmations() throws {
+        let harness = try DaemonHarness(extra: "")
+        try String(contentsOfFile: harness.config, encoding: .utf8)
+            .replacingOccurrences(of: "baud: 9600}", with: "baud: 9600, confirm_window_ms: 300}")
+            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        try harness.startSimulator("""
+            coins: 60
+            rate_per_s: 8
+            seed: 17
+            mix: {quarter: 2, dime: 1}
+            faults: {bounce: 0.1, lost_confirmation: 0.2, power_loss_at: [30]}
+            """)
+        try harness.startDaemon()
+        let truth = try harness.simulatorTruth()
+        let status = try CoinMechConnection(path: harness.socket).request("status")
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(truth.outcomes.bounced > 0 && truth.mech.confirmationsLost > 0 && truth.outcomes.powerLost > 0)
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(audit.unconfirmed.count == truth.outcomes.powerLost)
+        // What the totals show is what reached the cash box, less what the power loss hid.
+        let hidden = truth.coins.filter { $0.confirmation == "power_lost" && $0.fate == "stored" }
+            .reduce(into: [String: Int64]()) { $0[$1.currency!, default: 0] += $1.valueMinor! }
+        let expected = truth.storedValue.merging(hidden) { $0 - $1 }.filter { $0.value != 0 }
+        #expect(Totals.value(of: try harness.ledger().totals().current) == expected)
+        #expect(status["counters"]?["returned_after_accept"]?.int == Int64(truth.outcomes.bounced))
+        #expect((status["counters"]?["queries"]?.int ?? 0) >= Int64(truth.mech.confirmationsLost))
+        let unconfirmedTotals = try harness.ledger().totals().unconfirmed
+        #expect(unconfirmedTotals.reduce(0) { $0 + $1.count } == Int64(truth.outcomes.powerLost))
+    }
+
+    @Test("a paused daemon (three 1 s SIGSTOPs at 12 coins/s) credits none of the coins the mech returned meanwhile")
+    func stalls() throws {
+        let harness = try DaemonHarness()
+        try harness.startSimulator("coins: 0\nrate_per_s: 12\nseed: 41\nmix: {quarter: 2, dime: 1}\nbaud: 19200\n")
+        try harness.startDaemon()
+        let client = try CoinMechConnection(path: harness.socketWhenUp())
+        let daemon = try #require(harness.daemon)
+        for round in 1...3 {
+            let accepted = try client.request("status")["counters"]!["accepted"]!.int!
+            try TestSupport.waitUntil("coins accepted before stall \(round)", timeout: 20) {
+                try client.request("status")["counters"]!["accepted"]!.int! >= accepted + 5
+            }
+            daemon.signal(SIGSTOP)
+            usleep(1_000_000)  // the stall itself: the mech gives up on what it sends meanwhile
+            daemon.signal(SIGCONT)
+        }
+        let truth = try harness.stopSimulatorAndReadTruth()
+        let status = try client.request("status")
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        // The mech returned the coins it sent during the stalls…
+        #expect(truth.outcomes.deadlineMisses >= 3 * 8)
+        // …and the ledger credits none of them, and knows most for late (the mech's clock).
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(audit.phantom.isEmpty)
+        #expect(status["counters"]?["deadline_passed"]?.int ?? 0 > 0)
+    }
+
+    @Test("a plugin that lies about money gets no credit: its coins are returned, the link is named in status")
+    func lyingPlugin() throws {
+        let plugins = TestSupport.temporaryDirectory("liar-plugins")
+        _ = try TestSupport.compileFixture("misbehaving", into: plugins)
+        let harness = try DaemonHarness(chain: "chain:\n  - {name: third-party, plugin: misbehaving, config: {mode: liar}}\n")
+        try harness.startSimulator("coins: 8\nrate_per_s: 8\nseed: 9\nmix: {quarter: 1}\n")
+        try harness.startDaemon(pluginDirectory: plugins)
+        let truth = try harness.simulatorTruth()
+        let status = try CoinMechConnection(path: harness.socket).request("status")
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(truth.outcomes.accepted == 0)
+        let decisions = try harness.decisions()
+        #expect(decisions.count == 8)
+        #expect(decisions.allSatisfy { $0.verdict == "reject" && $0.reason == "plugin_error" && $0.link == "third-party" })
+        #expect(try harness.ledger().totals().lifetime.isEmpty)
+        let errors = try #require(status["plugin_errors"]?.array)
+        #expect(errors.first?["link"] == "third-party")
+        #expect(errors.first?["count"]?.int == 8)
+        #expect(errors.first?["last"]?.string?.contains("code is not printable ASCII") == true)
     }
 
     @Test("a restart keeps the totals, and device numbering continues in a new epoch")
@@ -143,37 +233,39 @@ struct DaemonEndToEndTests {
         let harness = try DaemonHarness()
         var expected: [String: Int64] = [:]
         for run in 0..<2 {
-            try harness.startSimulator("coins: 15\nrate_per_s: 20\nseed: \(30 + run)\nmix: {quarter: 1, dime: 1}\n")
+            // The same mech, powered up again between the runs: its next boot number.
+            try harness.startSimulator("coins: 15\nrate_per_s: 20\nseed: \(30 + run)\nmix: {quarter: 1, dime: 1}\nmech: {boot: \(run + 1)}\n")
             try harness.startDaemon()
             let truth = try harness.simulatorTruth()
             #expect(try harness.stopDaemon() == 0)
-            expected.merge(truth.acceptedValue) { $0 + $1 }
+            expected.merge(truth.storedValue) { $0 + $1 }
         }
         let totals = try harness.ledger().totals()
         #expect(Totals.value(of: totals.lifetime) == expected)
         #expect(Totals.value(of: totals.current) == expected)
         #expect(try harness.decisions().count == 30)
         #expect(Set(try harness.decisions().compactMap(\.epoch)).count == 2)
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
     }
 
-    @Test("kill -9: every coin the mech accepted is in the ledger")
+    @Test("kill -9 mid-run, then a restart: nothing lost, doubled or credited that the mech returned")
     func killNine() throws {
         let harness = try DaemonHarness()
-        try harness.startSimulator("coins: 400\nrate_per_s: 60\nseed: 5\nmix: {quarter: 1}\n")
+        try harness.startSimulator("coins: 120\nrate_per_s: 40\nseed: 5\nmix: {quarter: 1}\nbaud: 115200\n")
         try harness.startDaemon()
-        usleep(2_500_000)
+        let client = try CoinMechConnection(path: harness.socketWhenUp())
+        try TestSupport.waitUntil("20 coins accepted", timeout: 30) { (try client.request("status")["counters"]?["accepted"]?.int ?? 0) >= 20 }
         #expect(try harness.stopDaemon(SIGKILL) == 137)
-        // With no host the simulated mech waits for one; end its session.
-        usleep(200_000)
-        try harness.stopSimulator()
+        // The mech carries on (it returns what nobody answers); a new daemon reconciles.
+        try harness.startDaemon()
         let truth = try harness.simulatorTruth()
-        #expect(truth.ended == "signal")
-        let inLedger = DaemonHarness.acceptedInLedger(try harness.decisions())
-        let accepted = DaemonHarness.acceptedInTruth(truth)
-        #expect(accepted.count > 20)
-        #expect(accepted.isSubset(of: inLedger), "accepted by the mech but not on disk: \(accepted.subtracting(inLedger))")
-        // At most the batch in flight was committed without its answer reaching the mech.
-        #expect(inLedger.subtracting(accepted).count <= 2)
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(truth.connections.connects == 2)
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(audit.credited.count == audit.stored.count)
+        #expect(try harness.creditedValue() == truth.storedValue)
     }
 
     @Test("SIGINT stops as cleanly as SIGTERM")
@@ -186,10 +278,10 @@ struct DaemonEndToEndTests {
         #expect(try harness.ledger().events(since: 0).last?.kind == "shutdown")
     }
 
-    @Test("a full ledger: no coin is accepted unrecorded, the mech is inhibited, the error is loud")
+    @Test("a full ledger: no coin is credited unrecorded, the mech is inhibited, the error is loud")
     func ledgerFull() throws {
         let harness = try DaemonHarness(extra: "ledger: {max_size_mb: 0.06}")
-        try harness.startSimulator("coins: 400\nrate_per_s: 80\nseed: 8\nmix: {quarter: 1}\n")
+        try harness.startSimulator("coins: 400\nrate_per_s: 80\nseed: 8\nmix: {quarter: 1}\nbaud: 115200\n")
         try harness.startDaemon()
         let truth = try harness.simulatorTruth()
         #expect(try harness.stopDaemon() == 0)
@@ -197,6 +289,10 @@ struct DaemonEndToEndTests {
         #expect(DaemonHarness.acceptedInTruth(truth).isSubset(of: inLedger))
         #expect(truth.outcomes.inhibited > 0, "the mech was never inhibited")
         #expect(harness.daemonLog.contains("<2>coinmechd: ledger cannot write: returning every coin and inhibiting the mech"))
+        // Credits the full ledger could not record stay pending (asked about again once it has
+        // room); none is lost, doubled or credited wrongly.
+        let audit = try harness.audit()
+        #expect(audit.lost.isEmpty && audit.doubled.isEmpty && audit.phantom.isEmpty, "\(audit.problems)")
     }
 }
 
@@ -228,6 +324,9 @@ struct DaemonConfigurationTests {
         ("source: {kind: gpio-replay, file: e.txt, commit_allowance_ms: 5, pulse: {line: 0}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.commit_allowance_ms': needs deadline_ms: this source kind has no answer deadline unless one is set"),
         ("source: {kind: gpio-replay, file: e.txt}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source': a gpio-replay source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}"),
         ("source: {kind: gpio, chip: c, gates: {a: 1, b: 1, distance_mm: 50}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.gates': a and b, the two gates' line offsets, are required and must differ"),
+        ("source: {device: x}\nchain:\n  - plugin: sanity\n  - name: deadline\n    plugin: sanity\n", "coinmechd: coinmechd.yaml:4: key 'chain[1].name': chain link 2 'deadline': the host names its own decisions so (reserved: deadline, inhibit, source, unrecognized); give the link another name"),
+        ("source: {device: x, confirm_window_ms: 10}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.confirm_window_ms': must be between 50 and 60000"),
+        ("source: {kind: gpio-replay, file: e.txt, confirmations: true, pulse: {line: 0}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.confirmations': applies to serial mechs only: a GPIO mech's coin is credited with its answer"),
     ])
     func errors(text: String, message: String) throws {
         let (status, stderr) = try run(text)

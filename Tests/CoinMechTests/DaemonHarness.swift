@@ -1,3 +1,4 @@
+import CoinMechAudit
 import CoinMechLedger
 import CoinSimCore
 import Foundation
@@ -10,6 +11,8 @@ final class DaemonHarness {
     private(set) var simulator: ChildProcess?
     private(set) var daemon: ChildProcess?
     private var truthCount = 0
+    /// Every simulator session's ground truth so far, in order.
+    private(set) var truths: [GroundTruth] = []
 
     static let defaultChain = """
         chain:
@@ -56,7 +59,15 @@ final class DaemonHarness {
         #expect(sim.wait(timeout: timeout) == 0, "coinsim: \(sim.stderr)")
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth\(truthCount).json")))
+        let truth = try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth\(truthCount).json")))
+        truths.append(truth)
+        return truth
+    }
+
+    /// Every simulator session's truth joined with the ledger: lost, doubled, phantom, unconfirmed.
+    func audit() throws -> MoneyAudit {
+        let ledger = try ledger()
+        return MoneyAudit(truths: truths, events: try ledger.events(since: 0, limit: 10_000_000), boots: try ledger.boots(source: "serial"))
     }
 
     /// Ends the simulator's session early (it still writes its ground truth).
@@ -88,6 +99,40 @@ final class DaemonHarness {
 
     static func acceptedInTruth(_ truth: GroundTruth) -> Set<CoinKey> {
         Set(truth.coins.filter { $0.outcome == "accept" }.map { CoinKey(epoch: $0.epoch, devseq: $0.devseq) })
+    }
+
+    /// Where the ledger's decisions and the mech disagree: an accept the mech did not hear in
+    /// time is fine only if its answer was late and the ledger settled it as returned; every
+    /// coin the mech accepted must be an accept on the ledger. Empty when they agree.
+    static func disagreements(_ decisions: [LedgerEvent], _ truth: GroundTruth, epochOffset: Int = 0) -> [String] {
+        let epochs = Array(Set(decisions.compactMap(\.epoch))).sorted()
+        var byKey: [CoinKey: LedgerEvent] = [:]
+        for decision in decisions {
+            byKey[CoinKey(epoch: epochs.firstIndex(of: decision.epoch!)! + epochOffset, devseq: UInt64(decision.deviceSeq!))] = decision
+        }
+        var problems: [String] = []
+        for coin in truth.coins where coin.devseq > 0 {
+            let key = CoinKey(epoch: coin.epoch, devseq: coin.devseq)
+            guard let decision = byKey[key] else {
+                if coin.outcome == "accept" { problems.append("\(key): accepted by the mech, no decision on the ledger") }
+                continue
+            }
+            switch (coin.outcome, decision.verdict) {
+            case ("accept", "accept"), ("return", "reject"), ("deadline_miss", "reject"):
+                break
+            case ("deadline_miss", "accept") where decision.state == "returned" || decision.state == "pending":
+                break  // answered late: the mech returned it, and said so
+            default:
+                problems.append("\(key): the mech's outcome is \(coin.outcome), the ledger's verdict \(decision.verdict ?? "?") (state \(decision.state ?? "-"))")
+            }
+        }
+        return problems
+    }
+
+    /// Credit per currency on the ledger's `coin` events, computed apart from the totals table.
+    func creditedValue() throws -> [String: Int64] {
+        try ledger().events(since: 0, limit: 10_000_000).filter { $0.kind == "coin" }
+            .reduce(into: [:]) { $0[$1.currency!, default: 0] += $1.valueMinor! }
     }
 
     var daemonLog: String { daemon?.stderr ?? "" }

@@ -30,18 +30,17 @@ struct GPIOEndToEndTests {
             with: "source: {kind: gpio-replay, file: \(dir)/edges.txt, speed: 4, pulse: {line: 4, active_low: true, gap_ms: 150, highest_channel: 4}}")
         try config.write(toFile: harness.config, atomically: true, encoding: .utf8)
         try harness.startDaemon()
-        let deadline = Date().addingTimeInterval(40)
-        var readings: Int64 = 0
-        while readings < Int64(truth.trains), Date() < deadline {
-            usleep(100_000)
-            readings = (try? CoinMechConnection(path: harness.socket).request("status")["counters"]?["readings"]?.int ?? 0) ?? 0
+        let client = try CoinMechConnection(path: harness.socketWhenUp())
+        // Every train decided, and (a pulse means "stored") credited at once.
+        try TestSupport.waitUntil("\(truth.trains) coins credited", timeout: 40) {
+            (try client.request("status")["counters"]?["credited"]?.int ?? 0) >= Int64(truth.trains)
         }
-        usleep(500_000)
         #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
         let decisions = try harness.decisions()
         #expect(decisions.count == truth.trains)
-        #expect(decisions.allSatisfy { $0.verdict == "accept" })
+        #expect(decisions.allSatisfy { $0.verdict == "accept" && $0.state == "credited" })
         #expect(Totals.value(of: try harness.ledger().totals().current) == truth.creditedValue)
+        #expect(try harness.creditedValue() == truth.creditedValue)
         #expect(decisions.map(\.channel) == truth.coins.compactMap { $0.channel.map(Int64.init) })
     }
 }
@@ -69,11 +68,9 @@ struct LightGateEndToEndTests {
             with: "source: {kind: gpio-replay, file: \(dir)/edges.txt, speed: 2, gates: {a: 10, b: 11, distance_mm: 50}}")
         try config.write(toFile: harness.config, atomically: true, encoding: .utf8)
         try harness.startDaemon()
-        let deadline = Date().addingTimeInterval(40)
-        var readings: Int64 = 0
-        while readings < Int64(items.count), Date() < deadline {
-            usleep(100_000)
-            readings = (try? CoinMechConnection(path: harness.socket).request("status")["counters"]?["readings"]?.int ?? 0) ?? 0
+        let client = try CoinMechConnection(path: harness.socketWhenUp())
+        try TestSupport.waitUntil("\(items.count) items decided", timeout: 40) {
+            (try client.request("status")["counters"]?["readings"]?.int ?? 0) >= Int64(items.count)
         }
         #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
         let decisions = try harness.decisions()

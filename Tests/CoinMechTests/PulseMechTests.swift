@@ -19,7 +19,7 @@ struct PulseMechTests {
             for event in mech.poll(now: now) {
                 switch event {
                 case .connected: connected = true
-                case .reading(let seq, let measurement, _, _): readings.append((seq, measurement.channel))
+                case .reading(let reading): readings.append((reading.deviceSeq, reading.measurement.channel))
                 default: break
                 }
             }

@@ -22,11 +22,10 @@ struct ReloadTests {
             _ = try TestSupport.compileFixture("marginal", into: builds, as: "v2.so", defines: ["TOLERANCE=0.01"])
             harness = try DaemonHarness(chain: "chain:\n  - plugin: marginal\n", extra: "plugin_dir: \(plugins)")
             try deploy("v1.so")
-            try harness.startSimulator("coins: 0\nrate_per_s: \(rate)\nseed: 12\nmix: {quarter: 1}\nnoise: {diameter: 0.015, weight: 0.015}\n")
+            // 20 coins/s need a faster line than 9600 baud (a reading and a confirmation take 55 ms there).
+            try harness.startSimulator("coins: 0\nrate_per_s: \(rate)\nseed: 12\nmix: {quarter: 1}\nnoise: {diameter: 0.015, weight: 0.015}\nbaud: 115200\n")
             try harness.startDaemon(pluginDirectory: nil)
-            let socket = harness.socket
-            let deadline = Date().addingTimeInterval(10)
-            while !FileManager.default.fileExists(atPath: socket), Date() < deadline { usleep(20_000) }
+            _ = try harness.socketWhenUp()
         }
 
         /// Deploys a build as the plugin the way docs/PLUGINS.md says: copy beside it, then rename.
@@ -66,22 +65,25 @@ struct ReloadTests {
             try rig.deploy(round % 2 == 0 ? "v2.so" : "v1.so")
             let result = try client.request("reload")
             #expect(result["generation"]?.int != nil)
-            usleep(20_000)
+            // Coins between reloads: wait for the next reading rather than for time.
+            let readings = try client.request("status")["counters"]!["readings"]!.int!
+            try TestSupport.waitUntil("a reading after reload \(round)", timeout: 10) {
+                try client.request("status")["counters"]!["readings"]!.int! > readings
+            }
         }
-        usleep(300_000)
         let truth = try rig.harness.stopSimulatorAndReadTruth()
         _ = try rig.harness.stopDaemon()
 
-        // Reloading must not stall deciding. 200 debug-build reloads on a shared 2-core machine
-        // can still delay one turn of the loop past the mech's 50 ms now and then (the release
-        // bench measures the effect: `coinmech-bench reload`), so a stray miss is allowed here;
-        // money is checked exactly below: a coin decided too late is never credited.
-        #expect(truth.outcomes.deadlineMisses * 100 <= truth.sent.readings, "\(truth.outcomes.deadlineMisses) of \(truth.sent.readings) missed")
+        // How fast reloads are, and what they cost the deciding path, is `coinmech-bench reload`'s
+        // to say. Here: every coin decided once, by the generation that was current, and the money
+        // right (a coin decided too late for the mech is never credited).
+        let audit = try rig.harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
         let events = try rig.harness.ledger().events(since: 0, limit: 1_000_000)
         let decisions = events.filter { $0.kind == "decision" }
         #expect(decisions.count == truth.sent.readings)  // each reading decided exactly once
         #expect(Set(decisions.map { "\($0.epoch!)/\($0.deviceSeq!)" }).count == decisions.count)
-        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(truth))
+        #expect(DaemonHarness.disagreements(decisions, truth).isEmpty, "\(DaemonHarness.disagreements(decisions, truth))")
 
         // Which version each generation ran, from the reload records (and the startup's v1).
         var version: [Int64: String] = [:]
@@ -100,7 +102,9 @@ struct ReloadTests {
             lastGeneration = generation
             let tolerance = version[generation] == "v2" ? 0.01 : 0.05
             let inside = abs(decision.diameterMM! - 24.26) <= 24.26 * tolerance && abs(decision.weightG! - 5.67) <= 5.67 * tolerance
-            #expect((decision.verdict == "accept") == inside, "decision #\(decision.seq) by generation \(generation)")
+            // An accept withdrawn because it came too late for the mech was still the chain's accept.
+            let chainAccepted = decision.verdict == "accept" || decision.reason == "deadline_passed"
+            #expect(chainAccepted == inside, "decision #\(decision.seq) by generation \(generation)")
             let otherInside = abs(decision.diameterMM! - 24.26) <= 24.26 * (0.06 - tolerance) && abs(decision.weightG! - 5.67) <= 5.67 * (0.06 - tolerance)
             if inside != otherInside { disagreements += 1 }
         }
@@ -114,8 +118,7 @@ struct ReloadTests {
         let client = try CoinMechConnection(path: rig.harness.socket)
         let before = try client.request("status")["chain_generation"]!.int!
         rig.harness.daemon!.signal(SIGHUP)
-        let deadline = Date().addingTimeInterval(10)
-        while try client.request("status")["chain_generation"]!.int! == before, Date() < deadline { usleep(50_000) }
+        try TestSupport.waitUntil("the SIGHUP's reload") { try client.request("status")["chain_generation"]!.int! != before }
         #expect(try client.request("status")["chain_generation"]!.int! == before + 1)
         #expect(rig.harness.daemon!.isRunning)
         _ = try rig.harness.stopDaemon()
@@ -130,9 +133,10 @@ struct ReloadTests {
         try rig.deploy("v2.so")
         try rig.deploy("v1.so")
         try rig.deploy("v2.so")  // a burst: one reload after it settles
-        let deadline = Date().addingTimeInterval(10)
-        while try client.request("status")["chain_generation"]!.int! == before, Date() < deadline { usleep(50_000) }
-        usleep(1_000_000)
+        try TestSupport.waitUntil("the burst's reload") { try client.request("status")["chain_generation"]!.int! != before }
+        // A second reload would come within the debounce's longest wait (4 × 300 ms): watch
+        // that long for one (the absence of an event takes time to see).
+        usleep(1_500_000)
         #expect(try client.request("status")["chain_generation"]!.int! == before + 1)
         let chain = try client.request("chain")
         #expect(chain["links"]?.array?.first?["version"] == "tolerance-0.01")

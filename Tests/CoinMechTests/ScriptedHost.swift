@@ -58,7 +58,8 @@ final class ScriptedHost {
             parser.feed(buffer[..<count]) { event in
                 guard case .frame(let frame) = event else { return }
                 switch frame {
-                case .reading(let seq, _, _, _):
+                case .reading(let reading):
+                    let seq = reading.deviceSeq
                     readings.append(seq)
                     switch policy(seq) {
                     case .accept(let delay): schedule(.decision(deviceSeq: seq, accept: true), after: delay)

@@ -5,8 +5,19 @@ import Testing
 struct SerialFrameTests {
     // Checksums computed independently (Python: XOR of the bytes between $ and *).
     @Test("sentences encode with an XOR checksum and CR LF", arguments: [
-        (SerialFrame.reading(deviceSeq: 12, diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75), "$CMR,12,24.260,5.670,1.750*44\r\n"),
-        (.reading(deviceSeq: 1, diameterMM: 19.05, weightG: 2.5, thicknessMM: nil), "$CMR,1,19.050,2.500*7B\r\n"),
+        (SerialFrame.reading(SensorReading(deviceSeq: 12, diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75)), "$CMR,12,24.260,5.670,1.750*44\r\n"),
+        (.reading(SensorReading(deviceSeq: 1, diameterMM: 19.05, weightG: 2.5)), "$CMR,1,19.050,2.500*7B\r\n"),
+        (.reading(SensorReading(deviceSeq: 7, diameterMM: 24.26, weightG: 5.67, mechMilliseconds: 1_000_123)), "$CMR,7,24.260,5.670,,1000123*40\r\n"),
+        (.reading(SensorReading(deviceSeq: 7, diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75, mechMilliseconds: 1_000_123)),
+         "$CMR,7,24.260,5.670,1.750,1000123*6D\r\n"),
+        (.confirmation(deviceSeq: 12, fate: .stored), "$CMC,12,S*1D\r\n"),
+        (.confirmation(deviceSeq: 12, fate: .returned), "$CMC,12,R*1C\r\n"),
+        (.query(boot: 3, deviceSeq: 12), "$CMQ,3,12*6F\r\n"),
+        (.journal(boot: 3, deviceSeq: 12, fate: .unknown), "$CMJ,3,12,U*0D\r\n"),
+        (.journal(boot: 2, deviceSeq: 5, fate: .stored), "$CMJ,2,5,S*3C\r\n"),
+        (.hello, "$CMH*46\r\n"),
+        (.status(.session, detail: "3"), "$CMS,SESSION,3*30\r\n"),
+        (.status(.powerUp, detail: "4"), "$CMS,POWERUP,4*33\r\n"),
         (.decision(deviceSeq: 12, accept: true), "$CMD,12,A*08\r\n"),
         (.decision(deviceSeq: 12, accept: false), "$CMD,12,R*1B\r\n"),
         (.status(.powerUp, detail: nil), "$CMS,POWERUP*2B\r\n"),
@@ -40,7 +51,7 @@ struct SerialFrameTests {
         var events: [FrameEvent] = []
         let bytes = Array("$CMR,12,24.260,5.670,1.750*44\r\n".utf8)
         for chunk in [bytes[..<5], bytes[5..<20], bytes[20...]] { parser.feed(chunk) { events.append($0) } }
-        #expect(events == [.frame(.reading(deviceSeq: 12, diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75))])
+        #expect(events == [.frame(.reading(SensorReading(deviceSeq: 12, diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75)))])
     }
 
     @Test("bad checksum, truncated, overlong and malformed sentences are reported and skipped")
@@ -67,19 +78,24 @@ struct SerialFrameTests {
         #expect(parser.errors.sentences == 6)
     }
 
-    @Test("non-numeric fields are malformed, not crashes; nan passes through for the sanity guard")
-    func fields() {
+    @Test("non-numeric, NaN, infinite, negative and absurd figures are malformed: counted, never a reading", arguments: [
+        ("CMR,1,abc,5.0", "bad diameter 'abc'"),
+        ("CMR,2,nan,5.000", "diameter 'nan' is not a measurement (0 to 500)"),
+        ("CMR,3,24.26,inf", "weight 'inf' is not a measurement (0 to 1000)"),
+        ("CMR,4,24.26,-5.670", "weight '-5.670' is not a measurement (0 to 1000)"),
+        ("CMR,5,-inf,5.670", "diameter '-inf' is not a measurement (0 to 500)"),
+        ("CMR,6,24.26,5.67,1e9", "thickness '1e9' is not a measurement (0 to 100)"),
+        ("CMR,7,9999,5.67", "diameter '9999' is not a measurement (0 to 500)"),
+        ("CMR,8,24.26,5.67,1.75,-3", "bad mech clock '-3'"),
+        ("CMC,8,U", "CMC takes devseq and S or R"),
+        ("CMJ,1,8,X", "CMJ takes boot, devseq and S, R or U"),
+    ])
+    func badFigures(body: String, reason: String) {
         var parser = FrameParser()
         var events: [FrameEvent] = []
-        let bad = "CMR,1,abc,5.0"
-        let nan = "CMR,2,nan,5.000"
-        parser.feed(Array("$\(bad)*\(hex(bad))\r\n$\(nan)*\(hex(nan))\r\n".utf8)) { events.append($0) }
-        #expect(events.first == .error(.malformed(sentence: "$\(bad)*\(hex(bad))", reason: "bad diameter 'abc'")))
-        guard case .frame(.reading(2, let diameter, 5.0, nil))? = events.last else {
-            Issue.record("expected a reading, got \(events)")
-            return
-        }
-        #expect(diameter.isNaN)
+        parser.feed(Array("$\(body)*\(hex(body))\r\n".utf8)) { events.append($0) }
+        #expect(events == [.error(.malformed(sentence: "$\(body)*\(hex(body))", reason: reason))])
+        #expect(parser.errors.malformed == 1)
     }
 
     private func hex(_ body: String) -> String {

@@ -21,7 +21,7 @@ struct SimulatorTests {
         let first = try #require(sim.readLine(), "coinsim printed no device path: \(sim.stderr)")
         #expect(first.hasPrefix("/dev/pts/"))
         let host = ScriptedHost(path: link ? "\(dir)/mech" : first, policy: policy)
-        host.run(timeout: 30) { !sim.isRunning }
+        #expect(host.run(timeout: 30) { !sim.isRunning }, "coinsim did not finish its scenario")
         #expect(sim.wait(timeout: 10) == 0, "coinsim failed: \(sim.stderr)")
         let data = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json"))
         let truth = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
@@ -116,7 +116,7 @@ struct SimulatorTests {
         let replay = try ChildProcess("coinsim", ["replay", "\(dir)/trace.jsonl", "--truth", "\(dir)/replay.json"])
         let path = try #require(replay.readLine())
         let host = ScriptedHost(path: path)
-        host.run(timeout: 20) { !replay.isRunning }
+        #expect(host.run(timeout: 20) { !replay.isRunning }, "the replay did not finish")
         #expect(replay.wait() == 0, "\(replay.stderr)")
         #expect(host.readings == original.host.readings)
         let truth = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/replay.json"))) as? [String: Any])
@@ -130,7 +130,7 @@ struct SimulatorTests {
         let sim = try ChildProcess("coinsim", ["--scenario", "default", "--rate", "40", "--truth", "\(dir)/t.json"])
         let path = try #require(sim.readLine())
         let host = ScriptedHost(path: path)
-        host.run(timeout: 10) { host.readings.count >= 5 }
+        #expect(host.run(timeout: 10) { host.readings.count >= 5 }, "fewer than 5 readings")
         sim.signal(SIGTERM)
         #expect(sim.wait(timeout: 10) == 0)
         let truth = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/t.json"))) as? [String: Any])

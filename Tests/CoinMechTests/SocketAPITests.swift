@@ -14,16 +14,12 @@ struct SocketAPITests {
         try harness.startSimulator(scenario ?? "coins: 0\nrate_per_s: \(rate)\nseed: 3\nmix: {quarter: 2, dime: 1}\nothers: {slug: 0.1}\n",
                                    arguments: simulatorArguments)
         try harness.startDaemon()
-        try waitFor { FileManager.default.fileExists(atPath: harness.socket) }
+        _ = try harness.socketWhenUp()
         return harness
     }
 
-    func waitFor(timeout: Double = 10, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while try !condition() {
-            guard Date() < deadline else { throw ClientError.timeout }
-            usleep(20_000)
-        }
+    func waitFor(_ what: String = "a condition", timeout: Double = 10, _ condition: () throws -> Bool) throws {
+        try TestSupport.waitUntil(what, timeout: timeout, condition)
     }
 
     func connect(_ harness: DaemonHarness) throws -> CoinMechConnection { try CoinMechConnection(path: harness.socket) }
@@ -43,9 +39,12 @@ struct SocketAPITests {
     func readCommands() throws {
         let harness = try start()
         let client = try connect(harness)
-        #expect(client.hello["protocol"] == 1)
+        #expect(client.hello["protocol"] == 2)
         #expect(client.hello["daemon"] == "coinmechd")
-        try waitFor { (try client.request("status")["counters"]?["readings"]?.int ?? 0) >= 5 }
+        try waitFor("5 readings and a credited coin") {
+            let counters = try client.request("status")["counters"]
+            return (counters?["readings"]?.int ?? 0) >= 5 && (counters?["credited"]?.int ?? 0) >= 1
+        }
         let status = try client.request("status")
         #expect(status["source"]?["state"] == "connected")
         #expect(status["inhibited"] == false)
@@ -104,17 +103,46 @@ struct SocketAPITests {
     @Test("a subscriber that disconnects and resumes with since gets exactly the missed events")
     func resume() throws {
         let harness = try start(rate: 15)
-        let first = try connect(harness)
-        let since = try first.request("subscribe")["since"]!.int!
-        let seen = try events(first, count: 10)
+        let probe = try connect(harness)
+        var since: Int64 = 0
+        var seen: [Int64] = []
+        do {
+            // The first connection is closed when this block ends, mid-stream.
+            let first = try connect(harness)
+            since = try first.request("subscribe")["since"]!.int!
+            seen = try events(first, count: 10)
+        }
         let resumeAfter = seen.last!
-        withExtendedLifetime(first) {}  // the first connection is dropped here, while coins keep coming
-        usleep(700_000)
+        // Coins keep coming while nobody listens: wait until 15 more events are on the ledger.
+        try waitFor("15 events recorded while disconnected") { try probe.request("status")["last_seq"]!.int! >= resumeAfter + 25 }
+        let missedWhileAway = try probe.request("status")["last_seq"]!.int!
         let second = try connect(harness)
         _ = try second.request("subscribe", ["since": .int(resumeAfter)])
         let resumed = try events(second, count: 15)
-        #expect(seen == Array((since + 1)...(since + 10)))
-        #expect(resumed == Array((resumeAfter + 1)...(resumeAfter + 15)))  // no gap at the seam, no repeat
+        _ = try harness.stopDaemon()
+        // The same events as the ledger holds, without the pending accepts a default
+        // subscription leaves out: no gap at the seam, no repeat.
+        let expected = try harness.ledger().events(since: since, limit: 100_000).filter { !$0.isPendingAccept }.map(\.seq)
+        #expect(seen == Array(expected.prefix(10)))
+        #expect(resumed == Array(expected.drop { $0 <= resumeAfter }.prefix(15)))
+        #expect(resumed.first! < missedWhileAway, "the resumed stream starts with events recorded while disconnected")
+        #expect(Set(seen).isDisjoint(with: resumed))
+    }
+
+    @Test("subscribing with pending: true also shows accepts before the mech confirms them, each followed by its coin")
+    func pendingSubscription() throws {
+        let harness = try start(rate: 15)
+        let client = try connect(harness)
+        #expect(client.hello["protocol"]?.int == 2)
+        _ = try client.request("subscribe", ["pending": true])
+        var accepts: [Int64: Int64] = [:], coins: [Int64: Int64] = [:]
+        try waitFor("5 accepts and their coins", timeout: 20) {
+            guard let event = try client.nextEvent(timeout: 1)?["event"] else { return false }
+            if event["kind"] == "decision", event["verdict"] == "accept" { accepts[event["seq"]!.int!] = event["device_seq"]!.int! }
+            if event["kind"] == "coin" { coins[event["ref_seq"]!.int!] = event["seq"]!.int! }
+            return Set(coins.keys).intersection(accepts.keys).count >= 5
+        }
+        for (decision, coin) in coins where accepts[decision] != nil { #expect(coin > decision) }
         _ = try harness.stopDaemon()
     }
 
@@ -127,36 +155,36 @@ struct SocketAPITests {
         var streams: [[Int64]] = []
         for client in clients { streams.append(try events(client, count: 20)) }
         #expect(Set(streams.map { $0 }).count == 1)
-        #expect(streams[0] == Array((since + 1)...(since + 20)))
-        #expect(try clients.allSatisfy { try $0.request("status")["ledger"] == "ok" })
         _ = try harness.stopDaemon()
+        let expected = try harness.ledger().events(since: since, limit: 100_000).filter { !$0.isPendingAccept }.map(\.seq)
+        #expect(streams[0] == Array(expected.prefix(20)))
     }
 
     @Test("a client that does not read overflows and is cut off; others and deciding carry on")
     func slowClient() throws {
         // A long history first (coins as fast as the protocol allows), so a subscriber replaying
         // it from 0 fills its socket and its queue within a second if it does not read.
-        let harness = try start(extra: "socket: {max_queued_events: 50}", scenario: "coins: 1500\nseed: 4\nmix: {quarter: 1}\n", simulatorArguments: ["--lockstep"])
+        let harness = try start(extra: "socket: {max_queued_events: 50}", scenario: "coins: 1500\nseed: 4\nmix: {quarter: 1}\nbaud: 115200\n", simulatorArguments: ["--lockstep"])
         _ = try harness.simulatorTruth()
         // Then steady traffic, as a kiosk sees it.
-        try harness.startSimulator("coins: 0\nrate_per_s: 20\nseed: 5\nmix: {quarter: 1}\n")
+        try harness.startSimulator("coins: 0\nrate_per_s: 20\nseed: 5\nmix: {quarter: 1}\nbaud: 115200\nmech: {boot: 2}\n")
         let probe = try connect(harness)
         func readings() throws -> Int { Int(try probe.request("status")["counters"]!["readings"]!.int!) }
-        try waitFor { try readings() >= 1510 }
+        try waitFor("the second simulator's coins") { try readings() >= 1510 }
         let baselineStart = try readings()
-        usleep(3_000_000)
+        try waitFor("60 more coins before the idle subscriber", timeout: 30) { try readings() >= baselineStart + 60 }
         let idleStart = try readings()
         let idle = try connect(harness)
         _ = try idle.request("subscribe", ["since": 0])  // and then reads nothing for a while
         let reader = try connect(harness)
         _ = try reader.request("subscribe")
+        // The other subscriber keeps receiving while the idle one overflows.
         var received = 0
-        let end = Date().addingTimeInterval(4)
-        while Date() < end {
+        try waitFor("the idle subscriber's overflow, and 60 events for the reader meanwhile", timeout: 60) {
             if try reader.nextEvent(timeout: 1) != nil { received += 1 }
+            return received >= 60 && harness.daemonLog.contains("subscriber too slow: disconnected")
         }
         let idleEnd = try readings()
-        #expect(harness.daemonLog.contains("subscriber too slow: disconnected"))
         // What is left in the idle client's socket ends with the overflow notice, then the end.
         var overflowed = false
         let stopReading = Date().addingTimeInterval(10)
@@ -167,9 +195,11 @@ struct SocketAPITests {
             }
         }
         #expect(overflowed)
-        #expect(received >= 60)  // the other subscriber kept up: 20 coins/s for 4 s
         let truth = try harness.stopSimulatorAndReadTruth()
-        #expect(truth.outcomes.deadlineMisses == 0)
+        // Deciding carried on: every reading decided, the money right.
+        let audit = try harness.audit()
+        #expect(audit.lost.isEmpty && audit.doubled.isEmpty && audit.phantom.isEmpty, "\(audit.problems)")
+        #expect(try harness.decisions().count == truth.sent.readings + harness.truths[0].sent.readings)
         // Deciding latency at the device, before and while the idle subscriber was attached.
         let offset = 1500
         func p99(_ range: ClosedRange<Int>) -> Int {
@@ -185,28 +215,37 @@ struct SocketAPITests {
     func inhibit() throws {
         let harness = try start(rate: 20)
         let client = try connect(harness)
-        try waitFor { (try client.request("status")["counters"]?["accepted"]?.int ?? 0) >= 3 }
-        #expect(try client.request("inhibit", ["on": true])["inhibited"] == true)
+        try waitFor("3 accepted coins") { (try client.request("status")["counters"]?["accepted"]?.int ?? 0) >= 3 }
+        let on = try client.request("inhibit", ["on": true])
+        #expect(on["inhibited"] == true)
         #expect(try client.request("status")["inhibited"] == true)
-        let acceptedBefore = try client.request("status")["counters"]!["accepted"]!.int!
+        // The mech returns coins by itself while inhibited (the truth counts them below); a
+        // second of coins at 20/s.
         usleep(1_000_000)
-        #expect(try client.request("status")["counters"]!["accepted"]!.int! == acceptedBefore)
-        #expect(try client.request("inhibit", ["on": false])["inhibited"] == false)
-        try waitFor { (try client.request("status")["counters"]?["accepted"]?.int ?? 0) > acceptedBefore }
+        let off = try client.request("inhibit", ["on": false])
+        #expect(off["inhibited"] == false)
+        let acceptedAfter = try client.request("status")["counters"]!["accepted"]!.int!
+        try waitFor("coins accepted again") { (try client.request("status")["counters"]?["accepted"]?.int ?? 0) > acceptedAfter }
         let truth = try harness.stopSimulatorAndReadTruth()
-        #expect(truth.outcomes.inhibited > 5)  // coins the mech returned by itself while inhibited
-        let events = try harness.ledger().events(since: 0, limit: 100_000).filter { $0.kind == "inhibit" }
-        #expect(events.compactMap(\.detail).count == 2)
         _ = try harness.stopDaemon()
+        #expect(truth.outcomes.inhibited > 5)  // coins the mech returned by itself while inhibited
+        let events = try harness.ledger().events(since: 0, limit: 100_000)
+        #expect(events.filter { $0.kind == "inhibit" }.compactMap(\.detail).count == 2)
+        // Between the two records, nothing was accepted: what still arrived was returned as inhibited.
+        let (from, to) = (on["seq"]!.int!, off["seq"]!.int!)
+        let between = events.filter { $0.kind == "decision" && $0.seq > from && $0.seq < to }
+        #expect(between.allSatisfy { $0.verdict == "reject" && $0.reason == "inhibited" })
+        let audit = try harness.audit()
+        #expect(audit.lost.isEmpty && audit.doubled.isEmpty && audit.phantom.isEmpty, "\(audit.problems)")
     }
 
     @Test("collect resets the period's totals, not the lifetime's, and returns what was collected")
     func collect() throws {
         let harness = try start(rate: 20)
         let client = try connect(harness)
-        try waitFor { (try client.request("totals")["current_value"]?["USD"]?.int ?? 0) > 0 }
-        _ = try client.request("inhibit", ["on": true])  // hold the totals still
-        usleep(200_000)
+        try waitFor("credited coins") { (try client.request("totals")["current_value"]?["USD"]?.int ?? 0) > 0 }
+        _ = try client.request("inhibit", ["on": true])  // hold the totals still…
+        try waitFor("no coin pending") { try client.request("status")["pending"]?.int == 0 }  // …once the last ones settled
         let before = try client.request("totals")
         let collected = try client.request("collect")
         let rows = collected["collected"]?.array ?? []
@@ -236,7 +275,7 @@ struct SocketAPITests {
     @Test("coinctl: tables, --json, and clear messages when the daemon is not running")
     func coinctl() throws {
         let harness = try start(rate: 10)
-        try waitFor { (try connect(harness).request("status")["counters"]?["accepted"]?.int ?? 0) >= 2 }
+        try waitFor("2 credited coins") { (try connect(harness).request("status")["counters"]?["credited"]?.int ?? 0) >= 2 }
         let table = try ChildProcess("coinctl", ["totals", "--socket", harness.socket])
         #expect(table.wait() == 0)
         let text = String(decoding: table.readToEnd(), as: UTF8.self)
@@ -253,6 +292,12 @@ struct SocketAPITests {
 
 extension DaemonHarness {
     var socket: String { "\(dir)/run/coinmechd.sock" }
+
+    /// The socket's path once the daemon listens there (fails the test after `timeout`).
+    func socketWhenUp(timeout: Double = 20) throws -> String {
+        try TestSupport.waitUntil("the daemon's socket", timeout: timeout) { FileManager.default.fileExists(atPath: socket) }
+        return socket
+    }
 
     /// Ends the simulator's endless session and returns its ground truth.
     func stopSimulatorAndReadTruth() throws -> GroundTruth {

@@ -1,0 +1,117 @@
+import Foundation
+import GRDB
+
+extension Ledger {
+    /// The highest sequence number recorded (0 for an empty ledger).
+    public func lastSeq() throws(LedgerError) -> Int64 {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM events") ?? 0 }
+    }
+
+    /// Credit per period, and the pending and unconfirmed accepts for audit.
+    public func totals() throws(LedgerError) -> Totals {
+        try read { db in
+            Totals(current: try LedgerQueries.totalsRows(db, period: "current"), lifetime: try LedgerQueries.totalsRows(db, period: "lifetime"),
+                   pending: try LedgerQueries.openRows(db, state: "pending"), unconfirmed: try LedgerQueries.unconfirmedRows(db))
+        }
+    }
+
+    /// The highest chain generation ever recorded (0 for a new ledger): kept in `meta`, so
+    /// asking costs the same with ten events or a million.
+    public func chainGeneration() throws(LedgerError) -> UInt64 {
+        try read { db in UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'chain_generation'") ?? 0) }
+    }
+
+    /// Where `source`'s device numbering stands: its epoch and boot, last device seq and recent decisions.
+    public func sourceState(_ source: String, recentLimit: Int = 256) throws(LedgerError) -> SourceState {
+        try read { db in
+            let epoch = try Int64.fetchOne(db, sql: "SELECT epoch FROM sources WHERE source = ?", arguments: [source])
+                ?? Int64.fetchOne(db, sql: "SELECT MAX(epoch) FROM events WHERE kind = 'decision' AND source = ?", arguments: [source])
+                ?? 0
+            let boot = try Int64.fetchOne(db, sql: "SELECT boot FROM epochs WHERE source = ? AND epoch = ?", arguments: [source, epoch])
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT device_seq, diameter_mm, weight_g, thickness_mm, channel, verdict FROM events
+                WHERE kind = 'decision' AND source = ? AND epoch = ? ORDER BY seq DESC LIMIT ?
+                """, arguments: [source, epoch, recentLimit])
+            let recent = rows.reversed().map { row in
+                RecentDecision(
+                    deviceSeq: UInt64(bitPattern: row["device_seq"]), diameterMM: row["diameter_mm"], weightG: row["weight_g"],
+                    thicknessMM: row["thickness_mm"], channel: (row["channel"] as Int64?).map { UInt32($0) },
+                    accepted: row["verdict"] == "accept")
+            }
+            return SourceState(epoch: epoch, boot: boot.map { UInt64($0) }, lastDeviceSeq: recent.map(\.deviceSeq).max(), recent: recent)
+        }
+    }
+
+    /// Every accept of `source` still waiting for the mech's confirmation, oldest first.
+    public func pendingCoins(source: String) throws(LedgerError) -> [PendingRecord] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT e.seq, e.epoch, e.device_seq, e.time, p.boot FROM events e
+                LEFT JOIN epochs p ON p.source = e.source AND p.epoch = e.epoch
+                WHERE e.state = 'pending' AND e.source = ? ORDER BY e.seq
+                """, arguments: [source]).map { row in
+                PendingRecord(seq: row["seq"], epoch: row["epoch"], boot: (row["boot"] as Int64?).map { UInt64($0) },
+                              deviceSeq: UInt64(bitPattern: row["device_seq"]), time: row["time"])
+            }
+        }
+    }
+
+    /// The mech's boot number of each epoch of `source` that has one.
+    public func boots(source: String) throws(LedgerError) -> [Int64: UInt64] {
+        try read { db in
+            var boots: [Int64: UInt64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT epoch, boot FROM epochs WHERE source = ? AND boot IS NOT NULL", arguments: [source]) {
+                boots[row["epoch"]] = UInt64(row["boot"] as Int64)
+            }
+            return boots
+        }
+    }
+
+    /// Events with `seq` greater than `since`, oldest first, at most `limit`.
+    public func events(since: Int64, limit: Int = 1000) throws(LedgerError) -> [LedgerEvent] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit]).map(LedgerQueries.event)
+        }
+    }
+}
+
+/// SQL shared by the writer and the readers.
+enum LedgerQueries {
+    static func event(_ row: Row) -> LedgerEvent {
+        LedgerEvent(
+            seq: row["seq"], time: row["time"], kind: row["kind"], source: row["source"], epoch: row["epoch"],
+            deviceSeq: row["device_seq"], diameterMM: row["diameter_mm"], weightG: row["weight_g"], thicknessMM: row["thickness_mm"],
+            channel: row["channel"], verdict: row["verdict"], currency: row["currency"], denomination: row["denomination"],
+            valueMinor: row["value_minor"], link: row["link"], reason: row["reason"], message: row["message"],
+            chainGeneration: row["chain_generation"], detail: row["detail"], state: row["state"], refSeq: row["ref_seq"])
+    }
+
+    static func totalsRows(_ db: Database, period: String) throws -> [TotalsRow] {
+        try Row.fetchAll(db, sql: """
+            SELECT currency, denomination, count, value_minor, weight_g FROM totals WHERE period = ? ORDER BY currency, value_minor DESC
+            """, arguments: [period]).map(row)
+    }
+
+    /// Accepts in `state` (`pending`), summed like totals.
+    static func openRows(_ db: Database, state: String) throws -> [TotalsRow] {
+        try Row.fetchAll(db, sql: """
+            SELECT currency, denomination, COUNT(*) AS count, SUM(value_minor) AS value_minor, COALESCE(SUM(weight_g), 0) AS weight_g
+            FROM events WHERE state = ? AND kind = 'decision' GROUP BY currency, denomination ORDER BY currency, value_minor DESC
+            """, arguments: [state]).map(row)
+    }
+
+    /// Coins settled as unconfirmed since the last collection.
+    static func unconfirmedRows(_ db: Database) throws -> [TotalsRow] {
+        try Row.fetchAll(db, sql: """
+            SELECT currency, denomination, COUNT(*) AS count, SUM(value_minor) AS value_minor, COALESCE(SUM(weight_g), 0) AS weight_g
+            FROM events WHERE kind = 'coin_unconfirmed'
+              AND seq > COALESCE((SELECT MAX(seq) FROM events WHERE kind = 'collect'), 0)
+            GROUP BY currency, denomination ORDER BY currency, value_minor DESC
+            """).map(row)
+    }
+
+    static func row(_ row: Row) -> TotalsRow {
+        TotalsRow(currency: row["currency"], denomination: row["denomination"], count: row["count"],
+                  valueMinor: row["value_minor"], weightG: row["weight_g"])
+    }
+}

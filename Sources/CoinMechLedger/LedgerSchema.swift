@@ -1,0 +1,78 @@
+import GRDB
+
+/// The ledger's tables and their migrations (GRDB's `DatabaseMigrator`; applied ones are
+/// listed in `grdb_migrations`). docs/LEDGER.md describes every column.
+enum LedgerSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    time REAL NOT NULL,
+                    kind TEXT NOT NULL,
+                    source TEXT,
+                    epoch INTEGER,
+                    device_seq INTEGER,
+                    diameter_mm REAL,
+                    weight_g REAL,
+                    thickness_mm REAL,
+                    channel INTEGER,
+                    verdict TEXT CHECK (verdict IN ('accept', 'reject')),
+                    currency TEXT,
+                    denomination TEXT,
+                    value_minor INTEGER,
+                    link TEXT,
+                    reason TEXT,
+                    message TEXT,
+                    chain_generation INTEGER,
+                    detail TEXT
+                );
+                CREATE UNIQUE INDEX events_reading ON events(source, epoch, device_seq) WHERE kind = 'decision';
+                CREATE INDEX events_kind ON events(kind, seq);
+                CREATE TABLE totals (
+                    period TEXT NOT NULL CHECK (period IN ('current', 'lifetime')),
+                    currency TEXT NOT NULL,
+                    denomination TEXT NOT NULL,
+                    count INTEGER NOT NULL,
+                    value_minor INTEGER NOT NULL,
+                    weight_g REAL NOT NULL,
+                    PRIMARY KEY (period, currency, denomination)
+                ) WITHOUT ROWID;
+                CREATE TABLE sources (
+                    source TEXT PRIMARY KEY,
+                    epoch INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
+        // Credit on confirmation: an accept is pending until the mech stores the coin; the
+        // settling event points at its decision, once; epochs know the mech's boot number;
+        // the chain generation is kept, not recomputed from the events at every start.
+        migrator.registerMigration("v2-credit-on-confirmation") { db in
+            try db.execute(sql: """
+                ALTER TABLE events ADD COLUMN state TEXT CHECK (state IN ('pending', 'credited', 'returned', 'unconfirmed'));
+                ALTER TABLE events ADD COLUMN ref_seq INTEGER;
+                UPDATE events SET state = 'credited' WHERE kind = 'decision' AND verdict = 'accept';
+                CREATE INDEX events_open ON events(state, seq) WHERE state IN ('pending', 'unconfirmed');
+                CREATE UNIQUE INDEX events_settles ON events(ref_seq) WHERE ref_seq IS NOT NULL;
+                CREATE TABLE epochs (
+                    source TEXT NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    boot INTEGER,
+                    PRIMARY KEY (source, epoch)
+                ) WITHOUT ROWID;
+                INSERT INTO epochs (source, epoch) SELECT source, epoch FROM sources;
+                CREATE TABLE meta (
+                    key TEXT PRIMARY KEY,
+                    value INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO meta (key, value) SELECT 'chain_generation', COALESCE(MAX(g), 0) FROM (
+                    SELECT MAX(chain_generation) AS g FROM events
+                    UNION ALL SELECT MAX(CAST(json_extract(detail, '$.chain_generation') AS INTEGER)) FROM events WHERE kind = 'startup'
+                    UNION ALL SELECT MAX(CAST(json_extract(detail, '$.generation') AS INTEGER)) FROM events WHERE kind = 'reload'
+                );
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,256 @@
+import ArgumentParser
+import CoinMechAudit
+import CoinMechClient
+import CoinMechFailpoints
+import CoinMechLedger
+import CoinSimCore
+import Foundation
+
+/// `make test-crash`: coinsim plays an endless fast scenario while coinmechd is killed at every
+/// failpoint in turn, then at random moments with SIGKILL, and paused past the mech's deadline,
+/// restarting it each time; at the end coinsim's ground truth is joined with the ledger, coin by
+/// coin. The last line printed is the verdict as JSON; the exit status is 0 only when nothing
+/// was lost, doubled or credited while returned.
+@main
+struct CrashSuite: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coinmech-crash",
+        abstract: "Kill and stall coinmechd at every step of the money path; prove nothing was lost, doubled or credited wrongly.",
+        discussion: """
+            Prints one line per episode, one line per unconfirmed coin (with the truth's explanation),
+            then {"failpoints": F, "kills": K, "stalls": S, "coins": C, "lost": 0, "doubled": 0, "phantom": 0, "unconfirmed": U, "pending": 0}.
+            Exit status: 0 the money is right; 1 it is not (the lines above say which coin); 2 the suite could not run.
+            """)
+
+    @Option(help: "Directory of the coinmechd, coinsim and plugin builds (default: this executable's).")
+    var bin: String?
+    @Option(help: "Random SIGKILLs, each after the daemon ran 0 to 1.5 s.")
+    var kills = 50
+    @Option(help: "SIGSTOP pauses longer than the mech's deadline (0.1 to 1.5 s), each followed by SIGCONT.")
+    var stalls = 10
+    @Flag(inversion: .prefixedNo, help: "Kill the daemon at each named failpoint in turn first.")
+    var failpoints = true
+    @Option(help: "Seed of the random moments and of the scenario.")
+    var seed: UInt64 = 1
+    @Flag(help: "Keep the scratch directory (ledger, logs, truth) and print its path.")
+    var keep = false
+
+    func run() throws {
+        do {
+            let suite = try Run(bin: bin ?? Self.ownDirectory(), seed: seed)
+            let verdict = try suite.play(failpoints: failpoints, kills: kills, stalls: stalls)
+            if keep { print("kept: \(suite.dir)") } else { try? FileManager.default.removeItem(atPath: suite.dir) }
+            print(verdict.json)
+            if !verdict.audit.isClean { throw ExitCode(1) }
+        } catch let error as CrashSuiteError {
+            FileHandle.standardError.write(Data("coinmech-crash: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+    }
+
+    static func ownDirectory() -> String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return (exe as NSString).deletingLastPathComponent
+    }
+}
+
+/// What the suite found.
+struct Verdict {
+    var failpoints = 0
+    var kills = 0
+    var stalls = 0
+    var audit: MoneyAudit
+
+    var json: String {
+        "{\"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), \"coins\": \(audit.coins), "
+            + "\"lost\": \(audit.lost.count), \"doubled\": \(audit.doubled.count), \"phantom\": \(audit.phantom.count), "
+            + "\"unconfirmed\": \(audit.unconfirmed.count), \"pending\": \(audit.pending.count)}"
+    }
+}
+
+/// One run of the suite in a scratch directory.
+final class Run {
+    let bin: String
+    let dir: String
+    var random: SplitMix64
+    private var simulator: Child?
+    private var daemon: Child?
+    private var daemonStarts = 0
+
+    var config: String { "\(dir)/coinmechd.yaml" }
+    var socket: String { "\(dir)/run/coinmechd.sock" }
+
+    init(bin: String, seed: UInt64) throws {
+        self.bin = bin
+        random = SplitMix64(seed: seed)
+        var template = Array("\(NSTemporaryDirectory())/coinmech-crash-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw CrashSuiteError("mkdtemp: \(String(cString: strerror(errno)))") }
+        dir = String(cString: made)
+        for tool in ["coinmechd", "coinsim", "libcoin-table.so"] where !FileManager.default.fileExists(atPath: "\(bin)/\(tool)") {
+            throw CrashSuiteError("\(bin)/\(tool) not found: build first (swift build), or pass --bin")
+        }
+        let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
+        try """
+            log_level: info
+            source: {kind: serial, device: mech, baud: 115200, confirm_window_ms: 300}
+            state_dir: state
+            runtime_dir: run
+            cache_dir: cache
+            socket: {control_users: [\(user)]}
+            chain:
+              - plugin: sanity
+              - plugin: weight-floor
+                config: {min_weight_g: 1.5}
+              - name: usd
+                plugin: coin-table
+                config: {currency: USD, tolerance: 0.04}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        // The fast scenario: coins as a busy cabinet sees them, and every way the mech can
+        // surprise the host (bounces, lost confirmations, repeated sentences, power lost mid-coin).
+        try """
+            name: crash
+            seed: \(seed)
+            coins: 0
+            rate_per_s: 15
+            baud: 115200
+            currency: USD
+            mix: {quarter: 3, dime: 2, nickel: 1}
+            others: {slug: 0.05}
+            faults: {duplicate: 0.03, bounce: 0.05, lost_confirmation: 0.1, power_loss_at: [150, 600]}
+            """.write(toFile: "\(dir)/crash.yaml", atomically: true, encoding: .utf8)
+    }
+
+    func play(failpoints: Bool, kills: Int, stalls: Int) throws -> Verdict {
+        let sim = try Child("\(bin)/coinsim", ["--scenario", "\(dir)/crash.yaml", "--link", "\(dir)/mech", "--truth", "\(dir)/truth.json",
+                                               "--linger-ms", "3000"], log: "\(dir)/coinsim.log")
+        simulator = sim
+        guard sim.firstLine(timeout: 20) != nil else { throw CrashSuiteError("coinsim printed no device: see \(dir)/coinsim.log") }
+        var verdict = Verdict(audit: MoneyAudit(truths: [], events: [], boots: [:]))
+
+        if failpoints {
+            for point in Failpoints.Point.allCases {
+                try failpoint(point)
+                verdict.failpoints += 1
+            }
+        }
+        // Kills at random moments, with the stalls spread among them.
+        let stallAfter = Set((0..<stalls).map { stalls == 0 ? 0 : ($0 * max(kills, 1)) / stalls })
+        var stallsDone = 0
+        for index in 0..<max(kills, stalls) {
+            if stallAfter.contains(index), stallsDone < stalls {
+                try stall()
+                stallsDone += 1
+                verdict.stalls += 1
+            }
+            if index < kills {
+                try randomKill()
+                verdict.kills += 1
+            }
+        }
+        try finish()
+        verdict.audit = try audit()
+        for (key, explanation) in verdict.audit.unconfirmed {
+            print("unconfirmed: \(key): \(explanation ?? "NO CAUSE IN THE TRUTH")")
+        }
+        if !verdict.audit.isClean { print(verdict.audit.problems) }
+        return verdict
+    }
+
+    // MARK: Episodes
+
+    /// Starts the daemon armed at `point` and waits for it to die there (SIGKILL from itself).
+    private func failpoint(_ point: Failpoints.Point) throws {
+        let hit = Int.random(in: 1...3, using: &random)
+        let daemon = try startDaemon(environment: ["COINMECH_FAILPOINTS": "\(point.rawValue)=kill@\(hit)"])
+        switch point {
+        case .reloadSwap:
+            try waitForSocket(daemon)
+            for _ in 0..<hit where daemon.running {
+                daemon.signal(SIGHUP)
+                usleep(300_000)
+            }
+        case .collect:
+            try waitForSocket(daemon)
+            for _ in 0..<hit where daemon.running { _ = try? CoinMechConnection(path: socket).request("collect") }
+        default:
+            break
+        }
+        guard let status = daemon.wait(timeout: 60) else {
+            throw CrashSuiteError("the daemon never reached failpoint \(point.rawValue) (hit \(hit)) in 60 s: see \(daemon.logPath)")
+        }
+        guard status == 128 + SIGKILL else { throw CrashSuiteError("failpoint \(point.rawValue): the daemon exited with \(status), not by SIGKILL: see \(daemon.logPath)") }
+        print("failpoint \(point.rawValue) (hit \(hit)): killed there")
+    }
+
+    /// Starts the daemon and kills it with SIGKILL after 0 to 1.5 s: during start-up, between
+    /// coins, or anywhere in a batch.
+    private func randomKill() throws {
+        let daemon = try startDaemon()
+        let after = Int.random(in: 0...1500, using: &random)
+        usleep(useconds_t(after) * 1000)
+        daemon.signal(SIGKILL)
+        let status = daemon.wait(timeout: 30)
+        print("kill after \(after) ms: \(status.map { $0 == 137 ? "killed" : "had exited with \($0)" } ?? "still running")")
+        if let status, status != 137 { throw CrashSuiteError("the daemon exited by itself with \(status) before the kill: see \(daemon.logPath)") }
+    }
+
+    /// Pauses a running daemon for longer than the mech's 50 ms deadline, lets it go on, then
+    /// stops it cleanly.
+    private func stall() throws {
+        let daemon = try startDaemon()
+        try waitForSocket(daemon)
+        usleep(useconds_t(Int.random(in: 200...800, using: &random)) * 1000)
+        let pause = Int.random(in: 100...1500, using: &random)
+        daemon.signal(SIGSTOP)
+        usleep(useconds_t(pause) * 1000)
+        daemon.signal(SIGCONT)
+        usleep(useconds_t(Int.random(in: 300...1000, using: &random)) * 1000)
+        daemon.signal(SIGTERM)
+        guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("after a stall the daemon did not stop cleanly: see \(daemon.logPath)") }
+        print("stall of \(pause) ms: the daemon carried on and stopped cleanly")
+    }
+
+    /// A last daemon settles what is pending while coinsim stops inserting and lingers for its
+    /// queries; then both stop.
+    private func finish() throws {
+        let daemon = try startDaemon()
+        try waitForSocket(daemon)
+        usleep(1_000_000)
+        guard let sim = simulator else { return }
+        sim.signal(SIGTERM)
+        let client = try CoinMechConnection(path: socket)
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, sim.running {
+            if (try? client.request("status")["pending"]?.int) == 0 { break }
+            usleep(50_000)
+        }
+        guard sim.wait(timeout: 30) == 0 else { throw CrashSuiteError("coinsim did not finish: see \(dir)/coinsim.log") }
+        daemon.signal(SIGTERM)
+        guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("the last daemon did not stop cleanly: see \(daemon.logPath)") }
+    }
+
+    private func startDaemon(environment: [String: String] = [:]) throws -> Child {
+        daemonStarts += 1
+        let child = try Child("\(bin)/coinmechd", ["--config", config, "--plugin-dir", bin], environment: environment,
+                              log: "\(dir)/coinmechd-\(daemonStarts).log")
+        daemon = child
+        return child
+    }
+
+    private func waitForSocket(_ daemon: Child) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: socket) || (try? CoinMechConnection(path: socket)) == nil {
+            guard daemon.running else { throw CrashSuiteError("the daemon exited during start-up: see \(daemon.logPath)") }
+            guard Date() < deadline else { throw CrashSuiteError("the daemon's socket did not appear in 30 s: see \(daemon.logPath)") }
+            usleep(10_000)
+        }
+    }
+
+    private func audit() throws -> MoneyAudit {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let truth = try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let ledger = try Ledger(directory: "\(dir)/state")
+        return MoneyAudit(truths: [truth], events: try ledger.events(since: 0, limit: 100_000_000), boots: try ledger.boots(source: "serial"))
+    }
+}
