@@ -31,7 +31,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
 /// The daemon wired together: ledger, chain, deciding loop, under one service group that
 /// shuts down gracefully on SIGTERM and SIGINT.
 public final class Daemon: Sendable {
-    public static let version = "0.4.0"
+    public static let version = "0.5.0"
 
     public let configuration: DaemonConfiguration
     public let ledger: Ledger
@@ -95,7 +95,7 @@ public final class Daemon: Sendable {
     static func statusLine(loop: DecidingLoop, chain: ChainHolder) -> String {
         let state = loop.state.withLock { $0 }
         var parts = ["mech \(state.connected ? "connected" : "disconnected")",
-                     "\(loop.counters.accepted.load(ordering: .relaxed)) coins accepted", "chain gen \(chain.current.generation)"]
+                     "\(loop.counters.credited.load(ordering: .relaxed)) coins credited", "chain gen \(chain.current.generation)"]
         if state.inhibited { parts.append("inhibited") }
         if state.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
         return parts.joined(separator: ", ")
