@@ -207,6 +207,30 @@ struct DaemonEndToEndTests {
         #expect(status["counters"]?["deadline_passed"]?.int ?? 0 > 0)
     }
 
+    @Test("every sentence sent twice in one write: one decision, the same answer twice, counters count coins")
+    func repeatedInOneBatch() throws {
+        let harness = try DaemonHarness()
+        // Unpaced: both copies arrive in one read, so they are decided in one batch.
+        try harness.startSimulator("coins: 20\nrate_per_s: 10\nseed: 33\nmix: {quarter: 1}\nothers: {slug: 0.2}\nbaud: 0\nfaults: {duplicate: 1}\n")
+        try harness.startDaemon()
+        let truth = try harness.simulatorTruth()
+        let status = try CoinMechConnection(path: harness.socket).request("status")
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(truth.faultsInjected.duplicates == 20)
+        let decisions = try harness.decisions()
+        #expect(decisions.count == 20)
+        // Each copy got an answer, and the same one (coinsim counts a second answer as a duplicate decision).
+        #expect(truth.protocolErrors.duplicateDecisions == 20)
+        #expect(DaemonHarness.disagreements(decisions, truth).isEmpty, "\(DaemonHarness.disagreements(decisions, truth))")
+        let accepts = Int64(decisions.filter { $0.verdict == "accept" }.count)
+        #expect(status["counters"]?["accepted"]?.int == accepts)
+        #expect(status["counters"]?["rejected"]?.int == 20 - accepts)
+        #expect(status["counters"]?["readings"]?.int == 20)
+        #expect(status["counters"]?["duplicates"]?.int == 20)
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+    }
+
     @Test("a plugin that lies about money gets no credit: its coins are returned, the link is named in status")
     func lyingPlugin() throws {
         let plugins = TestSupport.temporaryDirectory("liar-plugins")
