@@ -42,7 +42,7 @@ struct E2EBench: ParsableCommand {
         // Unpaced (baud 0): the latency is the daemon's, from the reading's arrival to its answer,
         // comparable with the floor's pty round trip.
         try "seed: 3\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\n".write(toFile: "\(dir)/mix.yaml", atomically: true, encoding: .utf8)
-        try "seed: 4\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\nmech: {boot: 2}\n".write(toFile: "\(dir)/burst.yaml", atomically: true, encoding: .utf8)
+        try "seed: 4\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\nfirmware: {boot: 2}\n".write(toFile: "\(dir)/burst.yaml", atomically: true, encoding: .utf8)
 
         let floorSamples = try measureFloor(paced: min(floorPaced, Int(seconds * rate)), interval: 1 / rate, hot: burst, directory: "\(dir)/state")
 

@@ -79,7 +79,7 @@ public final class MechSimulator {
     private let announce: @Sendable (String) -> Void
     private var truth: GroundTruth
     private let deadlineNanoseconds: UInt64
-    private let mechSettings: Scenario.Mech
+    private let firmware: Scenario.Firmware
     /// Chance draws for the mech's faults, apart from the insertions' own generator.
     private var faultRandom: SplitMix64
     private let faults: Scenario.Faults
@@ -119,10 +119,10 @@ public final class MechSimulator {
         self.announce = announce
         truth = GroundTruth(scenario: scenario.name, seed: scenario.seed, deadlineMs: scenario.deadlineMilliseconds)
         deadlineNanoseconds = UInt64(scenario.deadlineMilliseconds * 1e6)
-        mechSettings = scenario.mech
+        firmware = scenario.firmware
         faults = scenario.faults
         faultRandom = SplitMix64(seed: scenario.seed ^ 0xC0FF_EE00_D15C_0B0B)
-        boot = scenario.mech.firstBoot
+        boot = scenario.firmware.firstBoot
         clockOffsetMilliseconds = 1_000_000 + scenario.seed % 1_000_000
         start = Self.now()
         truth.mech.boots = [boot]
@@ -136,10 +136,10 @@ public final class MechSimulator {
         truth = GroundTruth(scenario: name, seed: 0, deadlineMs: deadlineMilliseconds)
         deadlineNanoseconds = UInt64(deadlineMilliseconds * 1e6)
         // A trace is replayed as recorded: no pacing, no confirmations of its own.
-        var settings = Scenario.Mech()
+        var settings = Scenario.Firmware()
         settings.baud = 0
         settings.confirmations = false
-        mechSettings = settings
+        firmware = settings
         faults = Scenario.Faults()
         faultRandom = SplitMix64(seed: 0)
         boot = 1
@@ -250,7 +250,7 @@ public final class MechSimulator {
             if announcePowerUp, case .scenario = script {
                 // After the settle time, so a host that flushes its input on open still hears it.
                 announcePowerUp = false
-                send(SerialFrame.status(.powerUp, detail: mechSettings.confirmations ? "\(boot)" : nil).bytes)
+                send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
             }
             switch script {
             case .scenario(let scenario, var generator):
@@ -351,9 +351,9 @@ public final class MechSimulator {
     /// Queues a reading, stamped with the mech's clock at the moment its last byte leaves.
     private func sendReading(_ reading: SensorReading, context: InsertionContext) {
         var stamped = reading
-        if mechSettings.clock { stamped.mechMilliseconds = 0 }
+        if firmware.clock { stamped.mechMilliseconds = 0 }
         let deliverAt = deliveryTime(for: SerialFrame.reading(stamped).bytes.count)
-        if mechSettings.clock { stamped.mechMilliseconds = mechMilliseconds(at: deliverAt) }
+        if firmware.clock { stamped.mechMilliseconds = mechMilliseconds(at: deliverAt) }
         enqueue(SerialFrame.reading(stamped).bytes, deliverAt: deliverAt, insertion: context)
     }
 
@@ -410,11 +410,11 @@ public final class MechSimulator {
     private func enqueue(_ bytes: [UInt8], deliverAt: UInt64, insertion: InsertionContext?) {
         lineFreeAt = max(lineFreeAt, deliverAt)
         outgoing.append(Outgoing(deliverAt: deliverAt, bytes: bytes, insertion: insertion))
-        if mechSettings.baud == 0, connected { deliverOutgoing() }
+        if firmware.baud == 0, connected { deliverOutgoing() }
     }
 
     private func transit(bytes: Int) -> UInt64 {
-        mechSettings.baud == 0 ? 0 : UInt64(bytes) * 10 * 1_000_000_000 / UInt64(mechSettings.baud)
+        firmware.baud == 0 ? 0 : UInt64(bytes) * 10 * 1_000_000_000 / UInt64(firmware.baud)
     }
 
     private func mechMilliseconds(at time: UInt64) -> UInt64 { (time &- start) / 1_000_000 + clockOffsetMilliseconds }
@@ -475,17 +475,17 @@ public final class MechSimulator {
             guard case .frame(let frame) = event else { return }  // errors are counted by the parser
             // Sentences written together queue on the line: each arrives after the one before.
             hostLineFreeAt = max(hostLineFreeAt, receivedAt) &+ transit(bytes: frame.bytes.count)
-            let arrival = mechSettings.baud == 0 ? receivedAt : hostLineFreeAt
+            let arrival = firmware.baud == 0 ? receivedAt : hostLineFreeAt
             guard poweredOffUntil == nil else { return }  // nobody home
             switch frame {
             case .decision(let seq, let accept):
                 decided(seq, accept: accept, at: arrival)
             case .inhibit(let on):
                 inhibited = on
-            case .query(let queriedBoot, let seq) where mechSettings.confirmations:
+            case .query(let queriedBoot, let seq) where firmware.confirmations:
                 truth.mech.queries += 1
                 answerQuery(boot: queriedBoot, deviceSeq: seq)
-            case .hello where mechSettings.confirmations:
+            case .hello where firmware.confirmations:
                 truth.mech.hellos += 1
                 send(SerialFrame.status(.session, detail: "\(boot)").bytes)
             default:
@@ -514,7 +514,7 @@ public final class MechSimulator {
                     let number = truth.coins[waiting.coinIndex].insertion
                     let jitter = 0.75 + 0.5 * Double.random(in: 0..<1, using: &faultRandom)
                     inFlight[seq] = InFlight(
-                        coinIndex: waiting.coinIndex, boot: boot, storeAt: time &+ UInt64(mechSettings.storeMilliseconds * jitter * 1e6),
+                        coinIndex: waiting.coinIndex, boot: boot, storeAt: time &+ UInt64(firmware.storeMilliseconds * jitter * 1e6),
                         bounces: faultRandom.chance(faults.bounce), losesConfirmation: faultRandom.chance(faults.lostConfirmation),
                         losesPower: faults.powerLossAt.contains(number))
                 } else {
@@ -566,11 +566,11 @@ public final class MechSimulator {
             } else {
                 truth.outcomes.stored += 1
                 settle(index, fate: .stored, seq: seq, boot: coin.boot)
-                if coin.losesConfirmation && mechSettings.confirmations {
+                if coin.losesConfirmation && firmware.confirmations {
                     truth.mech.confirmationsLost += 1
                     truth.coins[index].confirmation = "lost"
                 } else {
-                    truth.coins[index].confirmation = mechSettings.confirmations ? "S" : nil
+                    truth.coins[index].confirmation = firmware.confirmations ? "S" : nil
                     confirm(seq, .stored)
                 }
             }
@@ -586,7 +586,7 @@ public final class MechSimulator {
     }
 
     private func confirm(_ seq: UInt64, _ fate: CoinFate) {
-        guard mechSettings.confirmations else { return }
+        guard firmware.confirmations else { return }
         truth.mech.confirmationsSent += 1
         send(SerialFrame.confirmation(deviceSeq: seq, fate: fate).bytes)
     }
@@ -622,13 +622,13 @@ public final class MechSimulator {
         boot += 1
         truth.mech.boots.append(boot)
         devseq = 0
-        if announce { send(SerialFrame.status(.powerUp, detail: mechSettings.confirmations ? "\(boot)" : nil).bytes) }
+        if announce { send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes) }
     }
 
     private func powerBackOn() {
         poweredOffUntil = nil
         lineFreeAt = max(lineFreeAt, Self.now())
-        send(SerialFrame.status(.powerUp, detail: mechSettings.confirmations ? "\(boot)" : nil).bytes)
+        send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
     }
 
     private func expireDeadlines() {

@@ -40,11 +40,11 @@ public struct Scenario: Sendable {
     public var foreignCurrency = "EUR"
     public var burst: Burst?
     public var faults = Faults()
-    /// How the simulated mech speaks: line speed, confirmations, its clock.
-    public var mech = Mech()
+    /// How the simulated mech's firmware speaks: line speed, confirmations, its clock, its boot.
+    public var firmware = Firmware()
 
-    /// The mech's side of the line protocol.
-    public struct Mech: Sendable, Hashable {
+    /// The mech's side of the line protocol (`baud` and the `firmware` block).
+    public struct Firmware: Sendable, Hashable {
         /// Line speed: every byte takes 10 bits of it, both ways (0: no pacing, bytes arrive at once).
         public var baud = 9600
         /// Protocol version 2: confirms each accepted coin (`$CMC`), answers queries (`$CMQ`)
@@ -96,7 +96,7 @@ public struct Scenario: Sendable {
 
     public static let topKeys: Set<String> = [
         "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
-        "bursts", "faults", "baud", "mech",
+        "bursts", "faults", "baud", "firmware",
     ]
 
     /// Reads a scenario file; errors name the file, the line and the key.
@@ -185,19 +185,19 @@ public struct Scenario: Sendable {
             guard baud == 0 || [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
                 throw table.error("baud", "must be 0 (no pacing) or one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
             }
-            s.mech.baud = baud
+            s.firmware.baud = baud
         }
-        if let mech = try table.table("mech") {
-            try mech.rejectUnknownKeys(["confirmations", "clock", "store_ms", "boot"])
-            s.mech.confirmations = try mech.bool("confirmations") ?? s.mech.confirmations
-            s.mech.clock = try mech.bool("clock") ?? s.mech.clock
-            s.mech.storeMilliseconds = try positive(mech, "store_ms", max: 10_000) ?? s.mech.storeMilliseconds
-            if let boot = try mech.int("boot") {
-                guard boot >= 1 else { throw mech.error("boot", "must be 1 or more") }
-                s.mech.firstBoot = UInt64(boot)
+        if let firmware = try table.table("firmware") {
+            try firmware.rejectUnknownKeys(["confirmations", "clock", "store_ms", "boot"])
+            s.firmware.confirmations = try firmware.bool("confirmations") ?? s.firmware.confirmations
+            s.firmware.clock = try firmware.bool("clock") ?? s.firmware.clock
+            s.firmware.storeMilliseconds = try positive(firmware, "store_ms", max: 10_000) ?? s.firmware.storeMilliseconds
+            if let boot = try firmware.int("boot") {
+                guard boot >= 1 else { throw firmware.error("boot", "must be 1 or more") }
+                s.firmware.firstBoot = UInt64(boot)
             }
         }
-        if !s.mech.confirmations, s.faults.bounce > 0 || s.faults.lostConfirmation > 0 || !s.faults.powerLossAt.isEmpty {
+        if !s.firmware.confirmations, s.faults.bounce > 0 || s.faults.lostConfirmation > 0 || !s.faults.powerLossAt.isEmpty {
             throw table.error("faults", "bounce, lost_confirmation and power_loss_at need a mech with confirmations")
         }
         return s

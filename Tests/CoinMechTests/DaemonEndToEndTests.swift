@@ -258,7 +258,7 @@ struct DaemonEndToEndTests {
         var expected: [String: Int64] = [:]
         for run in 0..<2 {
             // The same mech, powered up again between the runs: its next boot number.
-            try harness.startSimulator("coins: 15\nrate_per_s: 20\nseed: \(30 + run)\nmix: {quarter: 1, dime: 1}\nmech: {boot: \(run + 1)}\n")
+            try harness.startSimulator("coins: 15\nrate_per_s: 20\nseed: \(30 + run)\nmix: {quarter: 1, dime: 1}\nfirmware: {boot: \(run + 1)}\n")
             try harness.startDaemon()
             let truth = try harness.simulatorTruth()
             #expect(try harness.stopDaemon() == 0)

@@ -167,7 +167,7 @@ struct SocketAPITests {
         let harness = try start(extra: "socket: {max_queued_events: 50}", scenario: "coins: 1500\nseed: 4\nmix: {quarter: 1}\nbaud: 115200\n", simulatorArguments: ["--lockstep"])
         _ = try harness.simulatorTruth()
         // Then steady traffic, as a kiosk sees it.
-        try harness.startSimulator("coins: 0\nrate_per_s: 20\nseed: 5\nmix: {quarter: 1}\nbaud: 115200\nmech: {boot: 2}\n")
+        try harness.startSimulator("coins: 0\nrate_per_s: 20\nseed: 5\nmix: {quarter: 1}\nbaud: 115200\nfirmware: {boot: 2}\n")
         let probe = try connect(harness)
         func readings() throws -> Int { Int(try probe.request("status")["counters"]!["readings"]!.int!) }
         try waitFor("the second simulator's coins") { try readings() >= 1510 }
