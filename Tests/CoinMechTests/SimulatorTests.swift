@@ -12,6 +12,8 @@ struct SimulatorTests {
     }
 
     /// Writes `scenario` to a file, runs coinsim with it, drives it with `host`, returns the truth.
+    /// Scenarios whose every reading must be answered in time give the mech a 2 s deadline: the
+    /// scripted host polls, and a loaded machine must not turn a test of coinsim into one of timing.
     func simulate(_ scenario: String, extra: [String] = [], link: Bool = false, policy: @escaping (UInt64) -> ScriptedHost.Answer = { _ in .accept() }) throws -> Run {
         let dir = TestSupport.temporaryDirectory("sim")
         try scenario.write(toFile: "\(dir)/s.yaml", atomically: true, encoding: .utf8)
@@ -53,7 +55,7 @@ struct SimulatorTests {
 
     @Test("every reading answered in time: accepted value matches the genuine coins")
     func allAccepted() throws {
-        let run = try simulate("coins: 20\nrate_per_s: 25\nseed: 2\nmix: {quarter: 1}\n")
+        let run = try simulate("coins: 20\nrate_per_s: 25\nseed: 2\nmix: {quarter: 1}\ndeadline_ms: 2000\n")
         let outcomes = try #require(run.truth["outcomes"] as? [String: Int])
         #expect(outcomes["accepted"] == 20)
         #expect((run.truth["accepted_value"] as? [String: Int])?["USD"] == 500)
@@ -64,7 +66,7 @@ struct SimulatorTests {
 
     @Test("garbage is produced when asked, and the host's parser sees exactly that much")
     func garbage() throws {
-        let run = try simulate("coins: 6\nrate_per_s: 20\nfaults: {garbage: 1, garbage_bytes: 10}\n")
+        let run = try simulate("coins: 6\nrate_per_s: 20\ndeadline_ms: 2000\nfaults: {garbage: 1, garbage_bytes: 10}\n")
         let faults = try #require(run.truth["faults_injected"] as? [String: Int])
         #expect(faults["garbage_bursts"] == 6)
         #expect(faults["garbage_bytes"] == 60)
@@ -74,7 +76,7 @@ struct SimulatorTests {
 
     @Test("broken sentences reach the host as broken, and those coins are returned")
     func brokenSentences() throws {
-        let run = try simulate("coins: 30\nrate_per_s: 30\nseed: 4\nfaults: {bad_checksum: 0.2, truncated: 0.1, overlong: 0.1}\n")
+        let run = try simulate("coins: 30\nrate_per_s: 30\nseed: 4\ndeadline_ms: 2000\nfaults: {bad_checksum: 0.2, truncated: 0.1, overlong: 0.1}\n")
         let faults = try #require(run.truth["faults_injected"] as? [String: Int])
         let outcomes = try #require(run.truth["outcomes"] as? [String: Int])
         let broken = faults["bad_checksums"]! + faults["truncated"]! + faults["overlong"]!
@@ -87,7 +89,7 @@ struct SimulatorTests {
 
     @Test("a disconnect closes the pty; the host sees the hang-up and reconnects through the link")
     func disconnectAndReconnect() throws {
-        let run = try simulate("coins: 10\nrate_per_s: 20\nfaults: {disconnect_at: [5], disconnect_ms: 300}\n", link: true)
+        let run = try simulate("coins: 10\nrate_per_s: 20\ndeadline_ms: 2000\nfaults: {disconnect_at: [5], disconnect_ms: 300}\n", link: true)
         let connections = try #require(run.truth["connections"] as? [String: Any])
         #expect(connections["connects"] as? Int == 2)
         #expect(connections["hangups"] as? Int == 1)
@@ -99,7 +101,7 @@ struct SimulatorTests {
 
     @Test("a power cycle announces POWERUP and restarts device sequence numbers")
     func powerCycle() throws {
-        let run = try simulate("coins: 8\nrate_per_s: 20\nfaults: {power_cycle_at: [5], jam_at: [3]}\n")
+        let run = try simulate("coins: 8\nrate_per_s: 20\ndeadline_ms: 2000\nfaults: {power_cycle_at: [5], jam_at: [3]}\n")
         #expect(run.host.statuses == [.powerUp, .jam, .powerUp])
         #expect(run.host.readings == [1, 2, 3, 4, 1, 2, 3, 4])
         let coins = try #require(run.truth["coins"] as? [[String: Any]])
@@ -110,10 +112,10 @@ struct SimulatorTests {
     @Test("a recorded session replays the same sentences")
     func recordAndReplay() throws {
         let dir = TestSupport.temporaryDirectory("trace")
-        let original = try simulate("coins: 8\nrate_per_s: 25\nseed: 9\n", extra: ["--record", "\(dir)/trace.jsonl"])
+        let original = try simulate("coins: 8\nrate_per_s: 25\nseed: 9\ndeadline_ms: 2000\n", extra: ["--record", "\(dir)/trace.jsonl"])
         let entries = try readTrace(path: "\(dir)/trace.jsonl")
         #expect(entries.contains { $0.dir == "rx" })
-        let replay = try ChildProcess("coinsim", ["replay", "\(dir)/trace.jsonl", "--truth", "\(dir)/replay.json"])
+        let replay = try ChildProcess("coinsim", ["replay", "\(dir)/trace.jsonl", "--truth", "\(dir)/replay.json", "--deadline-ms", "2000"])
         let path = try #require(replay.readLine())
         let host = ScriptedHost(path: path)
         #expect(host.run(timeout: 20) { !replay.isRunning }, "the replay did not finish")
