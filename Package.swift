@@ -95,7 +95,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "coinmechd",
-            dependencies: ["CoinMechDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CoinMechDaemon", "CoinMechPlugins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
@@ -111,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
-                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon",
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon", "CoinMechPluginKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
@@ -124,7 +124,7 @@ let package = Package(
             dependencies: [
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
-                "CoinMechGPIO", "CoinMechHotplug",
+                "CoinMechGPIO", "CoinMechHotplug", "CoinMechPluginKit",
             ],
             path: "Tests/CoinMechTests"
         ),
