@@ -8,7 +8,8 @@ final class MatchTable {
     struct Row {
         /// Centre and 1 / (σ × window) per axis: a reading inside the window scores ≤ 1.
         let diameter, diameterScale, weight, weightScale, thickness, thicknessScale: Double
-        /// 1 / (limit × centre) per axis for a hard `tolerance` limit; 0 where there is none.
+        /// For a hard `tolerance` limit: 1 / (the limit in the axis's scaled units)², so a scaled
+        /// square times it exceeds 1 outside the limit; 0 where there is none.
         let diameterLimit, weightLimit, thicknessLimit: Double
 
         init(_ candidate: Candidate, window: Double) {
@@ -20,30 +21,38 @@ final class MatchTable {
             // Scale 0 where the candidate has no thickness: a measured one does not count there.
             thickness = s.thickness?.mean ?? 0
             thicknessScale = s.thickness.map { 1 / ($0.sigma * window) } ?? 0
-            func limit(_ relative: Double?, _ centre: Double) -> Double { relative.map { 1 / ($0 * centre) } ?? 0 }
-            diameterLimit = limit(candidate.limit.diameter, diameter)
-            weightLimit = limit(candidate.limit.weight, weight)
-            thicknessLimit = s.thickness == nil ? 0 : limit(candidate.limit.thickness, thickness)
+            func limit(_ relative: Double?, _ centre: Double, _ scale: Double) -> Double {
+                relative.map { 1 / (($0 * centre * scale) * ($0 * centre * scale)) } ?? 0
+            }
+            diameterLimit = limit(candidate.limit.diameter, diameter, diameterScale)
+            weightLimit = limit(candidate.limit.weight, weight, weightScale)
+            thicknessLimit = s.thickness == nil ? 0 : limit(candidate.limit.thickness, thickness, thicknessScale)
         }
     }
 
     /// What the scan found.
     enum Match: Equatable {
-        /// No own denomination holds the reading (or a foreign coin clearly is nearest): pass.
+        /// The nearest candidate's window does not hold the reading, or the nearest is a foreign
+        /// coin with no own denomination within the margin: pass.
         case none
-        /// Own candidate `index` holds it and every other is farther by the margin.
+        /// Own candidate `index` is nearest, holds the reading, and every other is farther by the margin.
         case accept(Int)
-        /// Own candidate `own` and candidate `other` are both within reach.
+        /// The nearest holds the reading but the runner-up is within the margin; one is `own`.
         case ambiguous(own: Int, other: Int)
     }
 
-    /// Low bits of a score that hold the row index (the distance keeps 44 of its 52 mantissa bits).
+    /// Low bits of a score: the row index, and above it a bit set when the row's window (or hard
+    /// limit) does not hold the reading. The distance keeps 43 of its 52 mantissa bits.
     static let indexMask: UInt64 = 0xFF
+    static let outsideShift: UInt64 = 8
+    static let flagMask: UInt64 = 0x1FF
     static let maxRows = Int(indexMask)
 
     let ownCount: Int
-    /// The margin in units of the window (the rows' scale).
-    let scaledMargin: Double
+    /// Whether any row has a hard limit; a table without one skips that arithmetic.
+    let hasLimits: Bool
+    /// The margin in units of the window (the rows' scale), and its square.
+    let scaledMargin, scaledMarginSquared: Double
     private let rows: UnsafeMutableBufferPointer<Row>
     private let accepts: UnsafeMutableBufferPointer<DecisionTemplate>
     /// `ambiguous[own * rows.count + other]`.
@@ -53,7 +62,9 @@ final class MatchTable {
         let all = list.all
         precondition(all.count <= Self.maxRows, "a coin table scans at most \(Self.maxRows) rows")
         ownCount = list.own.count
+        hasLimits = list.own.contains { $0.limit.diameter != nil || $0.limit.weight != nil || $0.limit.thickness != nil }
         scaledMargin = list.margin / list.window
+        scaledMarginSquared = scaledMargin * scaledMargin
         rows = .allocate(capacity: all.count)
         _ = rows.initialize(from: all.map { Row($0, window: list.window) })
         accepts = .allocate(capacity: ownCount)
@@ -78,37 +89,48 @@ final class MatchTable {
     /// Every row is scored and none is skipped by a branch: which window a noisy reading falls
     /// in is random, and a mispredicted branch costs more than scoring a row. Each score is the
     /// squared distance's bit pattern (ordered like the distance, as it is never negative) with
-    /// the row index in its low bits, so integer minima find the nearest row (the lower index on
-    /// a tie), the runner-up, and the nearest row whose window holds the reading.
+    /// the row index and whether its window holds the reading in its low bits, so two integer
+    /// minima find the nearest row (the lower index on a tie) and the runner-up.
     @inline(__always)
     func match(_ d: Double, _ w: Double, _ t: Double, hasWeight: Bool, hasThickness: Bool) -> Match {
+        // Two copies of the scan, with and without hard limits, chosen once per reading.
+        hasLimits
+            ? match(d, w, t, hasWeight: hasWeight, hasThickness: hasThickness, hasLimits: true)
+            : match(d, w, t, hasWeight: hasWeight, hasThickness: hasThickness, hasLimits: false)
+    }
+
+    @inline(__always)
+    private func match(_ d: Double, _ w: Double, _ t: Double, hasWeight: Bool, hasThickness: Bool, hasLimits: Bool) -> Match {
         let weightWeight: Double = hasWeight ? 1 : 0
         let thicknessWeight: Double = hasThickness ? 1 : 0
-        var nearest = UInt64.max, second = UInt64.max, holding = UInt64.max
+        var nearest = UInt64.max, second = UInt64.max
         for index in 0..<rows.count {
             let row = rows[index]
             let dd = d - row.diameter
             let dw = (w - row.weight) * weightWeight
             let dt = (t - row.thickness) * thicknessWeight
             let zd = dd * row.diameterScale, zw = dw * row.weightScale, zt = dt * row.thicknessScale
-            let d2 = zd * zd + zw * zw + zt * zt
-            let ld = dd * row.diameterLimit, lw = dw * row.weightLimit, lt = dt * row.thicknessLimit
-            let outside = Swift.max(d2, ld * ld, lw * lw, lt * lt) > 1
-            let score = d2.bitPattern & ~Self.indexMask | UInt64(index)
+            let zd2 = zd * zd, zw2 = zw * zw, zt2 = zt * zt
+            let d2 = zd2 + zw2 + zt2
+            // `a > b ? a : b` compiles to one maxsd (Swift.max keeps NaN ordering, which costs
+            // three more instructions; the figures here are finite).
+            let limits = hasLimits ? larger(larger(zd2 * row.diameterLimit, zw2 * row.weightLimit), zt2 * row.thicknessLimit) : 0
+            let outside = UInt64(larger(d2, limits) > 1 ? 1 : 0)
+            let score = d2.bitPattern & ~Self.flagMask | outside << Self.outsideShift | UInt64(index)
             second = Swift.min(second, Swift.max(nearest, score))
             nearest = Swift.min(nearest, score)
-            holding = Swift.min(holding, outside ? .max : score)
         }
-        guard holding != .max else { return .none }
-        let chosen = Int(holding & Self.indexMask)
-        let runnerUp = Int(nearest & Self.indexMask) == chosen ? second : nearest
-        guard runnerUp != .max else { return chosen < ownCount ? .accept(chosen) : .none }
-        let chosenDistance = Double(bitPattern: holding & ~Self.indexMask).squareRoot()
-        let runnerUpDistance = Double(bitPattern: runnerUp & ~Self.indexMask).squareRoot()
-        let other = Int(runnerUp & Self.indexMask)
-        if runnerUpDistance - chosenDistance >= scaledMargin {
+        // The nearest candidate must hold the reading, and the runner-up lie farther by the margin.
+        guard nearest >> Self.outsideShift & 1 == 0 else { return .none }
+        let chosen = Int(nearest & Self.indexMask)
+        guard second != .max else { return chosen < ownCount ? .accept(chosen) : .none }
+        // runner-up − chosen ≥ margin, without square roots: r ≥ c + m ⟺ r² − c² − m² ≥ 2mc ≥ 0.
+        let chosenSquared = Double(bitPattern: nearest & ~Self.flagMask)
+        let excess = Double(bitPattern: second & ~Self.flagMask) - chosenSquared - scaledMarginSquared
+        if excess >= 0 && excess * excess >= 4 * scaledMarginSquared * chosenSquared {
             return chosen < ownCount ? .accept(chosen) : .none
         }
+        let other = Int(second & Self.indexMask)
         if chosen < ownCount { return .ambiguous(own: chosen, other: other) }
         return other < ownCount ? .ambiguous(own: other, other: chosen) : .none
     }
@@ -123,3 +145,7 @@ final class MatchTable {
         }
     }
 }
+
+/// The larger of two finite numbers, as one `maxsd`.
+@inline(__always)
+private func larger(_ a: Double, _ b: Double) -> Double { a > b ? a : b }
