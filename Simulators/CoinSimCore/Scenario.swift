@@ -40,6 +40,8 @@ public struct Scenario: Sendable {
     public var foreignCurrency = "EUR"
     public var burst: Burst?
     public var faults = Faults()
+    /// The mech's bias and drift, and the coins' mint spread (`mech` block; see MechErrors).
+    public var mech = MechErrors()
 
     public struct Burst: Sendable, Hashable {
         public var everySeconds: Double
@@ -70,7 +72,7 @@ public struct Scenario: Sendable {
 
     public static let topKeys: Set<String> = [
         "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
-        "bursts", "faults",
+        "bursts", "faults", "mech",
     ]
 
     /// Reads a scenario file; errors name the file, the line and the key.
@@ -151,6 +153,9 @@ public struct Scenario: Sendable {
             f.disconnectAt = try insertionNumbers(faults, "disconnect_at")
             f.disconnectMilliseconds = try positive(faults, "disconnect_ms", max: 600_000) ?? f.disconnectMilliseconds
             s.faults = f
+        }
+        if let mech = try table.table("mech") {
+            s.mech = try MechErrors.parse(mech)
         }
         return s
     }
