@@ -19,6 +19,10 @@ struct Candidate {
     let spread: CoinSpread
     /// Hard limits (the `tolerance` keys): relative half-widths around the centre; nil = none.
     let limit: (diameter: Double?, weight: Double?, thickness: Double?)
+    /// A foreign coin that only thickness tells from one of the link's own (its centre lies inside
+    /// that one's window on diameter and weight): scored only on readings with a thickness, as
+    /// without one it would make every such genuine coin ambiguous.
+    var onlyWithThickness = false
 
     var own: Bool { origin != .foreign }
 

@@ -99,10 +99,19 @@ struct CandidateList {
                 spread.diameter.mean *= bias.diameter
                 spread.weight.mean *= bias.weight
                 spread.thickness?.mean *= bias.thickness
-                let candidate = Candidate(spec: spec, origin: .foreign, spread: spread, limit: (nil, nil, nil))
-                if own.contains(where: { Self.canCompete(candidate, with: $0, window: window, margin: margin, withWeight: requireWeight) }) {
-                    foreign.append(candidate)
+                var candidate = Candidate(spec: spec, origin: .foreign, spread: spread, limit: (nil, nil, nil))
+                // Foreign coins are scored only on readings with a weight (the link's own may be judged without).
+                guard own.contains(where: { Self.canCompete(candidate, with: $0, window: window, margin: margin, withWeight: true) }) else { continue }
+                if let twin = own.first(where: { candidate.centreDistance(in: $0, withWeight: true) <= window }) {
+                    guard candidate.spread.thickness != nil, twin.spread.thickness != nil else {
+                        warnings.append("\(candidate.name) cannot be told from \(twin.name) without a thickness, and one has none recorded: "
+                            + "not scored, so a \(candidate.name) inside the \(twin.name) window is credited as one")
+                        continue
+                    }
+                    candidate.onlyWithThickness = true
+                    warnings.append("\(candidate.name) is told from \(twin.name) by its thickness alone: scored only on readings with a thickness")
                 }
+                foreign.append(candidate)
             }
         }
         self.foreign = Array(foreign.prefix(MatchTable.maxRows - own.count))

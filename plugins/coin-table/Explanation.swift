@@ -42,6 +42,8 @@ struct Explanation: Encodable {
             return
         }
         let w = reading.weightG, t = reading.thicknessMM
+        // What the scan leaves out for this reading: foreign coins without a weight, some without a thickness.
+        func applies(_ candidate: Candidate) -> Bool { candidate.own || (w != nil && (t != nil || !candidate.onlyWithThickness)) }
         let scored = all.map { candidate -> Scored in
             let z = candidate.spread.zScores(diameter: d, weight: w, thickness: t)
             let distance = candidate.spread.distance(diameter: d, weight: w, thickness: t)
@@ -58,7 +60,7 @@ struct Explanation: Encodable {
             return Scored(name: candidate.name, currency: candidate.spec.currency, code: candidate.spec.code, origin: candidate.origin,
                           distance: distance, inside: inside, z: axes)
         }
-        let byDistance = scored.sorted { $0.distance < $1.distance }
+        let byDistance = zip(all, scored).filter { applies($0.0) }.map(\.1).sorted { $0.distance < $1.distance }
         // Nearby: the three nearest, and any other within reach of the window and margin.
         candidates = byDistance.enumerated().filter { $0.offset < 3 || $0.element.distance <= list.window + list.margin }.map(\.element)
 
@@ -108,6 +110,8 @@ struct Description: Encodable {
         let thickness: CoinSpread.Axis?
         /// Hard limits (relative), where configured.
         let limit: [String: Double]?
+        /// A foreign coin scored only on readings with a thickness.
+        let only_with_thickness: Bool?
     }
 
     let window: Double
@@ -132,7 +136,7 @@ struct Description: Encodable {
             limit["weight"] = c.limit.weight
             limit["thickness"] = c.spread.thickness == nil ? nil : c.limit.thickness
             return Window(name: c.name, origin: c.origin, diameter: c.spread.diameter, weight: c.spread.weight, thickness: c.spread.thickness,
-                          limit: limit.isEmpty ? nil : limit)
+                          limit: limit.isEmpty ? nil : limit, only_with_thickness: c.onlyWithThickness ? true : nil)
         }
         denominations = list.own.map(describe)
         foreign = list.foreign.map(describe)

@@ -11,6 +11,9 @@ final class MatchTable {
         /// For a hard `tolerance` limit: 1 / (the limit in the axis's scaled units)², so a scaled
         /// square times it exceeds 1 outside the limit; 0 where there is none.
         let diameterLimit, weightLimit, thicknessLimit: Double
+        /// Added to the score (10^300, out of every contest) when the reading lacks a weight or a
+        /// thickness the row needs: foreign coins need a weight, some a thickness. 0 otherwise.
+        let withoutWeight, withoutThickness: Double
 
         init(_ candidate: Candidate, window: Double) {
             let s = candidate.spread
@@ -27,6 +30,8 @@ final class MatchTable {
             diameterLimit = limit(candidate.limit.diameter, diameter, diameterScale)
             weightLimit = limit(candidate.limit.weight, weight, weightScale)
             thicknessLimit = s.thickness == nil ? 0 : limit(candidate.limit.thickness, thickness, thicknessScale)
+            withoutWeight = candidate.own ? 0 : 1e300
+            withoutThickness = candidate.onlyWithThickness ? 1e300 : 0
         }
     }
 
@@ -103,6 +108,7 @@ final class MatchTable {
     private func match(_ d: Double, _ w: Double, _ t: Double, hasWeight: Bool, hasThickness: Bool, hasLimits: Bool) -> Match {
         let weightWeight: Double = hasWeight ? 1 : 0
         let thicknessWeight: Double = hasThickness ? 1 : 0
+        let missingWeight = 1 - weightWeight, missingThickness = 1 - thicknessWeight
         var nearest = UInt64.max, second = UInt64.max
         for index in 0..<rows.count {
             let row = rows[index]
@@ -111,7 +117,7 @@ final class MatchTable {
             let dt = (t - row.thickness) * thicknessWeight
             let zd = dd * row.diameterScale, zw = dw * row.weightScale, zt = dt * row.thicknessScale
             let zd2 = zd * zd, zw2 = zw * zw, zt2 = zt * zt
-            let d2 = zd2 + zw2 + zt2
+            let d2 = zd2 + zw2 + zt2 + (row.withoutWeight * missingWeight + row.withoutThickness * missingThickness)
             // `a > b ? a : b` compiles to one maxsd (Swift.max keeps NaN ordering, which costs
             // three more instructions; the figures here are finite).
             let limits = hasLimits ? larger(larger(zd2 * row.diameterLimit, zw2 * row.weightLimit), zt2 * row.thicknessLimit) : 0
