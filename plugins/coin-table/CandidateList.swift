@@ -114,7 +114,8 @@ struct CandidateList {
                 foreign.append(candidate)
             }
         }
-        self.foreign = Array(foreign.prefix(MatchTable.maxRows - own.count))
+        // Those scored only with a thickness last: a reading without one scans the rows before them.
+        self.foreign = Array((foreign.filter { !$0.onlyWithThickness } + foreign.filter(\.onlyWithThickness)).prefix(MatchTable.maxRows - own.count))
 
         for (i, a) in own.enumerated() {
             for b in own[(i + 1)...] {

@@ -11,9 +11,6 @@ final class MatchTable {
         /// For a hard `tolerance` limit: 1 / (the limit in the axis's scaled units)², so a scaled
         /// square times it exceeds 1 outside the limit; 0 where there is none.
         let diameterLimit, weightLimit, thicknessLimit: Double
-        /// Added to the score (10^300, out of every contest) when the reading lacks a weight or a
-        /// thickness the row needs: foreign coins need a weight, some a thickness. 0 otherwise.
-        let withoutWeight, withoutThickness: Double
 
         init(_ candidate: Candidate, window: Double) {
             let s = candidate.spread
@@ -30,8 +27,6 @@ final class MatchTable {
             diameterLimit = limit(candidate.limit.diameter, diameter, diameterScale)
             weightLimit = limit(candidate.limit.weight, weight, weightScale)
             thicknessLimit = s.thickness == nil ? 0 : limit(candidate.limit.thickness, thickness, thicknessScale)
-            withoutWeight = candidate.own ? 0 : 1e300
-            withoutThickness = candidate.onlyWithThickness ? 1e300 : 0
         }
     }
 
@@ -53,7 +48,12 @@ final class MatchTable {
     static let flagMask: UInt64 = 0x1FF
     static let maxRows = Int(indexMask)
 
+    /// Rows in scan order: own denominations, then foreign coins scored on readings with a
+    /// weight, then those scored only on readings with a thickness too. A reading scans the
+    /// prefix it can judge, so no row needs a test of its own.
     let ownCount: Int
+    private let withWeightCount: Int
+    private let withThicknessCount: Int
     /// Whether any row has a hard limit; a table without one skips that arithmetic.
     let hasLimits: Bool
     /// The margin in units of the window (the rows' scale), and its square.
@@ -67,6 +67,9 @@ final class MatchTable {
         let all = list.all
         precondition(all.count <= Self.maxRows, "a coin table scans at most \(Self.maxRows) rows")
         ownCount = list.own.count
+        withWeightCount = ownCount + list.foreign.filter { !$0.onlyWithThickness }.count
+        withThicknessCount = all.count
+        precondition(all[withWeightCount...].allSatisfy(\.onlyWithThickness), "foreign coins scored only with a thickness come last")
         hasLimits = list.own.contains { $0.limit.diameter != nil || $0.limit.weight != nil || $0.limit.thickness != nil }
         scaledMargin = list.margin / list.window
         scaledMarginSquared = scaledMargin * scaledMargin
@@ -98,30 +101,44 @@ final class MatchTable {
     /// minima find the nearest row (the lower index on a tie) and the runner-up.
     @inline(__always)
     func match(_ d: Double, _ w: Double, _ t: Double, hasWeight: Bool, hasThickness: Bool) -> Match {
-        // Two copies of the scan, with and without hard limits, chosen once per reading.
-        hasLimits
-            ? match(d, w, t, hasWeight: hasWeight, hasThickness: hasThickness, hasLimits: true)
-            : match(d, w, t, hasWeight: hasWeight, hasThickness: hasThickness, hasLimits: false)
+        // A copy of the scan for each kind of reading and table, chosen once per reading (a mech
+        // sends one kind): an axis not measured, or a limit not configured, costs nothing.
+        let scanned = hasWeight ? (hasThickness ? withThicknessCount : withWeightCount) : ownCount
+        switch (hasWeight, hasThickness, hasLimits) {
+        case (true, true, false): return scan(d, w, t, rows: scanned, weight: true, thickness: true, limits: false)
+        case (true, false, false): return scan(d, w, t, rows: scanned, weight: true, thickness: false, limits: false)
+        case (false, true, false): return scan(d, w, t, rows: scanned, weight: false, thickness: true, limits: false)
+        case (false, false, false): return scan(d, w, t, rows: scanned, weight: false, thickness: false, limits: false)
+        case (true, true, true): return scan(d, w, t, rows: scanned, weight: true, thickness: true, limits: true)
+        case (true, false, true): return scan(d, w, t, rows: scanned, weight: true, thickness: false, limits: true)
+        case (false, true, true): return scan(d, w, t, rows: scanned, weight: false, thickness: true, limits: true)
+        case (false, false, true): return scan(d, w, t, rows: scanned, weight: false, thickness: false, limits: true)
+        }
     }
 
     @inline(__always)
-    private func match(_ d: Double, _ w: Double, _ t: Double, hasWeight: Bool, hasThickness: Bool, hasLimits: Bool) -> Match {
-        let weightWeight: Double = hasWeight ? 1 : 0
-        let thicknessWeight: Double = hasThickness ? 1 : 0
-        let missingWeight = 1 - weightWeight, missingThickness = 1 - thicknessWeight
+    private func scan(_ d: Double, _ w: Double, _ t: Double, rows count: Int, weight: Bool, thickness: Bool, limits: Bool) -> Match {
         var nearest = UInt64.max, second = UInt64.max
-        for index in 0..<rows.count {
+        for index in 0..<count {
             let row = rows[index]
             let dd = d - row.diameter
-            let dw = (w - row.weight) * weightWeight
-            let dt = (t - row.thickness) * thicknessWeight
-            let zd = dd * row.diameterScale, zw = dw * row.weightScale, zt = dt * row.thicknessScale
-            let zd2 = zd * zd, zw2 = zw * zw, zt2 = zt * zt
-            let d2 = zd2 + zw2 + zt2 + (row.withoutWeight * missingWeight + row.withoutThickness * missingThickness)
+            let zd = dd * row.diameterScale
+            let zd2 = zd * zd
+            var d2 = zd2, limit = limits ? zd2 * row.diameterLimit : 0
+            if weight {
+                let zw = (w - row.weight) * row.weightScale
+                d2 += zw * zw
+                if limits { limit = larger(limit, zw * zw * row.weightLimit) }
+            }
+            if thickness {
+                // The scale is 0 where the candidate has no thickness: a measured one does not count there.
+                let zt = (t - row.thickness) * row.thicknessScale
+                d2 += zt * zt
+                if limits { limit = larger(limit, zt * zt * row.thicknessLimit) }
+            }
             // `a > b ? a : b` compiles to one maxsd (Swift.max keeps NaN ordering, which costs
             // three more instructions; the figures here are finite).
-            let limits = hasLimits ? larger(larger(zd2 * row.diameterLimit, zw2 * row.weightLimit), zt2 * row.thicknessLimit) : 0
-            let outside = UInt64(larger(d2, limits) > 1 ? 1 : 0)
+            let outside = UInt64((limits ? larger(d2, limit) : d2) > 1 ? 1 : 0)
             let score = d2.bitPattern & ~Self.flagMask | outside << Self.outsideShift | UInt64(index)
             second = Swift.min(second, Swift.max(nearest, score))
             nearest = Swift.min(nearest, score)
