@@ -79,7 +79,7 @@ struct ChainBench: ParsableCommand {
                     generation: 3, links: [LinkSpec(plugin: "weight-floor", configJSON: #"{"min_weight_g":0.01}"#)]))),
                 ("sanity alone", chainWorkload(try builder.build(generation: 4, links: [LinkSpec(plugin: "sanity")]))),
                 // coin-table's defaults scan the 4 USD rows and the 4 foreign coins that can come near them.
-                ("sanity → coin-table defaults", chainWorkload(try builder.build(
+                ("sanity → table defaults", chainWorkload(try builder.build(
                     generation: 5, links: [LinkSpec(plugin: "sanity"), LinkSpec(name: "usd", plugin: "coin-table", configJSON: #"{"currency":"USD"}"#)]))),
             ]
         }
