@@ -97,7 +97,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "coinmechd",
-            dependencies: ["CoinMechDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CoinMechDaemon", "CoinMechPlugins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
@@ -116,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
-                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon",
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon", "CoinMechPluginKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
@@ -138,7 +138,7 @@ let package = Package(
             dependencies: [
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
-                "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI",
+                "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"

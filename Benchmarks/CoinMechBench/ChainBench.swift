@@ -24,7 +24,7 @@ struct ChainBench: ParsableCommand {
         let runtime = NSTemporaryDirectory() + "coinmech-bench-\(getpid())"
         defer { if ProcessInfo.processInfo.environment["COINMECH_BENCH_KEEP"] == nil { try? FileManager.default.removeItem(atPath: runtime) } }
         let chain = try ChainBuilder(loader: PluginLoader(directory: directory, runtimeDirectory: runtime)).build(
-            generation: 1, links: [LinkSpec(plugin: "sanity"), LinkSpec(name: "usd", plugin: "coin-table", configJSON: #"{"currency":"USD"}"#)])
+            generation: 1, links: [LinkSpec(plugin: "sanity"), LinkSpec(name: "usd", plugin: "coin-table", configJSON: Self.ladderTable)])
         let textbook = TextbookCoinSorter()
         let diameters = mix.map { $0.diameterMM! }, weights = mix.map { $0.weightG! }
 
@@ -78,6 +78,9 @@ struct ChainBench: ParsableCommand {
                 ("one C link that passes", chainWorkload(try builder.build(
                     generation: 3, links: [LinkSpec(plugin: "weight-floor", configJSON: #"{"min_weight_g":0.01}"#)]))),
                 ("sanity alone", chainWorkload(try builder.build(generation: 4, links: [LinkSpec(plugin: "sanity")]))),
+                // coin-table's defaults scan the 4 USD rows and the 4 foreign coins that can come near them.
+                ("sanity → table defaults", chainWorkload(try builder.build(
+                    generation: 5, links: [LinkSpec(plugin: "sanity"), LinkSpec(name: "usd", plugin: "coin-table", configJSON: #"{"currency":"USD"}"#)]))),
             ]
         }
         if let only {
@@ -128,6 +131,11 @@ struct ChainBench: ParsableCommand {
                 """)
         }
     }
+
+    /// coin-table set up to decide as the ±5 % ladder does, so the three implementations can be
+    /// checked against each other: a hard ±5 % limit, σ-windows wider than it, no margin, no
+    /// foreign coins. It runs the same scan as any configuration, over the 4 USD rows.
+    static let ladderTable = #"{"currency":"USD","tolerance":0.05,"sensor_noise":{"diameter":0.2,"weight":0.2},"margin":0,"foreign":[]}"#
 
     private func pad(_ value: Double) -> String {
         let text = String(format: "%.1f", value)

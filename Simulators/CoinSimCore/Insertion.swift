@@ -69,23 +69,43 @@ public struct InsertionGenerator: Sendable {
         } else {
             kind = .coin(pickFromMix())
         }
-        var diameter: Double, weight: Double, thickness: Double?
+        let reading = Self.measure(kind, number: count, scenario: s, rng: &rng)
+        return Insertion(number: count, kind: kind, diameterMM: reading.diameter, weightG: reading.weight, thicknessMM: reading.thickness)
+    }
+
+    /// What the scenario's mech reads for `kind` at insertion `number`: a genuine coin's own
+    /// figures (varying within its mint tolerance if `mech.mint_spread`), through the mech's bias
+    /// and drift, plus the scenario's noise; slugs and washers are random discs. Thickness is nil
+    /// when the mech does not measure it. The bench draws its populations through this too.
+    public static func measure(
+        _ kind: CoinKind, number: Int, scenario s: Scenario, rng: inout SplitMix64
+    ) -> (diameter: Double, weight: Double, thickness: Double?) {
+        var diameter: Double, weight: Double, thickness: Double
+        let mech = s.mech
         switch kind {
         case .coin(let spec), .foreign(let spec):
-            diameter = s.diameterNoise.apply(spec.diameterMM, &rng)
-            weight = s.weightNoise.apply(spec.weightG, &rng)
-            thickness = s.thicknessNoise.apply(spec.thicknessMM ?? 1.8, &rng)
+            diameter = spec.diameterMM
+            weight = spec.weightG
+            thickness = spec.thicknessMM ?? 1.8
+            if mech.mintSpread {
+                let sigma = MintTolerance.standardDeviation(of: spec)
+                diameter += rng.gaussian() * sigma.diameter
+                weight += rng.gaussian() * sigma.weight
+                thickness += rng.gaussian() * (sigma.thickness ?? thickness * MintTolerance.assumedRelative.thickness / 3)
+            }
+            diameter = s.diameterNoise.apply(mech.readDiameter(diameter, number: number), &rng)
+            weight = s.weightNoise.apply(mech.readWeight(weight, number: number), &rng)
+            thickness = s.thicknessNoise.apply(mech.readThickness(thickness, number: number), &rng)
         case .slug:
-            diameter = Double.random(in: 15...30, using: &rng)
-            weight = Double.random(in: 2...12, using: &rng)
-            thickness = Double.random(in: 1.2...2.6, using: &rng)
+            diameter = mech.readDiameter(Double.random(in: 15...30, using: &rng), number: number)
+            weight = mech.readWeight(Double.random(in: 2...12, using: &rng), number: number)
+            thickness = mech.readThickness(Double.random(in: 1.2...2.6, using: &rng), number: number)
         case .washer:
-            diameter = Double.random(in: 16...26, using: &rng)
-            weight = Double.random(in: 0.8...2.2, using: &rng)
-            thickness = Double.random(in: 0.8...1.6, using: &rng)
+            diameter = mech.readDiameter(Double.random(in: 16...26, using: &rng), number: number)
+            weight = mech.readWeight(Double.random(in: 0.8...2.2, using: &rng), number: number)
+            thickness = mech.readThickness(Double.random(in: 0.8...1.6, using: &rng), number: number)
         }
-        return Insertion(number: count, kind: kind, diameterMM: diameter, weightG: weight,
-                         thicknessMM: s.measuresThickness ? thickness : nil)
+        return (diameter, weight, s.measuresThickness ? thickness : nil)
     }
 
     /// Seconds until the next insertion after insertion `number` (bursts included).

@@ -60,6 +60,9 @@ public struct Scenario: Sendable {
         public init() {}
     }
 
+    /// The mech's bias and drift, and the coins' mint spread (`mech` block; see MechErrors).
+    public var mech = MechErrors()
+
     public struct Burst: Sendable, Hashable {
         public var everySeconds: Double
         public var coins: Int
@@ -96,7 +99,7 @@ public struct Scenario: Sendable {
 
     public static let topKeys: Set<String> = [
         "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
-        "bursts", "faults", "baud", "firmware",
+        "bursts", "faults", "baud", "firmware", "mech",
     ]
 
     /// Reads a scenario file; errors name the file, the line and the key.
@@ -199,6 +202,9 @@ public struct Scenario: Sendable {
         }
         if !s.firmware.confirmations, s.faults.bounce > 0 || s.faults.lostConfirmation > 0 || !s.faults.powerLossAt.isEmpty {
             throw table.error("faults", "bounce, lost_confirmation and power_loss_at need a mech with confirmations")
+        }
+        if let mech = try table.table("mech") {
+            s.mech = try MechErrors.parse(mech)
         }
         return s
     }

@@ -10,13 +10,19 @@ public struct CoinSpec: Sendable, Hashable {
     public let weightG: Double
     /// Nil where the mint figure is not recorded here.
     public let thicknessMM: Double?
+    /// The mint's manufacturing tolerance (±), where it publishes one; see `MintTolerance`.
+    public let tolerance: MintTolerance
 
-    public init(currency: String, code: String, valueMinor: Int64, diameterMM: Double, weightG: Double, thicknessMM: Double?) {
+    public init(
+        currency: String, code: String, valueMinor: Int64, diameterMM: Double, weightG: Double, thicknessMM: Double?,
+        tolerance: MintTolerance = MintTolerance()
+    ) {
         self.currency = currency
         self.code = code
         self.valueMinor = valueMinor
         self.diameterMM = diameterMM
         self.weightG = weightG
         self.thicknessMM = thicknessMM
+        self.tolerance = tolerance
     }
 }

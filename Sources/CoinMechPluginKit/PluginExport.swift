@@ -69,6 +69,22 @@ public enum PluginExport {
         Unmanaged<V>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.validate(ReadingView(reading), decision) }
     }
 
+    /// The optional explain symbol for a `V` instance. A plugin that explains exports it:
+    ///
+    ///     @_cdecl("coinmech_plugin_explain")
+    ///     public func coinmechPluginExplain(_ instance: UnsafeMutableRawPointer?, _ reading: UnsafePointer<coinmech_reading>?,
+    ///                                       _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int {
+    ///         PluginExport.explain(CoinTableValidator.self, instance, reading, buffer, size)
+    ///     }
+    public static func explain<V: SwiftValidator>(
+        _ type: V.Type, _ context: UnsafeMutableRawPointer?, _ reading: UnsafePointer<coinmech_reading>?,
+        _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int
+    ) -> Int {
+        guard let context, let reading else { return copy("{}", to: buffer, size: size) }
+        let text = Unmanaged<V>.fromOpaque(context).takeUnretainedValue().explain(ReadingView(reading)) ?? "{}"
+        return copy(text, to: buffer, size: size)
+    }
+
     /// Copies `text` NUL-terminated into a C buffer; returns the length it needed.
     static func copy(_ text: String, to buffer: UnsafeMutablePointer<CChar>?, size: Int) -> Int {
         let utf8 = Array(text.utf8)

@@ -11,10 +11,15 @@ public protocol SwiftValidator: AnyObject {
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>)
     /// A JSON object describing the instance; a "warnings" array is logged at load time.
     func describe() -> String
+    /// How the instance judges `reading`, for a person: a JSON object whose "lines" array is
+    /// shown as it is (see `COINMECH_PLUGIN_EXPLAIN_SYMBOL`); nil when it has nothing to say.
+    /// Exported through `PluginExport.explain`. Never called on the deciding path.
+    func explain(_ reading: ReadingView) -> String?
 }
 
 extension SwiftValidator {
     public func describe() -> String { "{}" }
+    public func explain(_ reading: ReadingView) -> String? { nil }
 }
 
 /// Read access to the host's reading, without copying it.

@@ -21,6 +21,8 @@ public final class PluginImage: @unchecked Sendable {
     /// Seconds since 1970 when it was loaded.
     public let loadedAt: Double
     let api: coinmech_plugin
+    /// The optional `COINMECH_PLUGIN_EXPLAIN_SYMBOL`, if the image exports it.
+    let explain: coinmech_plugin_explain_fn?
     private let handle: UnsafeMutableRawPointer
     /// True for plain C images, which are closed on release.
     public let unloadable: Bool
@@ -32,6 +34,7 @@ public final class PluginImage: @unchecked Sendable {
         self.loadedPath = loadedPath
         self.sha256 = sha256
         self.api = api
+        explain = dlsym(handle, COINMECH_PLUGIN_EXPLAIN_SYMBOL).map { unsafeBitCast($0, to: coinmech_plugin_explain_fn.self) }
         name = String(cString: api.name!)
         version = String(cString: api.version!)
         var now = timespec()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoinMechDaemon
+import CoinMechPlugins
 import Foundation
 import Logging
 
@@ -25,6 +26,11 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Plugin directory, overriding plugin_dir in the configuration.")
     var pluginDir: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Show how each link of the configured chain judges a reading, then exit (nothing else starts).",
+        valueName: "DIAMETER,WEIGHT[,THICKNESS]"))
+    var explainReading: String?
 
     /// Parses the command line, then runs the daemon on the concurrency pool while the main
     /// thread waits in a semaphore, keeping the signals `LifecycleSignals` blocked. (An async
@@ -56,6 +62,18 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
             configuration = try DaemonConfiguration.load(path: config, pluginDirectory: pluginDir)
         } catch {
             Self.fail("\(error)", code: 1)
+        }
+        if let explainReading {
+            LifecycleSignals.unblock()
+            guard let reading = ReadingExplanation.reading(figures: explainReading) else {
+                Self.fail("--explain-reading: '\(explainReading)' is not DIAMETER,WEIGHT[,THICKNESS] in mm, g, mm (e.g. 23.8,7.62,2.36)", code: 1)
+            }
+            do {
+                print(ReadingExplanation(reading: reading, chain: try Daemon.buildChain(configuration, generation: 0, logger: nil)).text)
+                return
+            } catch {
+                Self.fail("\(error)", code: 1)
+            }
         }
         if checkConfig {
             // A short-lived check: TERM and INT end it at once, as for any command.

@@ -257,22 +257,24 @@ struct PluginBehaviourTests {
         #expect(chain.decide(.coin(40, 20)).rejection?.reason == "unrecognized")
     }
 
-    @Test("coin-table: the EUR 50c / €1 overlap is reported at load time")
+    @Test("coin-table: the EUR 50c / €1 overlap is reported at load time, unless the sensors can tell them apart")
     func eurOverlapReported() throws {
         var warnings: [String] = []
         _ = try ChainBuilder(loader: TestSupport.loader()).build(
             generation: 1, links: [LinkSpec(name: "eur", plugin: "coin-table", configJSON: #"{"currency":"EUR"}"#)]) { warnings.append($0) }
-        #expect(warnings.contains("chain link 1 'eur': windows of EUR_50c and EUR_1 overlap; readings in both go to the nearest nominal"))
+        #expect(warnings.contains { $0.hasPrefix("chain link 1 'eur': windows of EUR_50c and EUR_1 overlap (centres ") && $0.hasSuffix(
+            "σ apart): a reading in both is accepted only if one is nearer by 1.5σ, else returned as ambiguous") }, "\(warnings)")
+        // A diameter sensor of 0.2 % (0.05 mm) separates them by far more than two windows.
         var none: [String] = []
         _ = try ChainBuilder(loader: TestSupport.loader()).build(
-            generation: 1, links: [LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"EUR","tolerances":{"EUR_50c":{"diameter":0.015},"EUR_1":{"diameter":0.015}}}"#)]) { none.append($0) }
+            generation: 1, links: [LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"EUR","sensor_noise":{"diameter":0.002}}"#)]) { none.append($0) }
         #expect(!none.contains { $0.contains("EUR_50c and EUR_1") })
     }
 
-    @Test("coin-table: a reading in both the 50c and €1 windows goes to the nearest nominal, not the first row")
+    @Test("coin-table: a reading near the 50c or the €1 goes to the nearer, not the first row")
     func eurOverlapResolved() throws {
         let chain = try TestSupport.chain([LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"EUR"}"#)])
-        // Inside both windows; the 50c row comes first in the table, but €1 is nearer.
+        // The 50c row comes first in the table, but €1 is nearer.
         let nearOne = chain.decide(.coin(23.40, 7.55))
         #expect(nearOne.denomination?.code == "EUR_1")
         let nearFifty = chain.decide(.coin(24.10, 7.74))
@@ -284,7 +286,8 @@ struct PluginBehaviourTests {
         let chain = try TestSupport.chain([LinkSpec(plugin: "coin-table", configJSON: #"{"currency":"USD"}"#)])
         #expect(chain.decide(.coin(24.26, 5.67)).denomination?.code == "quarter")
         #expect(chain.decide(.coin(24.26, 5.67, thickness: 1.75)).denomination?.code == "quarter")
-        #expect(chain.decide(.coin(24.26, 5.67, thickness: 1.90)).rejection?.reason == "unrecognized")  // 1.75 mm ± 5 %
+        // 1.75 mm with σ 0.046 mm (±5 % mint spread as ±3σ, 2 % sensor noise): 2.05 mm is 6.6σ off.
+        #expect(chain.decide(.coin(24.26, 5.67, thickness: 2.05)).rejection?.reason == "unrecognized")
         let nonFinite: [(Double, Double, Double?)] = [
             (.nan, 5.67, nil), (24.26, .infinity, nil), (-.infinity, 5.67, nil), (24.26, 5.67, .nan), (24.26, 5.67, .infinity),
         ]

@@ -100,6 +100,25 @@ typedef struct coinmech_plugin {
 /** Entry point: fill *plugin for host ABI host_abi_version; return 0, or non-zero to refuse. */
 typedef int (*coinmech_plugin_entry_fn)(uint32_t host_abi_version, coinmech_plugin *plugin);
 
+/* ---- Optional: explain a reading to a person (ABI 1, optional symbol). ---- */
+
+/**
+ * A plugin may export this symbol beside the entry symbol; the host looks it up with dlsym and
+ * treats its absence as "no explanation" (older plugins and hosts are unaffected: nothing in
+ * coinmech_plugin changes). `coinmechd --explain-reading` calls it, never the deciding path.
+ *
+ * explain(instance, reading, buf, size): instance is one this image's create() returned. Write
+ * a JSON object NUL-terminated into buf (at most size bytes) and return the length it needed
+ * without the NUL; the host calls again with a larger buffer if that did not fit. The object's
+ * "lines" array of strings is shown to people as it is; any other keys are the plugin's own
+ * (coin-table: "candidates" with each denomination's normalised distance). The same rules as
+ * validate() hold: the host never calls it concurrently with validate() on one instance, and
+ * the plugin keeps no pointer it was given.
+ */
+#define COINMECH_PLUGIN_EXPLAIN_SYMBOL "coinmech_plugin_explain"
+
+typedef size_t (*coinmech_plugin_explain_fn)(void *instance, const coinmech_reading *reading, char *buf, size_t size);
+
 /* ---- Helpers for C plugins (header-only, no allocation). ---- */
 
 static inline void coinmech_copy_field(char *dst, size_t dst_size, const char *src) {

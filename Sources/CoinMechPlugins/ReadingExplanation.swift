@@ -1,0 +1,79 @@
+import CoinMechChain
+import Foundation
+
+/// How every link of a chain judges one reading, for an operator who wants to know why a coin
+/// was returned (`coinmechd --explain-reading`). Each link is asked once, in order; a plugin
+/// that exports the optional explain symbol adds its own lines (coin-table: the normalised
+/// distance to each nearby denomination).
+public struct ReadingExplanation: Sendable {
+    /// One link's answer.
+    public struct Link: Sendable {
+        public let position: Int
+        public let name: String
+        public let origin: LinkOrigin
+        /// What this link answered on its own.
+        public let verdict: LinkVerdict
+        /// False for links after the one that decided: the chain would not have asked them.
+        public let reached: Bool
+        /// The plugin's own explanation ("lines" of its explain object), if it gives one.
+        public let details: [String]
+    }
+
+    public let reading: Reading
+    public let links: [Link]
+    /// The chain's answer: the first link that accepted or rejected, else the terminal link.
+    public let verdict: Verdict
+    public let decidedBy: String
+
+    /// Asks every link of `chain` about `reading`, once each (stateful links, such as the repeat
+    /// guard, see it once). Not for a chain that is deciding readings meanwhile.
+    public init(reading: Reading, chain: Chain) {
+        self.reading = reading
+        var links: [Link] = []
+        var decided: (Verdict, String)?
+        for (index, link) in chain.links.enumerated() {
+            let alone = Chain(generation: chain.generation, links: [link]).decide(reading)
+            let verdict: LinkVerdict = alone.linkName == Chain.terminalLinkName ? .pass : .decided(alone.verdict)
+            let details = (link.validator as? PluginInstance)?.explain(reading).map(Self.lines) ?? []
+            links.append(Link(position: index + 1, name: link.name, origin: link.origin, verdict: verdict, reached: decided == nil, details: details))
+            if decided == nil, case .decided(let final) = verdict { decided = (final, link.name) }
+        }
+        self.links = links
+        verdict = decided?.0 ?? .reject(Rejection(reason: Chain.terminalLinkName, message: "no link recognised the coin"))
+        decidedBy = decided?.1 ?? Chain.terminalLinkName
+    }
+
+    /// A reading from figures as an operator types them: `DIAMETER,WEIGHT[,THICKNESS]` (mm, g, mm).
+    public static func reading(figures text: String) -> Reading? {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard (2...3).contains(parts.count), parts.allSatisfy({ $0 != nil }) else { return nil }
+        return Reading(deviceSeq: 0, diameterMM: parts[0], weightG: parts[1], thicknessMM: parts.count == 3 ? parts[2] : nil, source: "explain")
+    }
+
+    /// For people: the reading, each link's answer with its details, and the decision.
+    public var text: String {
+        var out = ["reading: " + [("diameter", reading.diameterMM, "mm"), ("weight", reading.weightG, "g"), ("thickness", reading.thicknessMM, "mm")]
+            .compactMap { name, value, unit in value.map { "\(name) \($0) \(unit)" } }.joined(separator: ", ")]
+        for link in links {
+            let answer: String
+            switch link.verdict {
+            case .pass: answer = "pass"
+            case .decided(.accept(let denomination)): answer = "accept \(denomination)"
+            case .decided(.reject(let rejection)): answer = "reject \(rejection)"
+            }
+            out.append("\(link.position) \(link.name) (\(link.origin.plugin) \(link.origin.version)): "
+                + (link.reached ? answer : "not reached (on its own: \(answer))"))
+            out += link.details.map { "    " + $0 }
+        }
+        switch verdict {
+        case .accept(let denomination): out.append("decision: accept \(denomination) by \(decidedBy)")
+        case .reject(let rejection): out.append("decision: reject (\(rejection.reason)) by \(decidedBy)")
+        }
+        return out.joined(separator: "\n")
+    }
+
+    static func lines(_ json: String) -> [String] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return [] }
+        return object["lines"] as? [String] ?? []
+    }
+}

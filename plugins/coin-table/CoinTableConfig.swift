@@ -1,0 +1,58 @@
+import CoinMechPluginKit
+
+/// The link's configuration, as docs/PLUGINS.md (coin-table) documents it.
+struct CoinTableConfig: PluginConfiguration {
+    /// Per-axis figures given in configuration; any may be left out.
+    struct Axes: Decodable {
+        var diameter: Double?
+        var weight: Double?
+        var thickness: Double?
+    }
+
+    /// "USD", "EUR" or "GBP".
+    var currency: String
+    /// Only these codes (default: the whole table).
+    var denominations: [String]?
+    /// False for mechs that measure no weight (light gates alone): readings without a weight
+    /// are then judged on diameter (and thickness, if measured). Default true.
+    var require_weight: Bool?
+    /// The mech's sensor noise per axis, relative σ (default `SensorNoise.typical`).
+    var sensor_noise: Axes?
+    /// How far (in σ) a reading may lie from a denomination and still be accepted as it.
+    var window: Double?
+    /// How much farther (in σ) the runner-up must be than the nearest for an accept.
+    var margin: Double?
+    /// Currencies whose coins this link knows in order never to credit them (default: every
+    /// other built-in table).
+    var foreign: [String]?
+    /// Teach mode's calibration of this mech: a file path, or the file's object inline.
+    var calibration: CalibrationSource?
+    /// Optional hard limit, relative to the window's centre, on every axis of every denomination
+    /// (the window of configurations written before the noise model).
+    var tolerance: Double?
+    /// The same per denomination and axis, e.g. {"EUR_50c": {"diameter": 0.02}}.
+    var tolerances: [String: Axes]?
+
+    static let keys: Set<String> = [
+        "currency", "denominations", "require_weight", "sensor_noise", "window", "margin", "foreign", "calibration",
+        "tolerance", "tolerances",
+    ]
+
+    static let defaultWindow = 4.0
+    static let defaultMargin = 1.5
+}
+
+/// The `calibration` key: a file teach mode wrote, or the same object inline.
+enum CalibrationSource: Decodable {
+    case file(String)
+    case inline(CoinCalibration)
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let path = try? container.decode(String.self) {
+            self = .file(path)
+        } else {
+            self = .inline(try container.decode(CoinCalibration.self))
+        }
+    }
+}
