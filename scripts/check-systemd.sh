@@ -21,7 +21,7 @@ done
 ln -s usr/bin "$STAGE/bin"
 install -m 0755 "$(readlink -f /bin/sh)" "$STAGE/usr/bin/sh"
 for unit in sysinit.target basic.target multi-user.target sockets.target shutdown.target local-fs.target paths.target \
-            timers.target slices.target network.target; do
+            timers.target slices.target network.target modprobe@.service; do
     [[ -e "/usr/lib/systemd/system/$unit" ]] && cp "/usr/lib/systemd/system/$unit" "$UNITS/"
 done
 
