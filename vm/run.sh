@@ -78,11 +78,11 @@ timeout=${VM_TIMEOUT:-900}
 # qemu exits when the guest powers off; timeout only bounds a hung guest.
 timeout --kill-after=10 "$timeout" qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 1024 \
     -kernel "$OUT/base/vmlinux" -initrd "$OUT/base/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 usbcore.authorized_default=0" \
+    -append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=error panic=-1 usbcore.authorized_default=0" \
     -drive "file=$OUT/image/root.img,if=virtio,format=raw" -snapshot \
     -nic none -display none -monitor none -no-reboot \
     -serial "file:$CONSOLE" -serial "file:$RESULTS" \
-    -device qemu-xhci -chardev null,id=usbmech -device usb-serial,chardev=usbmech \
+    -device qemu-xhci -chardev null,id=usbmech -device usb-serial,chardev=usbmech,always-plugged=on \
     > "$RUN/qemu.log" 2>&1 &
 QEMU_PID=$!
 # Each check's line as the guest writes it.

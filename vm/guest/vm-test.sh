@@ -71,6 +71,9 @@ check() {
 # after a failed check, the socket and the service are restarted.
 ready_for() {
     [[ "$1" == boot ]] && return 0
+    if [[ -f "$CHIP/live" && "$(cat "$CHIP/live")" == 0 ]]; then
+        echo 1 > "$CHIP/live" && sim_path && pull_ups
+    fi
     status_json > /dev/null && return 0
     systemctl restart coinmechd.socket coinmechd.service 2> /dev/null
     wait_for 30 eval 'status_json > /dev/null' || no "coinmechd does not answer on its socket, even after restarting coinmechd.socket and coinmechd.service"
@@ -86,9 +89,12 @@ daemon_pid() {
     [[ -n "$PID" && "$PID" != 0 ]] || no "coinmechd.service has no main process ($(prop coinmechd.service ActiveState))"
 }
 is_active() { [[ "$(prop "$1" ActiveState)" == active ]]; }
-cursor() { journalctl -n 0 --show-cursor -q | sed -n 's/^-- cursor: //p'; }
-# journal_has CURSOR TEXT: coinmechd's journal after CURSOR has a line containing TEXT.
-journal_has() { journalctl -q -o cat -u coinmechd.service --after-cursor="$1" | grep -qF -- "$2"; }
+# A point in the journal: the realtime clock, to the microsecond (journalctl --since @s.us).
+cursor() { echo "@$EPOCHREALTIME"; }
+# journal_has MARK TEXT: coinmechd's journal since MARK has a line containing TEXT.
+# (Pipelines end in "grep > /dev/null", never "grep -q": under pipefail an early grep exit
+# kills the writer with SIGPIPE and fails the pipeline even though the line was there.)
+journal_has() { journalctl -q -o cat -u coinmechd.service --since="$1" | grep -F -- "$2" > /dev/null; }
 status_json() { timeout 10 coinctl status --json 2> /dev/null; }
 source_state() { status_json | jq -r '.source.state'; }
 source_is() { [[ "$(source_state)" == "$1" ]]; }
@@ -104,6 +110,8 @@ events_since() { timeout 10 coinctl events --since "$1" --limit 200 --json | jq 
 decision_count_since() { timeout 10 coinctl events --since "$1" --limit 200 --json | jq '[.events[] | select(.kind == "decision")] | length'; }
 has_decisions() { (($(decision_count_since "$1") >= $2)); }
 active_with_new_pid() { is_active coinmechd.service && [[ "$(main_pid)" != 0 && "$(main_pid)" != "$1" ]]; }
+# restarted OLD_PID OLD_COUNT: systemd restarted the service (Restart=) and the new one is READY.
+restarted() { (($(prop coinmechd.service NRestarts) > $2)) && active_with_new_pid "$1"; }
 
 # --- the gpio-sim chip: a Raspberry Pi's header, as docs/HARDWARE.md wires the mech -----------
 CHIP=/sys/kernel/config/gpio-sim/mech
@@ -150,9 +158,9 @@ check_boot() {
     # A start job that waits for a device nobody plugged in (dev-coinmech0.device) runs
     # into the device's 90 s job timeout.
     ((waited < 20000)) || no "coinmechd.service started $((waited / 1000)) s after basic.target: its start waited for a device" || return
-    journalctl -q -b -o cat | grep -q "Timed out waiting for device" \
+    journalctl -q -b -o cat | grep "Timed out waiting for device" > /dev/null \
         && { no "the boot timed out waiting for a device: $(journalctl -q -b -o cat | grep -m1 'Timed out waiting for device')"; return; }
-    journalctl -q -b -o cat -u coinmechd.service | grep -q "listening activated=true" \
+    journalctl -q -b -o cat -u coinmechd.service | grep "listening activated=true" > /dev/null \
         || no "coinmechd did not take its listening socket from systemd" || return
     say "socket listening; coinmechd started $waited ms after basic.target, READY $((ready / 1000)) ms into the boot, on systemd's socket; no serial mech plugged in"
 }
@@ -184,7 +192,7 @@ check_socket_activation() {
 }
 
 check_sandbox() {
-    local pid user groups score gid
+    local pid user groups score gid name
     daemon_pid || return
     pid=$PID
     user=$(stat -c %U "/proc/$pid")
@@ -220,26 +228,28 @@ check_gpio_chip() {
     wait_for 10 source_is connected || no "coinmechd did not connect to the chip within 10 s: $(status_json | jq -r '.source.reason // .source.state')" || return
     wait_for 5 journal_has "$mark" "udev: mech device appeared" || no "coinmechd connected, but not because udev told it the chip appeared" || return
     info=$(gpioinfo pinctrl-bcm2711)
-    grep -qE '^\s+line\s+17:\s+"GPIO17"\s+"coinmechd"\s+input\s+active-low' <<< "$info" || no "GPIO17 is not coinmechd's active-low input: $(grep 'line  *17:' <<< "$info")" || return
+    # (Polarity is the decoder's: active_low inverts the edges in software, not the line.)
+    grep -qE '^\s+line\s+17:\s+"GPIO17"\s+"coinmechd"\s+input\s.*\[used\]' <<< "$info" || no "GPIO17 is not coinmechd's input: $(grep 'line  *17:' <<< "$info")" || return
     grep -qE '^\s+line\s+24:\s+"GPIO24"\s+"coinmechd"\s+output' <<< "$info" || no "GPIO24 is not coinmechd's output: $(grep 'line  *24:' <<< "$info")" || return
     grep -qE '^\s+line\s+25:\s+"GPIO25"\s+"coinmechd"\s+output' <<< "$info" || no "GPIO25 is not coinmechd's output: $(grep 'line  *25:' <<< "$info")" || return
     # The sandbox against a real chip: the node is only the gpio group's (the udev rule), and
     # the daemon, not root, has it open.
     [[ "$(stat -c '%U:%G %a' "$node")" == "root:gpio 660" ]] || no "$node is $(stat -c '%U:%G %a' "$node"), not root:gpio 660 (the udev rule)" || return
     pid=$(main_pid)
-    ls -l "/proc/$pid/fd" 2> /dev/null | grep -q -- "-> $node\$" || no "coinmechd (PID $pid) does not hold $node open" || return
-    say "gpio-sim chip pinctrl-bcm2711 ($node, root:gpio 660 by the udev rule) seen through udev; coinmechd holds GPIO17 (COIN, input, active low), GPIO24 (accept gate) and GPIO25 (inhibit)"
+    ls -l "/proc/$pid/fd" 2> /dev/null | grep -- "-> $node\$" > /dev/null || no "coinmechd (PID $pid) does not hold $node open" || return
+    say "gpio-sim chip pinctrl-bcm2711 ($node, root:gpio 660 by the udev rule) seen through udev; coinmechd holds GPIO17 (COIN, input), GPIO24 (accept gate) and GPIO25 (inhibit)"
 }
 
 check_pulses() {
-    local seq before value got expected n
+    local seq value got expected n
     seq=$(last_seq)
     value=$(usd_lifetime)
+    # Five coins 440 ms apart (gap_ms is 250): each its own train, decided as it ends.
     for n in 1 2 3 5 4; do
-        before=$(last_seq)
         coin "$n"
-        wait_for 10 has_decisions "$before" 1 || no "no decision for a $n-pulse coin within 10 s" || return
+        nap 0.4
     done
+    wait_for 20 has_decisions "$seq" 5 || no "5 coins gave $(decision_count_since "$seq") decisions within 20 s: '$(decisions_since "$seq")'" || return
     got=$(decisions_since "$seq")
     expected="1:accept:cent 2:accept:nickel 3:accept:dime 5:accept:quarter 4:reject:unknown_channel"
     [[ "$got" == "$expected" ]] || no "decisions '$got', expected '$expected'" || return
@@ -339,9 +349,9 @@ check_watchdog() {
     decisions=$(decisions_since 0)
     mark=$(cursor)
     kill -STOP "$pid"
-    wait_for 60 active_with_new_pid "$pid" || no "systemd did not restart the stopped daemon within 60 s ($(prop coinmechd.service ActiveState), PID $(main_pid))" || return
-    (($(prop coinmechd.service NRestarts) > restarts)) || no "coinmechd has a new PID, but NRestarts did not move" || return
-    journalctl -q -o cat -u coinmechd.service --after-cursor="$mark" | grep -q "Watchdog timeout" || no "systemd restarted coinmechd, but not for its watchdog" || return
+    wait_for 60 restarted "$pid" "$restarts" \
+        || no "systemd did not restart the stopped daemon within 60 s ($(prop coinmechd.service ActiveState), PID $(main_pid), $(prop coinmechd.service NRestarts) restarts)" || return
+    journal_has "$mark" "Watchdog timeout" || no "systemd restarted coinmechd, but not for its watchdog" || return
     wait_for 10 source_is connected || no "the restarted daemon did not reconnect to the chip" || return
     after=$(timeout 10 coinctl totals --json | jq -c '.lifetime')
     [[ "$after" == "$totals" ]] || no "lifetime totals changed across the restart: $totals -> $after" || return
@@ -375,15 +385,10 @@ check_serial_pty() {
     is_active coinmechd.service || no "coinmechd did not restart with the serial configuration" || return
     value=$(usd_lifetime)
     # coinsim runs as coinmech, so the daemon (same user) may open the pty's device end.
-    timeout 240 systemd-run --quiet --wait --pipe --collect --unit=coinmech-vm-coinsim -p User=coinmech -p Group=coinmech \
-        /usr/bin/coinsim --scenario default --coins 8 --link /run/coinsim/mech --truth /run/coinsim/truth.json --host-timeout 60 \
-        > /run/coinsim/coinsim.log 2>&1
+    timeout 240 runuser -u coinmech -- /usr/bin/coinsim --scenario default --coins 8 --link /run/coinsim/mech \
+        --truth /run/coinsim/truth.json --host-timeout 60 > /run/coinsim/coinsim.log 2>&1
     rc=$?
-    if ((rc == 124)); then
-        systemctl stop coinmech-vm-coinsim.service 2> /dev/null
-        no "coinsim did not finish 8 coins within 240 s"
-        return
-    fi
+    ((rc != 124)) || no "coinsim did not finish 8 coins within 240 s" || return
     ((rc == 0)) || no "coinsim failed ($rc): $(tail -n 3 /run/coinsim/coinsim.log | tr '\n' ' ')" || return
     truth=/run/coinsim/truth.json
     accepted=$(jq -r '.outcomes.accepted' "$truth")
@@ -417,7 +422,7 @@ check_usb_tty() {
     wait_for 15 source_is connected || no "coinmechd cannot open $node: $(status_json | jq -r '.source.reason // .source.state')" || return
     wait_for 5 journal_has "$mark" "udev: mech device appeared" || no "coinmechd opened $node, but not because udev told it the adapter appeared" || return
     pid=$(main_pid)
-    ls -l "/proc/$pid/fd" 2> /dev/null | grep -q -- "-> $node\$" || no "coinmechd does not hold $node open" || return
+    ls -l "/proc/$pid/fd" 2> /dev/null | grep -- "-> $node\$" > /dev/null || no "coinmechd does not hold $node open" || return
     echo 0 > "$adapter/authorized"
     wait_for 10 source_is disconnected || no "coinmechd still says connected after the adapter was unplugged" || return
     say "USB serial adapter plugged in after boot: udev named it /dev/coinmech0 ($node, root:dialout 660), coinmechd (coinmech, sandboxed) opened it; unplugged, it saw it go"
