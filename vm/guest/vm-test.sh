@@ -23,24 +23,20 @@ exec {NAP}<> /run/coinmech-vm-nap
 nap() { read -r -t "$1" -u "$NAP" _ || true; }
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 
-# wait_for SECONDS COMMAND…: until COMMAND succeeds, polled every 50 ms; false after SECONDS.
-wait_for() {
-    local end=$((${EPOCHREALTIME/./} + $1 * 1000000))
-    shift
+# poll_until INTERVAL SECONDS COMMAND…: until COMMAND succeeds, tried every INTERVAL seconds;
+# false once SECONDS have passed.
+poll_until() {
+    local interval=$1 end=$((${EPOCHREALTIME/./} + $2 * 1000000))
+    shift 2
     until "$@"; do
         ((${EPOCHREALTIME/./} < end)) || return 1
-        nap 0.05
+        nap "$interval"
     done
 }
-# wait_fast: the same every 2 ms, for outputs that stay set for a few hundred ms.
-wait_fast() {
-    local end=$((${EPOCHREALTIME/./} + $1 * 1000000))
-    shift
-    until "$@"; do
-        ((${EPOCHREALTIME/./} < end)) || return 1
-        nap 0.002
-    done
-}
+# wait_for SECONDS COMMAND…: every 50 ms. wait_fast: every 2 ms, for outputs that stay set for
+# a few hundred ms.
+wait_for() { poll_until 0.05 "$@"; }
+wait_fast() { poll_until 0.002 "$@"; }
 
 # A check is a function that returns 0 or 1 and leaves one line of detail in DETAIL.
 DETAIL=""
@@ -385,7 +381,7 @@ check_serial_pty() {
     is_active coinmechd.service || no "coinmechd did not restart with the serial configuration" || return
     value=$(usd_lifetime)
     # coinsim runs as coinmech, so the daemon (same user) may open the pty's device end.
-    timeout 240 runuser -u coinmech -- /usr/bin/coinsim --scenario default --coins 8 --link /run/coinsim/mech \
+    timeout 240 runuser -u coinmech -- /usr/bin/coinsim --scenario "$HERE/config/scenario-slow-host.yaml" --coins 8 --link /run/coinsim/mech \
         --truth /run/coinsim/truth.json --host-timeout 60 > /run/coinsim/coinsim.log 2>&1
     rc=$?
     ((rc != 124)) || no "coinsim did not finish 8 coins within 240 s" || return
