@@ -85,13 +85,14 @@ timeout --kill-after=10 "$timeout" qemu-system-x86_64 -machine q35 -accel tcg -c
     -device qemu-xhci -chardev null,id=usbmech -device usb-serial,chardev=usbmech,always-plugged=on \
     > "$RUN/qemu.log" 2>&1 &
 QEMU_PID=$!
-# Each check's line as the guest writes it.
-tail -n +1 -f --pid="$QEMU_PID" "$RESULTS" 2> /dev/null | sed -u -n 's/\r$//; s/^RESULT //p' &
+# Each check's line as the guest writes it (tail ends with qemu; sed with tail).
+tail -n +1 -f --pid="$QEMU_PID" "$RESULTS" 2> /dev/null > >(sed -u -n 's/\r$//; s/^RESULT //p') &
 TAIL_PID=$!
 qemu_status=0
 wait "$QEMU_PID" || qemu_status=$?
 QEMU_PID=""
 wait "$TAIL_PID" 2> /dev/null || true
+wait  # and the sed behind it (the last process substitution)
 TAIL_PID=""
 if ((qemu_status == 124)); then log "the VM did not power off within $timeout s: stopped it"; fi
 boot_seconds=$((SECONDS - boot_start))
