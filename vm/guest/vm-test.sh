@@ -304,6 +304,7 @@ check_hotplug() {
     restarts=$(prop coinmechd.service NRestarts)
     mark=$(cursor)
     seq=$(last_seq)
+    RECONNECTS_BEFORE=$(status_json | jq -r '.counters.reconnects // empty')
     echo 0 > "$CHIP/live" || no "gpio-sim refused to go offline" || return
     wait_for 10 source_is disconnected || no "coinctl status still says '$(source_state)' 10 s after the chip was removed" || return
     wait_for 5 journal_has "$mark" "udev: mech device vanished" || no "coinmechd did not see the chip's removal through udev" || return
@@ -314,6 +315,7 @@ check_hotplug() {
     wait_for 5 journal_has "$mark" "udev: mech device appeared" || no "coinmechd reconnected, but not because udev told it the chip appeared" || return
     [[ "$(main_pid)" == "$pid" && "$(prop coinmechd.service NRestarts)" == "$restarts" ]] \
         || no "coinmechd was restarted (PID $pid -> $(main_pid))" || return
+    RECONNECTS_AFTER=$(status_json | jq -r '.counters.reconnects // empty')
     events=$(events_since "$seq")
     [[ "$events" == *"source_lost"*"source_connected"* ]] || no "the ledger has '$events', expected source_lost then source_connected" || return
     wait_for 5 value_is 25 0 || no "the inhibit line is not released after the reconnect" || return
@@ -322,6 +324,17 @@ check_hotplug() {
     wait_for 10 has_decisions "$before" 1 || no "no decision for a quarter after the reconnect" || return
     [[ "$(decisions_since "$before")" == "5:accept:quarter" ]] || no "a quarter after the reconnect: '$(decisions_since "$before")'" || return
     say "chip removed and re-added (configfs live 0/1): udev told coinmechd both, it reconnected without a restart (PID $pid), the ledger has source_lost and source_connected, and the next quarter is credited"
+}
+
+# The hotplug check's reconnect, as `coinctl status` counts it (counters.reconnects).
+RECONNECTS_BEFORE=""
+RECONNECTS_AFTER=""
+check_reconnect_count() {
+    [[ -n "$RECONNECTS_BEFORE" && -n "$RECONNECTS_AFTER" ]] \
+        || no "coinctl status --json has no counters.reconnects to count the chip's reconnect (the ledger has it: source_lost, source_connected)" || return
+    ((RECONNECTS_AFTER == RECONNECTS_BEFORE + 1)) \
+        || no "coinctl status counted $((RECONNECTS_AFTER - RECONNECTS_BEFORE)) reconnects for one removal and return of the chip" || return
+    say "coinctl status counted the reconnect: $RECONNECTS_BEFORE -> $RECONNECTS_AFTER"
 }
 
 check_reload() {
@@ -434,8 +447,9 @@ if [[ -n "$SIM" ]]; then
     check "gpio outputs" check_outputs
     check "kernel timestamps" check_kernel_timestamps
     check "hotplug" check_hotplug
+    check "hotplug count" check_reconnect_count
 else
-    for name in "gpio pulses" "gpio outputs" "kernel timestamps" "hotplug"; do
+    for name in "gpio pulses" "gpio outputs" "kernel timestamps" "hotplug" "hotplug count"; do
         FAILED=$((FAILED + 1))
         result "FAIL $name: not run: no gpio-sim chip"
     done
