@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd clean bootstrap test-crash test-crash-short
+.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
@@ -102,6 +102,13 @@ uninstall:
 ## Installs into a scratch DESTDIR and checks the units with systemd-analyze (verify, security).
 check-systemd:
 	scripts/check-systemd.sh
+
+## CoinMech in a qemu VM (TCG, no KVM needed) with a real systemd, udevd and the kernel's own
+## gpio-sim: builds what it needs under .build-vm/ (only what changed), installs the project into
+## a Debian 12 image, boots it and runs every check inside (vm/run.sh). Root: it installs qemu,
+## mmdebstrap and the guest kernel's headers and source with apt-get when they are missing.
+test-vm:
+	vm/run.sh
 
 clean:
 	rm -rf .build

@@ -57,7 +57,7 @@ let package = Package(
         // GPIO coin mechs: edge events in, readings out (pure decoders), and the libgpiod seam.
         .target(name: "CoinMechGPIO", dependencies: ["CGPIOD"]),
         // Device hotplug through libudev: the monitor seam and the matching logic above it.
-        .target(name: "CoinMechHotplug", dependencies: ["CUdev"]),
+        .target(name: "CoinMechHotplug", dependencies: ["CUdev", "CGPIOD"]),
         // Named failpoints on the money path, armed by COINMECH_FAILPOINTS (the crash suite).
         .target(name: "CoinMechFailpoints"),
         // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED).

@@ -16,12 +16,12 @@ for file in usr/bin/coinmechd usr/bin/coinctl usr/lib/coinmech/plugins/libcoin-t
 done
 "$STAGE/usr/bin/coinmechd" --config "$STAGE/etc/coinmech/coinmechd.yaml" --plugin-dir "$STAGE/usr/lib/coinmech/plugins" --check-config
 
-# The staged root stands in for the target system: merged /usr, /bin/kill for ExecReload, and
-# the standard targets the units order themselves against.
+# The staged root stands in for the target system: merged /usr, /bin/sh for ExecReload, and
+# the standard targets and templates the units refer to.
 ln -s usr/bin "$STAGE/bin"
-install -m 0755 /usr/bin/kill "$STAGE/usr/bin/kill"
+install -m 0755 "$(readlink -f /bin/sh)" "$STAGE/usr/bin/sh"
 for unit in sysinit.target basic.target multi-user.target sockets.target shutdown.target local-fs.target paths.target \
-            timers.target slices.target network.target; do
+            timers.target slices.target network.target modprobe@.service; do
     [[ -e "/usr/lib/systemd/system/$unit" ]] && cp "/usr/lib/systemd/system/$unit" "$UNITS/"
 done
 

@@ -44,6 +44,7 @@ struct DaemonControl: ControlPlane {
                 "unconfirmed": .int(Int64(counters.unconfirmed.load(ordering: .relaxed))),
                 "queries": .int(Int64(counters.queries.load(ordering: .relaxed))),
                 "connects": .int(Int64(counters.connects.load(ordering: .relaxed))),
+                "reconnects": .int(Int64(counters.reconnects.load(ordering: .relaxed))),
                 "rejected": .int(Int64(counters.rejected.load(ordering: .relaxed))),
                 "duplicates": .int(Int64(counters.duplicates.load(ordering: .relaxed))),
                 "protocol_errors": .int(Int64(counters.protocolErrors.load(ordering: .relaxed))),

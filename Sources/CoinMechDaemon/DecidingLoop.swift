@@ -103,8 +103,9 @@ public final class DecidingLoop: @unchecked Sendable {
         public let lateAnswers = Atomic<UInt64>(0)
         /// Queries sent about pending coins.
         public let queries = Atomic<UInt64>(0)
-        /// Mech connections made (the first one included).
+        /// Mech connections made (the first one included), and those after a lost one.
         public let connects = Atomic<UInt64>(0)
+        public let reconnects = Atomic<UInt64>(0)
         /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
         public let heartbeat = Atomic<UInt64>(0)
         init() {}
@@ -141,6 +142,8 @@ public final class DecidingLoop: @unchecked Sendable {
         epochs = EpochBook(boots: try ledger.boots(source: sourceName))
         pending = PendingCoins(confirmationWindowNanoseconds: configuration.source.confirmationWindowNanoseconds)
         let now = Self.now()
+        // Fresh from the start: the watchdog must not take a loop that has not begun for a stuck one.
+        counters.heartbeat.store(now, ordering: .relaxed)
         for coin in try ledger.pendingCoins(source: sourceName) {
             pending.add(seq: coin.seq, epoch: coin.epoch, deviceSeq: coin.deviceSeq, answeredAt: now, restored: true)
         }
@@ -281,7 +284,7 @@ public final class DecidingLoop: @unchecked Sendable {
             switch event {
             case .connected(let path):
                 logger.notice("mech connected", metadata: ["device": "\(path)"])
-                counters.connects.add(1, ordering: .relaxed)
+                if counters.connects.add(1, ordering: .relaxed).newValue > 1 { counters.reconnects.add(1, ordering: .relaxed) }
                 batch.append(.event(.sourceConnected, source: sourceName, detail: ["device": path]))
                 mech.setInhibit(operatorInhibit || ledgerFailingSince != nil)
                 awaitingSessionSince = credit == .onConfirmation ? Self.now() : nil

@@ -69,13 +69,15 @@ public struct HotplugTracker: Sendable {
 
     /// Feeds one event (from enumeration at start, then from the monitor).
     public mutating func handle(_ event: DeviceEvent) -> Change? {
-        guard match.matches(event), let node = event.devnode else { return nil }
+        guard event.subsystem == match.subsystem, let node = event.devnode else { return nil }
         switch event.action {
         case .add, .change, .bind:
-            guard present != node else { return nil }
+            guard match.matches(event), present != node else { return nil }
             present = node
             return .appeared(devnode: node)
         case .remove, .unbind:
+            // A device that is gone cannot be asked for its attributes (a GPIO chip's label):
+            // the one in use is known by its node.
             guard present == node else { return nil }
             present = nil
             return .vanished(devnode: node)

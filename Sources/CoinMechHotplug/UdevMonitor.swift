@@ -1,3 +1,4 @@
+import CGPIOD
 import CUdev
 
 #if canImport(Glibc)
@@ -77,9 +78,21 @@ public final class UdevMonitor {
             }
             entry = udev_list_entry_get_next(current)
         }
-        return DeviceEvent(
-            action: action, subsystem: udev_device_get_subsystem(device).map { String(cString: $0) } ?? "",
-            devnode: udev_device_get_devnode(device).map { String(cString: $0) }, properties: properties,
-            label: udev_device_get_sysattr_value(device, "label").map { String(cString: $0) })
+        let subsystem = udev_device_get_subsystem(device).map { String(cString: $0) } ?? ""
+        let devnode = udev_device_get_devnode(device).map { String(cString: $0) }
+        var label = udev_device_get_sysattr_value(device, "label").map { String(cString: $0) }
+        // A GPIO chip's character device (/dev/gpiochipN, on the gpio bus) has no `label` in
+        // sysfs; only the legacy sysfs class device (gpiochipBASE, without a node) has one. Ask
+        // the chip itself, as libgpiod's lookup by label does. A removed chip cannot be asked:
+        // HotplugTracker knows the chip in use by its node.
+        if label == nil, subsystem == "gpio", action != .remove, let devnode { label = gpioChipLabel(devnode) }
+        return DeviceEvent(action: action, subsystem: subsystem, devnode: devnode, properties: properties, label: label)
+    }
+
+    /// The label a GPIO chip reports through its character device, if it can be opened.
+    static func gpioChipLabel(_ devnode: String) -> String? {
+        guard let chip = gpiod_chip_open(devnode) else { return nil }
+        defer { gpiod_chip_close(chip) }
+        return gpiod_chip_label(chip).map { String(cString: $0) }
     }
 }

@@ -30,7 +30,7 @@ enum Format {
             chain       generation \(s["chain_generation"]?.int ?? 0), \(s["links"]?.int ?? 0) links
             readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0), too late to accept \(counters?["deadline_passed"]?.int ?? 0), late answers \(counters?["late_answers"]?.int ?? 0))
             credit      \(counters?["credited"]?.int ?? 0) coins stored and credited, \(s["pending"]?.int ?? 0) pending, \(counters?["returned_after_accept"]?.int ?? 0) returned after the accept, \(counters?["unconfirmed"]?.int ?? 0) unconfirmed (not credit: check the cash box)
-            mech        \(counters?["connects"]?.int ?? 0) connections, \(counters?["queries"]?.int ?? 0) queries about pending coins
+            mech        \(counters?["connects"]?.int ?? 0) connections (\(counters?["reconnects"]?.int ?? 0) after losing it), \(counters?["queries"]?.int ?? 0) queries about pending coins
             uptime      \(uptime / 3600)h \(uptime / 60 % 60)m \(uptime % 60)s
             last seq    \(s["last_seq"]?.int ?? 0)
             """

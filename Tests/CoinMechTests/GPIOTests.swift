@@ -142,6 +142,28 @@ struct HardwareSeamTests {
         #expect(chip.handle(DeviceEvent(action: .add, subsystem: "gpio", devnode: "/dev/gpiochip0", label: "pinctrl-bcm2711"))
             == .appeared(devnode: "/dev/gpiochip0"))
     }
+
+    @Test("hotplug: a GPIO chip removed and added again, as udev reports gpio-sim's (a removed chip has no label)")
+    func hotplugChip() {
+        // The legacy sysfs class device has the label but no node; the character device has the
+        // node, and its label comes from the chip while it exists, not on removal.
+        let stream: [DeviceEvent] = [
+            DeviceEvent(action: .add, subsystem: "gpio", devnode: nil, label: "pinctrl-bcm2711"),
+            DeviceEvent(action: .add, subsystem: "gpio", devnode: "/dev/gpiochip1", label: "other-chip"),
+            DeviceEvent(action: .add, subsystem: "gpio", devnode: "/dev/gpiochip0", label: "pinctrl-bcm2711"),
+            DeviceEvent(action: .remove, subsystem: "gpio", devnode: nil),
+            DeviceEvent(action: .remove, subsystem: "gpio", devnode: "/dev/gpiochip1"),
+            DeviceEvent(action: .remove, subsystem: "gpio", devnode: "/dev/gpiochip0"),
+            DeviceEvent(action: .remove, subsystem: "gpio", devnode: "/dev/gpiochip0"),  // repeated: no change
+            DeviceEvent(action: .add, subsystem: "gpio", devnode: "/dev/gpiochip2", label: "pinctrl-bcm2711"),  // back, renumbered
+            DeviceEvent(action: .remove, subsystem: "tty", devnode: "/dev/gpiochip2"),  // another subsystem
+        ]
+        var tracker = HotplugTracker(match: .gpioChip(label: "pinctrl-bcm2711"))
+        #expect(stream.compactMap { tracker.handle($0) } == [
+            .appeared(devnode: "/dev/gpiochip0"), .vanished(devnode: "/dev/gpiochip0"), .appeared(devnode: "/dev/gpiochip2"),
+        ])
+        #expect(tracker.present == "/dev/gpiochip2")
+    }
 }
 
 @Suite("channel-map plugin")

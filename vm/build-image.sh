@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The bootable disk: the base (vm/build-base.sh), the project installed into it the way an
+# installer does, and the guest's checks (vm/guest/). Output: $OUT/image/root.img (ext4, no
+# loop mount needed), rebuilt only when the base, the installed files or vm/guest change.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+BASE="$OUT/base"
+DIR="$OUT/image"
+STAGE="$OUT/stage"
+SWIFT_RUNTIME=/opt/swift/usr/lib/swift/linux
+mkdir -p "$DIR"
+
+# The project, as files under $STAGE. Stopgap until the packaging branch's self-contained
+# binaries and .deb land in main: `make install` keeps a RUNPATH into the Swift toolchain, so
+# the Swift runtime libraries the binaries and plugins load are copied to the same path.
+# Moving to the .deb: build it here (`make deb`), put it in $STAGE/var/cache/coinmech-vm/,
+# and replace `install_project` in the image below with `chroot "$ROOT_DIR" dpkg -i` of it
+# (its dependencies are in vm/image/packages already); the Swift runtime copy goes away.
+stage_project() {
+    rm -rf "$STAGE"
+    mkdir -p "$STAGE"
+    if ! make -C "$ROOT" --no-print-directory install PREFIX=/usr DESTDIR="$STAGE" > "$DIR/install.log" 2>&1; then
+        tail -n 40 "$DIR/install.log" >&2
+        die "make install PREFIX=/usr DESTDIR=$STAGE failed (whole log: $DIR/install.log)"
+    fi
+    local elf lib
+    mkdir -p "$STAGE$SWIFT_RUNTIME"
+    for elf in "$STAGE"/usr/bin/coin* "$STAGE"/usr/lib/coinmech/plugins/*.so; do
+        ldd "$elf" | awk -v dir="$SWIFT_RUNTIME/" 'index($3, dir) == 1 { print $3 }'
+    done | sort -u | while read -r lib; do
+        cp -L "$lib" "$STAGE$SWIFT_RUNTIME/"
+    done
+}
+
+stage_project
+KEY=$(hash_inputs "$(cat "$BASE/.key")" "$VM/build-image.sh" \
+    "$(cd "$STAGE" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)" \
+    "$(cd "$VM/guest" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)")
+if up_to_date "$DIR" "$KEY" && [[ -f "$DIR/root.img" ]]; then exit 0; fi
+
+start=$SECONDS
+ROOT_DIR="$DIR/root"
+rm -rf "$ROOT_DIR" "$DIR/root.img" "$DIR/.key"
+cp -a --reflink=auto "$BASE/root" "$ROOT_DIR"
+
+# What an installer does (docs/OPERATIONS.md): install, create the users, enable the units.
+cp -a "$STAGE/." "$ROOT_DIR/"
+systemd-sysusers --root="$ROOT_DIR" > "$DIR/sysusers.log" 2>&1 || { cat "$DIR/sysusers.log" >&2; die "systemd-sysusers failed in the image"; }
+for group in coinmech coinmech-admin gpio; do
+    grep -q "^$group:" "$ROOT_DIR/etc/group" || die "systemd-sysusers did not create the $group group in the image"
+done
+# The guest's configuration: a GPIO pulse mech, as docs/HARDWARE.md shows an installer.
+install -m 0644 "$VM/guest/config/gpio.yaml" "$ROOT_DIR/etc/coinmech/coinmechd.yaml"
+systemctl --root="$ROOT_DIR" enable coinmechd.socket coinmechd.service > /dev/null 2>&1
+
+# The checks: a one-shot unit after multi-user.target that powers the guest off when done.
+install -d "$ROOT_DIR/usr/local/lib/coinmech-vm"
+cp -a "$VM/guest/." "$ROOT_DIR/usr/local/lib/coinmech-vm/"
+install -m 0644 "$VM/guest/coinmech-vm-test.service" "$ROOT_DIR/etc/systemd/system/"
+systemctl --root="$ROOT_DIR" enable coinmech-vm-test.service > /dev/null 2>&1
+
+# Every library the installed programs need must resolve inside the guest.
+missing=$(for elf in "$ROOT_DIR"/usr/bin/coin* "$ROOT_DIR"/usr/lib/coinmech/plugins/*.so; do
+    chroot "$ROOT_DIR" ldd "${elf#"$ROOT_DIR"}" | grep "not found" | sed "s|^|${elf#"$ROOT_DIR"}: |"
+done || true)
+[[ -z "$missing" ]] || die "libraries missing in the guest (add their packages to vm/image/packages):
+$missing"
+
+# ext4 straight from the directory: no loop mount, no privileges beyond owning the files.
+mke2fs -q -t ext4 -L coinmech-vm -d "$ROOT_DIR" "$DIR/root.img" 2G > "$DIR/mke2fs.log" 2>&1 || { cat "$DIR/mke2fs.log" >&2; die "mke2fs failed"; }
+rm -rf "$ROOT_DIR"
+mark_built "$DIR" "$KEY"
+log "built the guest image with the project installed in $((SECONDS - start)) s"
