@@ -107,62 +107,52 @@ final class ClientHandler: ChannelInboundHandler {
     // MARK: Requests
 
     private func handle(_ text: String) {
-        guard let request = JSON.parse(text), let fields = request.object else {
-            return send(ClientProtocol.error(id: nil, .badJSON, "not a JSON object"))
+        let request: ClientRequest
+        switch ClientRequest.parse(text) {
+        case .success(let parsed): request = parsed
+        case .failure(let failure): return send(ClientProtocol.error(id: failure.id, failure.code, failure.message))
         }
-        let id = fields["id"]
-        guard let command = fields["cmd"]?.string else {
-            return send(ClientProtocol.error(id: id, .badRequest, "missing \"cmd\" (a string)"))
-        }
-        if ClientProtocol.controlCommands.contains(command), !shared.policy.allowsControl(peer) {
-            shared.logger.notice("control command refused", metadata: ["peer": "\(peer)", "cmd": "\(command)"])
-            return send(ClientProtocol.error(id: id, .forbidden, "\(peer.userName) may not use '\(command)'"))
+        let id = request.id
+        if ClientProtocol.controlCommands.contains(request.name), !shared.policy.allowsControl(peer) {
+            shared.logger.notice("control command refused", metadata: ["peer": "\(peer)", "cmd": "\(request.name)"])
+            return send(ClientProtocol.error(id: id, .forbidden, "\(peer.userName) may not use '\(request.name)'"))
         }
         do throws(CommandError) {
+            // A subscription starts after the last event unless it says otherwise: the ledger is
+            // read before its arguments are checked.
+            let last = request.name == "subscribe" ? try ledger { try $0.lastSeq() } : 0
+            let command: ClientRequest.Command
+            switch request.command {
+            case .success(let checked): command = checked
+            case .failure(let failure): throw CommandError(failure.code, failure.message)
+            }
             switch command {
-            case "status":
+            case .status:
                 send(ClientProtocol.reply(id: id, result: shared.control.status()))
-            case "chain":
+            case .chain:
                 send(ClientProtocol.reply(id: id, result: shared.control.chain()))
-            case "totals":
+            case .totals:
                 send(ClientProtocol.reply(id: id, result: try ledger { try $0.totals() }.json))
-            case "events":
-                let since = try integer(fields, "since", default: 0, range: 0...Int64.max)
-                let limit = try integer(fields, "limit", default: 100, range: 1...1000)
+            case .events(let since, let limit):
                 let events = try ledger { try $0.events(since: since, limit: Int(limit)) }
                 let last = try ledger { try $0.lastSeq() }
                 send(ClientProtocol.reply(id: id, result: ["events": .array(events.map { $0.json }), "last_seq": .int(last)]))
-            case "subscribe":
-                let last = try ledger { try $0.lastSeq() }
-                let since = try integer(fields, "since", default: last, range: 0...Int64.max)
-                guard let pending = fields["pending"].map({ $0 == .null ? false : $0.bool }) ?? false else {
-                    throw CommandError(.badRequest, "\"pending\" must be true or false")
-                }
+            case .subscribe(let requested, let pending):
+                let since = requested ?? last
                 guard case .none = subscription else { throw CommandError(.badRequest, "already subscribed on this connection") }
                 includePending = pending
                 send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last), "pending": .bool(pending)]))
                 subscribe(since: since)
-            case "inhibit":
-                guard let on = fields["on"]?.bool else { throw CommandError(.badRequest, "\"on\" must be true or false") }
+            case .inhibit(let on):
                 shared.control.inhibit(on, by: peer, completion: replier(id))
-            case "collect":
+            case .collect:
                 shared.control.collect(by: peer, completion: replier(id))
-            case "reload":
+            case .reload:
                 shared.control.reload(by: peer, completion: replier(id))
-            default:
-                throw CommandError(.unknownCommand, "unknown command '\(command)' (known: \((ClientProtocol.readCommands.union(ClientProtocol.controlCommands)).sorted().joined(separator: ", ")))")
             }
         } catch {
             send(ClientProtocol.error(id: id, error.code, error.message))
         }
-    }
-
-    private func integer(_ fields: [String: JSON], _ key: String, default value: Int64, range: ClosedRange<Int64>) throws(CommandError) -> Int64 {
-        guard let field = fields[key], field != .null else { return value }
-        guard let number = field.int, range.contains(number) else {
-            throw CommandError(.badRequest, "\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return number
     }
 
     /// A ledger read; a failure becomes `unavailable`.
