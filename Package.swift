@@ -29,6 +29,7 @@ let package = Package(
         .executable(name: "coinmechd", targets: ["coinmechd"]),
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
+        .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -130,6 +131,14 @@ let package = Package(
             ],
             path: "Tests/CrashSuite"
         ),
+        // The fuzz targets (serial frames, socket requests, configuration, scenarios) and their
+        // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
+        .target(
+            name: "CoinMechFuzzTargets",
+            dependencies: ["CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechDaemon", "CoinSimCore"],
+            path: "Fuzz/Targets"
+        ),
+        .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
         // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
 
@@ -139,6 +148,7 @@ let package = Package(
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
+                "CoinMechFuzzTargets",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"
