@@ -18,7 +18,8 @@ public struct SettingsTable {
         do {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
-            throw SettingsError(file: file, line: Self.line(of: error), key: "", message: "not valid YAML: \(Self.problem(of: error))")
+            throw SettingsError(file: file, line: Self.line(of: error).map { min($0, Self.lastLine(of: text)) }, key: "",
+                                message: "not valid YAML: \(Self.problem(of: error))")
         } catch {
             throw SettingsError(file: file, line: nil, key: "", message: "not valid YAML: \(error)")
         }
@@ -205,6 +206,22 @@ public struct SettingsTable {
         case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
         default: nil
         }
+    }
+
+    /// The last line of `text` an editor shows: one past its last line break. libyaml ends a
+    /// stream that lacks a final line break with one of its own, so an error at the end of such
+    /// a file would name a line after the last (found by fuzzing).
+    static func lastLine(of text: String) -> Int {
+        var lines = 1
+        var previous: Unicode.Scalar?
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n" where previous != "\r", "\r", "\u{85}", "\u{2028}", "\u{2029}": lines += 1
+            default: break
+            }
+            previous = scalar
+        }
+        return lines
     }
 
     static func problem(of error: YamlError) -> String {
