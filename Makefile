@@ -77,9 +77,11 @@ FUZZ_SWIFT_FLAGS = -c release --build-path $(FUZZ_BUILD) \
 	-Xswiftc -DCOINMECH_LIBFUZZER -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -use-ld=lld \
 	-Xlinker --whole-archive -Xlinker $(LIBFUZZER) -Xlinker --no-whole-archive -Xlinker -lstdc++
 # Each run: the seeds and regressions are read first (a crash among them fails at once); new
-# inputs go to .build-fuzz/corpus/TARGET, a crash to .build-fuzz/crashes/TARGET-*.
+# inputs go to .build-fuzz/corpus/TARGET, a crash to .build-fuzz/crashes/TARGET-*. Inputs stay
+# short (a few sentences, a request line, a settings file): longer ones only cost speed.
 FUZZ_RUN = SWIFT_BACKTRACE=enable=no $(FUZZ_BIN) $$t $(FUZZ_BUILD)/corpus/$$t Fuzz/corpus/$$t $$(test -d Fuzz/regressions/$$t && echo Fuzz/regressions/$$t) \
-	-dict=Fuzz/dict/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- -print_final_stats=1
+	-dict=Fuzz/dict/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- -print_final_stats=1 \
+	-max_len=$$(case $$t in frame) echo 512;; request) echo 1024;; *) echo 2048;; esac)
 
 fuzz-build: bootstrap
 	@test -n "$(LIBFUZZER)" || { echo "fuzz-build: the Swift toolchain has no libclang_rt.fuzzer_no_main"; exit 1; }

@@ -36,7 +36,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     // MARK: Serial frames
 
-    /// The stream parsed whole and byte by byte gives the same sentences and errors (a `read`
+    /// The stream parsed whole and in pieces gives the same sentences and errors (a `read`
     /// may return any split); the counts add up; every sentence re-encodes to one that parses
     /// back to itself (when it fits in a sentence).
     static func frame(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -44,9 +44,18 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         var wholeEvents: [FrameEvent] = []
         whole.feed(bytes) { wholeEvents.append($0) }
 
+        // Split where `read` might: chunks of 1 to 16 bytes, sizes drawn from the input itself
+        // (so libFuzzer's mutations move the boundaries too).
         var split = FrameParser()
         var splitEvents: [FrameEvent] = []
-        for byte in bytes { split.feed(CollectionOfOne(byte)) { splitEvents.append($0) } }
+        var state = bytes.reduce(UInt64(bytes.count)) { ($0 &* 0x100_0000_01B3) ^ UInt64($1) }
+        var start = 0
+        while start < bytes.count {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let end = min(bytes.count, start + 1 + Int(state >> 60))
+            split.feed(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) { splitEvents.append($0) }
+            start = end
+        }
 
         precondition(whole.errors == split.errors, "error counts depend on how the stream is split")
         precondition(coalescingGarbage(wholeEvents) == coalescingGarbage(splitEvents), "events depend on how the stream is split")
