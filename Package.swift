@@ -118,6 +118,7 @@ let package = Package(
             name: "CoinMechBench",
             dependencies: [
                 "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon", "CoinMechPluginKit",
+                "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
