@@ -183,12 +183,10 @@ struct DecidingService: Service {
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let thread = Thread { [loop] in
+                    _ = Thread.startNamed("deciding") { [loop] in
                         loop.run()
                         continuation.resume()
                     }
-                    thread.name = "deciding"
-                    thread.start()
                 }
             } onGracefulShutdown: {
                 notifier.notify("STOPPING=1\nSTATUS=stopping")

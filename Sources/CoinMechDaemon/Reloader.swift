@@ -63,10 +63,7 @@ public final class Reloader: @unchecked Sendable {
                 logger.warning("cannot watch for changes", metadata: ["directory": "\(directory)", "error": "\(String(cString: strerror(errno)))"])
             }
         }
-        let thread = Thread { [self] in run() }
-        thread.name = "reloader"
-        self.thread = thread
-        thread.start()
+        thread = Thread.startNamed("reloader") { [self] in run() }
     }
 
     public func stop() {
