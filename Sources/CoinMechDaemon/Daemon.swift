@@ -115,7 +115,7 @@ public final class Daemon: Sendable {
 
     /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.
     public func run() async throws {
-        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let (eventLoops, ownsEventLoops) = DaemonExecutor.socketEventLoops()
         let policy = AccessPolicy(users: configuration.socket.controlUsers, groups: configuration.socket.controlGroups)
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
         let notifier = SystemdNotifier()
@@ -127,7 +127,7 @@ public final class Daemon: Sendable {
         let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, reloader: reloader, started: started)
         let server: SocketServer
         do throws(SocketServerError) {
-            server = try SocketServer(
+            server = try await SocketServer.listen(
                 path: configuration.socket.path, mode: configuration.socket.mode, groupName: configuration.socket.group,
                 inheritedDescriptor: SocketServer.socketFromSystemd(),
                 context: PublisherContext(
@@ -135,7 +135,7 @@ public final class Daemon: Sendable {
                     maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger),
                 on: eventLoops)
         } catch {
-            try? await eventLoops.shutdownGracefully()
+            if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
             throw DaemonError.socket(error.message)
         }
         logger.notice("listening", metadata: ["socket": "\(server.path)", "activated": "\(server.activated)"])
@@ -161,14 +161,14 @@ public final class Daemon: Sendable {
         } catch {
             watchdog.stop()
             reloader.stop()
-            server.close()
-            try? await eventLoops.shutdownGracefully()
+            await server.close()
+            if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
             throw error
         }
         watchdog.stop()
         reloader.stop()
-        server.close()
-        try await eventLoops.shutdownGracefully()
+        await server.close()
+        if ownsEventLoops { try await eventLoops.shutdownGracefully() }
         logger.notice("stopped")
     }
 }
