@@ -120,7 +120,10 @@ public final class Daemon: Sendable {
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
         let notifier = SystemdNotifier()
         if let watchdog = notifier.watchdogMicroseconds {
-            loop.heartbeatMilliseconds = Int32(clamping: max(10, min(1000, watchdog / 4000)))
+            // A quarter of the watchdog period: the watchdog thread pings at half of it if the
+            // loop's heartbeat is younger than that. No cap at 1 s: with WatchdogSec=10s an idle
+            // loop wakes every 2.5 s, not every second.
+            loop.heartbeatMilliseconds = Int32(clamping: max(10, watchdog / 4000))
         }
         let reloader = Reloader(configPath: configuration.file, pluginDirectoryOverride: pluginDirectoryOverride, running: configuration,
                                 holder: chain, loop: loop, notifier: notifier, logger: logger)
