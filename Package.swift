@@ -66,8 +66,13 @@ let package = Package(
         .target(name: "CoinMechSerial"),
         // Where readings come from: the serial raw-sensor mech (termios, reconnects).
         .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
+        // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
+        .target(
+            name: "CoinMechCore",
+            dependencies: ["CoinMechSources", "CoinMechSerial", "CoinMechLedger", "CoinMechFailpoints", .product(name: "Logging", package: "swift-log")]
+        ),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
-        .target(name: "CoinMechLedger", dependencies: ["CoinMechChain", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "CoinMechLedger", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // The client protocol's messages, shared by the daemon and its clients.
         .target(name: "CoinMechProtocol"),
         // The Unix-socket API: JSON lines, subscriptions with replay, access control.
@@ -89,7 +94,7 @@ let package = Package(
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux",
+                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -139,9 +144,15 @@ let package = Package(
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechCore", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"
+        ),
+        // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
+        .testTarget(
+            name: "CoinMechCoreTests",
+            dependencies: ["CoinMechCore", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/CoinMechCoreTests"
         ),
     ] + plugins.map(\.1)
 )

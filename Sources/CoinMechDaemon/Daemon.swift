@@ -82,10 +82,9 @@ public final class Daemon: Sendable {
             let pruned = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
                 .pruneCopies(keeping: Set(built.links.map(\.origin.sha256)))
             if !pruned.isEmpty { logger.info("removed plugin copies no longer in use", metadata: ["count": "\(pruned.count)"]) }
-            try ledger.append([.event(.startup, source: nil, detail: [
-                "version": Self.version, "chain_generation": "\(generation)",
-                "links": built.links.map { "\($0.name)=\($0.origin.plugin)@\($0.origin.version)" }.joined(separator: ","),
-            ])])
+            try ledger.append([.note(.startup(
+                version: Self.version, chainGeneration: generation,
+                links: built.links.map { "\($0.name)=\($0.origin.plugin)@\($0.origin.version)" }.joined(separator: ",")))])
         } catch {
             throw .ledger(error)
         }
@@ -93,11 +92,11 @@ public final class Daemon: Sendable {
 
     /// "serial connected, 142 coins, chain gen 7" — for `STATUS=`.
     static func statusLine(loop: DecidingLoop, chain: ChainHolder) -> String {
-        let state = loop.state.withLock { $0 }
-        var parts = ["mech \(state.connected ? "connected" : "disconnected")",
-                     "\(loop.counters.credited.load(ordering: .relaxed)) coins credited", "chain gen \(chain.current.generation)"]
-        if state.inhibited { parts.append("inhibited") }
-        if state.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
+        let status = loop.status.withLock { $0 }
+        var parts = ["mech \(status.connected ? "connected" : "disconnected")",
+                     "\(status.core.counters.credited) coins credited", "chain gen \(chain.current.generation)"]
+        if status.core.inhibited { parts.append("inhibited") }
+        if status.core.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
         return parts.joined(separator: ", ")
     }
 

@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechCore
 import CoinMechGPIO
 import CoinMechHotplug
 import CoinMechPlugins
@@ -9,56 +10,7 @@ import Logging
 
 /// Everything `coinmechd` reads from its configuration file (docs/CONFIG.md).
 public struct DaemonConfiguration: Sendable {
-    public struct Source: Sendable, Equatable {
-        /// "serial", "gpio" (a pulse mech on GPIO lines) or "gpio-replay" (a recorded edge stream).
-        public var kind: String
-        /// The serial device, the GPIO chip, or the edge-stream file.
-        public var device: String
-        public var baud: Int
-        /// Name recorded in the ledger with each reading.
-        public var name: String
-        /// Pulse decoding, for a pulse mech ("gpio" and "gpio-replay").
-        public var pulse: PulseDecoder.Settings?
-        /// Light-gate decoding, for a light-gate mech (instead of `pulse`).
-        public var gates: LightGateDecoder.Settings?
-        /// An HX711 load cell under a light-gate mech: data and clock lines, calibration.
-        public var scale: Scale?
-
-        public struct Scale: Sendable, Equatable {
-            public var data: UInt32
-            public var clock: UInt32
-            public var decoder: HX711Decoder
-        }
-        /// Replay speed (2 = twice as fast), for "gpio-replay".
-        public var replaySpeed: Double = 1
-        /// Output lines, for "gpio".
-        public var acceptGateLine: UInt32?
-        public var acceptPulseMilliseconds: Double = 80
-        public var inhibitLine: UInt32?
-        public var inhibitActiveLow = false
-        /// Which udev device is the mech (default: the serial device's path, or the chip's label).
-        public var hotplug: DeviceMatch?
-        /// The mech's answer deadline (serial: 50 ms unless set; GPIO mechs: none unless set).
-        public var answerDeadline: AnswerDeadline?
-        /// The serial mech reports each accepted coin's fate (`$CMC`) and answers queries: a
-        /// coin is credited when the mech stores it. Off for firmware that cannot (then the
-        /// answer is taken for the coin). GPIO mechs: a pulse already means "stored".
-        public var confirmations = true
-        /// How long the mech takes at most to store or return an accepted coin.
-        public var confirmationWindowNanoseconds: UInt64 = 1_000_000_000
-
-        /// A fresh decoder for a GPIO mech's edges.
-        public var decoder: any CoinDecoder {
-            if let pulse { return PulseDecoder(settings: pulse) }
-            return LightGateDecoder(settings: gates!)
-        }
-
-        /// The GPIO input lines the decoder reads.
-        public var inputLines: [UInt32] {
-            if let pulse { return [pulse.line] }
-            return gates.map { [$0.gateA, $0.gateB] } ?? []
-        }
-    }
+    public typealias Source = SourceConfiguration
 
     public struct Socket: Sendable, Equatable {
         public var path: String
@@ -118,45 +70,48 @@ public struct DaemonConfiguration: Sendable {
             "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
             "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms",
         ])
-        let kind = try sourceTable.string("kind") ?? "serial"
-        var source: Source
-        let name = try sourceTable.string("name") ?? kind
+        let kindName = try sourceTable.string("kind") ?? "serial"
+        let name = try sourceTable.string("name") ?? kindName
         guard !name.isEmpty, name.utf8.count <= SourceName.capacity else {
             throw sourceTable.error("name", "must be 1 to \(SourceName.capacity) bytes, got \(name.utf8.count)")
         }
-        switch kind {
+        let kind: Source.Kind
+        var hotplug: DeviceMatch?
+        switch kindName {
         case "serial":
             guard let device = try sourceTable.string("device"), !device.isEmpty else { throw sourceTable.error("device", "is required") }
             let baud = try sourceTable.int("baud") ?? 9600
             guard [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
                 throw sourceTable.error("baud", "must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
             }
-            source = Source(kind: kind, device: resolve(device), baud: baud, name: name)
-            source.hotplug = .serialPath(source.device)
-            source.confirmations = try sourceTable.bool("confirmations") ?? true
+            var serial = Source.Serial(device: resolve(device), baud: baud)
+            hotplug = .serialPath(serial.device)
+            serial.confirmations = try sourceTable.bool("confirmations") ?? true
             if let window = try sourceTable.double("confirm_window_ms") {
                 guard (50...60_000).contains(window) else { throw sourceTable.error("confirm_window_ms", "must be between 50 and 60000") }
-                source.confirmationWindowNanoseconds = UInt64(window * 1_000_000)
+                serial.confirmationWindow = .nanoseconds(Int64(window * 1e6))
             }
             if let usb = try sourceTable.table("usb") {
                 try usb.rejectUnknownKeys(["vendor", "product", "serial"])
                 guard let vendor = try usb.string("vendor"), let product = try usb.string("product") else {
                     throw usb.error("vendor and product (hex, as udevadm shows them) are required")
                 }
-                source.hotplug = .usb(vendor: vendor, product: product, serial: try usb.string("serial"))
+                hotplug = .usb(vendor: vendor, product: product, serial: try usb.string("serial"))
+                serial.followsDevnode = true
             }
+            kind = .serial(serial)
         case "gpio", "gpio-replay":
-            let key = kind == "gpio" ? "chip" : "file"
-            guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kind)") }
-            source = Source(kind: kind, device: kind == "gpio" ? device : resolve(device), baud: 0, name: name)
-            if kind == "gpio" { source.hotplug = .gpioChip(label: device) }
+            let key = kindName == "gpio" ? "chip" : "file"
+            guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kindName)") }
             for key in ["confirmations", "confirm_window_ms"] where sourceTable.keys.contains(key) {
                 throw sourceTable.error(key, "applies to serial mechs only: a GPIO mech's coin is credited with its answer")
             }
+            var pulseSettings: PulseDecoder.Settings?
+            var gateSettings: LightGateDecoder.Settings?
             if let pulse = try sourceTable.table("pulse") {
                 try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])
                 guard let line = try pulse.int("line"), line >= 0 else { throw pulse.error("line", "is required: the counting line's offset") }
-                source.pulse = PulseDecoder.Settings(
+                pulseSettings = PulseDecoder.Settings(
                     line: UInt32(line), activeLow: try pulse.bool("active_low") ?? true,
                     minimumPulseMilliseconds: try pulse.double("min_pulse_ms") ?? 10, gapMilliseconds: try pulse.double("gap_ms") ?? 150,
                     highestChannel: UInt32(max(1, try pulse.int("highest_channel") ?? 16)))
@@ -167,55 +122,65 @@ public struct DaemonConfiguration: Sendable {
                     throw gates.error("a and b, the two gates' line offsets, are required and must differ")
                 }
                 guard let distance = try gates.double("distance_mm"), distance > 0 else { throw gates.error("distance_mm", "is required and must be positive") }
-                source.gates = LightGateDecoder.Settings(
+                gateSettings = LightGateDecoder.Settings(
                     gateA: UInt32(a), gateB: UInt32(b), distanceMM: distance, activeLow: try gates.bool("active_low") ?? true,
                     minimumOcclusionMilliseconds: try gates.double("min_occlusion_ms") ?? 0.5)
             }
-            if let scale = try sourceTable.table("scale") {
-                try scale.rejectUnknownKeys(["data", "clock", "tare", "counts_per_gram"])
-                guard let data = try scale.int("data"), let clock = try scale.int("clock"), data >= 0, clock >= 0,
-                      let perGram = try scale.double("counts_per_gram"), perGram != 0 else {
-                    throw scale.error("data, clock and counts_per_gram (from a calibration) are required")
+            let decoding: Source.Decoding
+            switch (pulseSettings, gateSettings) {
+            case (let pulse?, nil): decoding = .pulse(pulse)
+            case (nil, let gates?): decoding = .gates(gates)
+            default: throw sourceTable.error("a \(kindName) source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}")
+            }
+            if kindName == "gpio-replay" {
+                var speed = 1.0
+                if let configured = try sourceTable.double("speed") {
+                    guard configured > 0, configured <= 1000 else { throw sourceTable.error("speed", "must be above 0 and at most 1000") }
+                    speed = configured
                 }
-                source.scale = Source.Scale(data: UInt32(data), clock: UInt32(clock),
-                                            decoder: HX711Decoder(tare: Int32(clamping: try scale.int("tare") ?? 0), countsPerGram: perGram))
-            }
-            guard (source.pulse == nil) != (source.gates == nil) else {
-                throw sourceTable.error("a \(kind) source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}")
-            }
-            if let speed = try sourceTable.double("speed") {
-                guard speed > 0, speed <= 1000 else { throw sourceTable.error("speed", "must be above 0 and at most 1000") }
-                source.replaySpeed = speed
-            }
-            if let gate = try sourceTable.table("accept_gate") {
-                try gate.rejectUnknownKeys(["line", "pulse_ms"])
-                guard let line = try gate.int("line"), line >= 0 else { throw gate.error("line", "is required") }
-                source.acceptGateLine = UInt32(line)
-                source.acceptPulseMilliseconds = try gate.double("pulse_ms") ?? 80
-            }
-            if let inhibit = try sourceTable.table("inhibit") {
-                try inhibit.rejectUnknownKeys(["line", "active_low"])
-                guard let line = try inhibit.int("line"), line >= 0 else { throw inhibit.error("line", "is required") }
-                source.inhibitLine = UInt32(line)
-                source.inhibitActiveLow = try inhibit.bool("active_low") ?? false
+                kind = .gpioReplay(Source.Replay(file: resolve(device), speed: speed, decoding: decoding))
+            } else {
+                var gpio = Source.GPIO(chip: device, decoding: decoding)
+                hotplug = .gpioChip(label: device)
+                if let scale = try sourceTable.table("scale") {
+                    try scale.rejectUnknownKeys(["data", "clock", "tare", "counts_per_gram"])
+                    guard let data = try scale.int("data"), let clock = try scale.int("clock"), data >= 0, clock >= 0,
+                          let perGram = try scale.double("counts_per_gram"), perGram != 0 else {
+                        throw scale.error("data, clock and counts_per_gram (from a calibration) are required")
+                    }
+                    gpio.scale = Source.Scale(data: UInt32(data), clock: UInt32(clock),
+                                              decoder: HX711Decoder(tare: Int32(clamping: try scale.int("tare") ?? 0), countsPerGram: perGram))
+                }
+                if let gate = try sourceTable.table("accept_gate") {
+                    try gate.rejectUnknownKeys(["line", "pulse_ms"])
+                    guard let line = try gate.int("line"), line >= 0 else { throw gate.error("line", "is required") }
+                    gpio.acceptGate = Source.Output(line: UInt32(line), pulseMilliseconds: try gate.double("pulse_ms") ?? 80, activeLow: false)
+                }
+                if let inhibit = try sourceTable.table("inhibit") {
+                    try inhibit.rejectUnknownKeys(["line", "active_low"])
+                    guard let line = try inhibit.int("line"), line >= 0 else { throw inhibit.error("line", "is required") }
+                    gpio.inhibit = Source.Output(line: UInt32(line), pulseMilliseconds: 0, activeLow: try inhibit.bool("active_low") ?? false)
+                }
+                kind = .gpio(gpio)
             }
         default:
-            throw sourceTable.error("kind", "unknown source kind '\(kind)' (known: serial, gpio, gpio-replay)")
+            throw sourceTable.error("kind", "unknown source kind '\(kindName)' (known: serial, gpio, gpio-replay)")
         }
+        var source = Source(name: name, kind: kind, hotplug: hotplug)
         // The serial protocol's mech returns a coin it hears nothing about within 50 ms; GPIO
         // mechs have no such protocol, so only a configured deadline applies to them.
-        if let deadline = try sourceTable.double("deadline_ms") ?? (kind == "serial" ? 50 : nil) {
+        if let deadline = try sourceTable.double("deadline_ms") ?? (kindName == "serial" ? 50 : nil) {
             guard (5...60_000).contains(deadline) else { throw sourceTable.error("deadline_ms", "must be between 5 and 60000") }
             let allowance = try sourceTable.double("commit_allowance_ms") ?? min(10, deadline / 2)
             guard allowance >= 0, allowance < deadline else {
                 throw sourceTable.error("commit_allowance_ms", "must be at least 0 and below deadline_ms (\(deadline))")
             }
-            if kind == "serial" {
+            if case .serial(let serial) = kind {
                 // An answer's bytes take time on the line, and the deadline covers them too.
                 // (An answer with a six-digit device sequence number: 18 bytes.)
-                let transit = Double(SerialMech.answerTransitNanoseconds(deviceSeq: 123_456, baud: source.baud)) / 1e6
+                let transit = LineTiming(baud: serial.baud).answerTransit(deviceSeq: 123_456).milliseconds
                 guard allowance + transit < deadline else {
-                    throw sourceTable.error("deadline_ms", "at \(source.baud) baud an answer takes \(String(format: "%.0f", transit)) ms on the line, which with commit_allowance_ms \(String(format: "%g", allowance)) leaves no time to decide within \(String(format: "%g", deadline)) ms; set deadline_ms to how long your mech waits")
+                    throw sourceTable.error("deadline_ms", "at \(serial.baud) baud an answer takes \(String(format: "%.0f", transit)) ms on the line, which with commit_allowance_ms \(String(format: "%g", allowance)) leaves no time to decide within \(String(format: "%g", deadline)) ms; set deadline_ms to how long your mech waits")
                 }
             }
             source.answerDeadline = AnswerDeadline(deadlineMilliseconds: deadline, commitAllowanceMilliseconds: allowance)

@@ -2,6 +2,7 @@ import CoinMechChain
 import CoinMechLedger
 import CoinMechProtocol
 import CoinMechPublisher
+import CoinMechSources
 import Foundation
 
 /// The socket API's view of the daemon: reads state directly, sends changes to the
@@ -15,46 +16,41 @@ struct DaemonControl: ControlPlane {
     let started: Date
 
     func status() -> JSON {
-        let state = loop.state.withLock { $0 }
+        let status = loop.status.withLock { $0 }
         let chain = chainHolder.current
-        let counters = loop.counters
+        let c = status.core.counters
         var source: [String: JSON] = [
-            "kind": .string(configuration.source.kind), "device": .string(configuration.source.device),
-            "state": state.connected ? "connected" : "disconnected",
+            "kind": .string(configuration.source.kind.name), "device": .string(configuration.source.device),
+            "state": status.connected ? "connected" : "disconnected",
         ]
-        if let reason = state.disconnectedReason { source["reason"] = .string(reason) }
+        if let reason = status.disconnectedReason { source["reason"] = .string(reason) }
+        let counters: [String: JSON] = [
+            "readings": .int(Int64(c.readings)), "accepted": .int(Int64(c.accepted)), "credited": .int(Int64(c.credited)),
+            "returned_after_accept": .int(Int64(c.returnedAfterAccept)), "unconfirmed": .int(Int64(c.unconfirmed)),
+            "queries": .int(Int64(c.queries)), "connects": .int(Int64(c.connects)), "reconnects": .int(Int64(c.reconnects)),
+            "rejected": .int(Int64(c.rejected)), "duplicates": .int(Int64(c.duplicates)), "protocol_errors": .int(Int64(c.protocolErrors)),
+            "deadline_passed": .int(Int64(c.deadlineWithdrawn)), "late_answers": .int(Int64(c.lateAnswers)),
+        ]
+        // Links that answered nonsense (their coins were returned as plugin_error).
+        let pluginErrors: [JSON] = chain.links.compactMap { link in
+            let stats = link.statistics.snapshot
+            guard stats.pluginErrors > 0 else { return nil }
+            return ["link": .string(link.name), "count": .int(Int64(stats.pluginErrors)), "last": .string(stats.lastPluginError ?? "")]
+        }
+        // How long ago the deciding loop last turned: it turns at least every second, so more
+        // means it is stuck (in a plugin, a commit); the watchdog stops then too.
+        let heartbeatAge = Int64((Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)) / 1_000_000)
         return [
             "source": .object(source),
-            "inhibited": .bool(state.inhibited),
-            "pending": .int(Int64(state.pending)),
-            "ledger": state.ledgerFailing ? "failing" : "ok",
+            "inhibited": .bool(status.core.inhibited),
+            "pending": .int(Int64(status.core.pending)),
+            "ledger": status.core.ledgerFailing ? "failing" : "ok",
             "chain_generation": .int(Int64(chain.generation)),
             "links": .int(Int64(chain.links.count)),
-            // Links that answered nonsense (their coins were returned as plugin_error).
-            "plugin_errors": .array(chain.links.compactMap { link -> JSON? in
-                let stats = link.statistics.snapshot
-                guard stats.pluginErrors > 0 else { return nil }
-                return ["link": .string(link.name), "count": .int(Int64(stats.pluginErrors)), "last": .string(stats.lastPluginError ?? "")]
-            }),
-            "counters": [
-                "readings": .int(Int64(counters.readings.load(ordering: .relaxed))),
-                "accepted": .int(Int64(counters.accepted.load(ordering: .relaxed))),
-                "credited": .int(Int64(counters.credited.load(ordering: .relaxed))),
-                "returned_after_accept": .int(Int64(counters.returnedAfterAccept.load(ordering: .relaxed))),
-                "unconfirmed": .int(Int64(counters.unconfirmed.load(ordering: .relaxed))),
-                "queries": .int(Int64(counters.queries.load(ordering: .relaxed))),
-                "connects": .int(Int64(counters.connects.load(ordering: .relaxed))),
-                "reconnects": .int(Int64(counters.reconnects.load(ordering: .relaxed))),
-                "rejected": .int(Int64(counters.rejected.load(ordering: .relaxed))),
-                "duplicates": .int(Int64(counters.duplicates.load(ordering: .relaxed))),
-                "protocol_errors": .int(Int64(counters.protocolErrors.load(ordering: .relaxed))),
-                "deadline_passed": .int(Int64(counters.deadlineWithdrawn.load(ordering: .relaxed))),
-                "late_answers": .int(Int64(counters.lateAnswers.load(ordering: .relaxed))),
-            ],
+            "plugin_errors": .array(pluginErrors),
+            "counters": .object(counters),
             "uptime_s": .double((Date().timeIntervalSince(started) * 10).rounded() / 10),
-            // How long ago the deciding loop last turned: it turns at least every second, so
-            // more means it is stuck (in a plugin, a commit); the watchdog stops then too.
-            "heartbeat_age_ms": .int(Int64((DecidingLoop.now() &- counters.heartbeat.load(ordering: .relaxed)) / 1_000_000)),
+            "heartbeat_age_ms": .int(heartbeatAge),
             "last_seq": .int((try? ledger.lastSeq()) ?? 0),
             "version": .string(Daemon.version),
         ]

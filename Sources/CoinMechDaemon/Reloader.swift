@@ -1,3 +1,4 @@
+import CLinux
 import CoinMechChain
 import CoinMechPlugins
 import CoinMechProtocol
@@ -81,20 +82,20 @@ public final class Reloader: @unchecked Sendable {
             var descriptors = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0), pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)]
             var timeout: Int32 = -1
             if let since = changedSince {
-                let now = DecidingLoop.now()
+                let now = cm_monotonic_ns()
                 let due = min(since + Self.debounceNanoseconds, firstChange + 4 * Self.debounceNanoseconds)
                 timeout = due > now ? Int32((due - now) / 1_000_000) + 1 : 0
             }
             _ = poll(&descriptors, 2, timeout)
             if descriptors[0].revents != 0 { wakePipe.drain() }
             if descriptors[1].revents != 0, relevantChange() {
-                let now = DecidingLoop.now()
+                let now = cm_monotonic_ns()
                 if changedSince == nil { firstChange = now }
                 changedSince = now
             }
             var batch = requests.withLock { queued in defer { queued.removeAll() }; return queued }
             if let since = changedSince {
-                let now = DecidingLoop.now()
+                let now = cm_monotonic_ns()
                 if now >= since + Self.debounceNanoseconds || now >= firstChange + 4 * Self.debounceNanoseconds {
                     changedSince = nil
                     batch.append(("files changed", nil))

@@ -1,3 +1,4 @@
+import CoinMechSources
 import Foundation
 import Logging
 import Synchronization
@@ -37,7 +38,7 @@ final class Watchdog: @unchecked Sendable {
         while !stopping.load(ordering: .relaxed) {
             var message = ""
             if notifier.watchdogMicroseconds != nil {
-                let age = DecidingLoop.now() &- loop.counters.heartbeat.load(ordering: .relaxed)
+                let age = Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)
                 if age < intervalNanoseconds {
                     message += "WATCHDOG=1\n"
                     silent = false

@@ -1,4 +1,3 @@
-import CoinMechChain
 import Foundation
 import GRDB
 

@@ -67,10 +67,21 @@ extension Ledger {
         }
     }
 
-    /// Events with `seq` greater than `since`, oldest first, at most `limit`.
+    /// Events with `seq` greater than `since`, oldest first, at most `limit`; a collection comes
+    /// with its rows.
     public func events(since: Int64, limit: Int = 1000) throws(LedgerError) -> [LedgerEvent] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit]).map(LedgerQueries.event)
+            var events = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit])
+                .map(LedgerQueries.event)
+            for index in events.indices where events[index].kind == EventKind.collect.rawValue {
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT state, currency, denomination, count, value_minor, weight_g FROM collections
+                    WHERE collect_seq = ? ORDER BY currency, value_minor DESC
+                    """, arguments: [events[index].seq])
+                events[index].collected = rows.filter { $0["state"] == "credited" }.map(LedgerQueries.row)
+                events[index].collectedUnconfirmed = rows.filter { $0["state"] == "unconfirmed" }.map(LedgerQueries.row)
+            }
+            return events
         }
     }
 }

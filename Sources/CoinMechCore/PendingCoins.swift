@@ -1,5 +1,6 @@
 import CoinMechLedger
 import CoinMechSerial
+import CoinMechSources
 
 /// Accepted coins the mech has not yet said it stored or returned, and when to ask about them.
 ///
@@ -16,8 +17,8 @@ public struct PendingCoins: Sendable {
         public var deviceSeq: UInt64
         /// Queries sent since the last answer from the mech.
         public var unansweredQueries = 0
-        /// CLOCK_MONOTONIC ns from which a query is due.
-        public var queryDue: UInt64
+        /// From when a query is due.
+        public var queryDue: Instant
     }
 
     /// How the mech's answer settles a coin.
@@ -29,7 +30,7 @@ public struct PendingCoins: Sendable {
 
     /// How long the mech takes at most to store or return an accepted coin: no confirmation
     /// by then, and the host asks.
-    public var confirmationWindowNanoseconds: UInt64
+    public var confirmationWindow: Duration
     /// Queries the mech may leave unanswered, while connected, before the coin is settled as
     /// unconfirmed.
     public var maximumUnansweredQueries: Int
@@ -40,8 +41,8 @@ public struct PendingCoins: Sendable {
         var deviceSeq: UInt64
     }
 
-    public init(confirmationWindowNanoseconds: UInt64 = 1_000_000_000, maximumUnansweredQueries: Int = 5) {
-        self.confirmationWindowNanoseconds = confirmationWindowNanoseconds
+    public init(confirmationWindow: Duration = .seconds(1), maximumUnansweredQueries: Int = 5) {
+        self.confirmationWindow = confirmationWindow
         self.maximumUnansweredQueries = maximumUnansweredQueries
     }
 
@@ -51,8 +52,8 @@ public struct PendingCoins: Sendable {
 
     /// An accept was answered at `answeredAt` (or restored from the ledger at start, with
     /// `answeredAt` now: ask as soon as the mech's session is known).
-    public mutating func add(seq: Int64, epoch: Int64, deviceSeq: UInt64, answeredAt: UInt64, restored: Bool = false) {
-        let due = restored ? answeredAt : answeredAt &+ confirmationWindowNanoseconds
+    public mutating func add(seq: Int64, epoch: Int64, deviceSeq: UInt64, answeredAt: Instant, restored: Bool = false) {
+        let due = restored ? answeredAt : answeredAt + confirmationWindow
         coins[Key(epoch: epoch, deviceSeq: deviceSeq)] = Coin(seq: seq, epoch: epoch, deviceSeq: deviceSeq, queryDue: due)
     }
 
@@ -79,16 +80,16 @@ public struct PendingCoins: Sendable {
     }
 
     /// Coins whose query is due at `now`, oldest first, at most `limit`.
-    public func due(now: UInt64, limit: Int = 16) -> [Coin] {
+    public func due(now: Instant, limit: Int = 16) -> [Coin] {
         Array(coins.values.filter { $0.queryDue <= now }.sorted { $0.seq < $1.seq }.prefix(limit))
     }
 
     /// When the next query falls due.
-    public var nextDue: UInt64? { coins.values.map(\.queryDue).min() }
+    public var nextDue: Instant? { coins.values.map(\.queryDue).min() }
 
     /// A query about `coin` went out at `now`. Returns the settlement as unconfirmed once the
     /// mech has left `maximumUnansweredQueries` queries unanswered.
-    public mutating func queried(_ coin: Coin, now: UInt64) -> Settlement? {
+    public mutating func queried(_ coin: Coin, now: Instant) -> Settlement? {
         let key = Key(epoch: coin.epoch, deviceSeq: coin.deviceSeq)
         guard var current = coins[key] else { return nil }
         if current.unansweredQueries >= maximumUnansweredQueries {
@@ -96,13 +97,13 @@ public struct PendingCoins: Sendable {
                               message: "the mech answered none of \(maximumUnansweredQueries) queries about it")
         }
         current.unansweredQueries += 1
-        current.queryDue = now &+ confirmationWindowNanoseconds
+        current.queryDue = now + confirmationWindow
         coins[key] = current
         return nil
     }
 
     /// Every pending coin is due now (the mech's session just became known, after a connect).
-    public mutating func askAllNow(_ now: UInt64) {
+    public mutating func askAllNow(_ now: Instant) {
         for key in coins.keys {
             coins[key]!.queryDue = min(coins[key]!.queryDue, now)
             coins[key]!.unansweredQueries = 0

@@ -1,0 +1,152 @@
+/// Something other than a coin that the ledger records, with its typed fields. The ledger stores
+/// the fields as the event's `detail` object of strings (docs/LEDGER.md lists them by kind).
+public enum Occurrence: Sendable, Equatable {
+    case sourceConnected(source: String, device: String)
+    case sourceLost(source: String, device: String, reason: String)
+    /// The mech (re)started; `implied` when the host inferred it (numbers went back, or the mech
+    /// named a new boot at a connect).
+    case mechPowerUp(source: String, epoch: Int64, boot: UInt64?, implied: Bool)
+    /// The mech named its boot number for the current epoch.
+    case mechSession(source: String, epoch: Int64, boot: UInt64)
+    case mechStatus(source: String, status: String, detail: String)
+    case startup(version: String, chainGeneration: UInt64, links: String)
+    case shutdown(source: String, counts: ShutdownCounts)
+    case inhibit(source: String, on: Bool, by: String)
+    case reload(ReloadRecord)
+    case reloadFailed(reason: String, generation: UInt64)
+    /// The ledger could not write for this long, and then could again.
+    case ledgerRecovered(failedFor: Duration)
+    /// An accept reached the mech this late (the commit overran).
+    case lateAnswer(source: String, epoch: Int64, deviceSeq: UInt64, lateBy: Duration)
+
+    /// What a shutdown records: counts since start, and coins still pending.
+    public struct ShutdownCounts: Sendable, Equatable {
+        public var readings: UInt64
+        public var duplicates: UInt64
+        public var garbageBytes: Int
+        public var badChecksums: Int
+        public var truncated: Int
+        public var overlong: Int
+        public var malformed: Int
+        public var pending: Int
+
+        public init(readings: UInt64, duplicates: UInt64, garbageBytes: Int, badChecksums: Int, truncated: Int, overlong: Int,
+                    malformed: Int, pending: Int) {
+            self.readings = readings
+            self.duplicates = duplicates
+            self.garbageBytes = garbageBytes
+            self.badChecksums = badChecksums
+            self.truncated = truncated
+            self.overlong = overlong
+            self.malformed = malformed
+            self.pending = pending
+        }
+    }
+
+    /// A chain swapped in by a reload.
+    public struct ReloadRecord: Sendable, Equatable {
+        public var generation: UInt64
+        public var previous: UInt64
+        /// `name=plugin@version#sha256,…`
+        public var links: String
+        public var fingerprint: String
+
+        public init(generation: UInt64, previous: UInt64, links: String, fingerprint: String) {
+            self.generation = generation
+            self.previous = previous
+            self.links = links
+            self.fingerprint = fingerprint
+        }
+    }
+
+    public var kind: EventKind {
+        switch self {
+        case .sourceConnected: .sourceConnected
+        case .sourceLost: .sourceLost
+        case .mechPowerUp: .mechPowerUp
+        case .mechSession: .mechSession
+        case .mechStatus: .mechStatus
+        case .startup: .startup
+        case .shutdown: .shutdown
+        case .inhibit: .inhibit
+        case .reload: .reload
+        case .reloadFailed: .reloadFailed
+        case .ledgerRecovered: .ledgerRecovered
+        case .lateAnswer: .lateAnswer
+        }
+    }
+
+    /// The source the occurrence belongs to, if any.
+    public var source: String? {
+        switch self {
+        case .sourceConnected(let source, _), .sourceLost(let source, _, _), .mechPowerUp(let source, _, _, _),
+             .mechSession(let source, _, _), .mechStatus(let source, _, _), .shutdown(let source, _), .inhibit(let source, _, _),
+             .lateAnswer(let source, _, _, _):
+            source
+        case .startup, .reload, .reloadFailed, .ledgerRecovered:
+            nil
+        }
+    }
+
+    /// The epoch it moves the source to, and the boot number of that epoch.
+    var epoch: (epoch: Int64, boot: UInt64?)? {
+        switch self {
+        case .mechPowerUp(_, let epoch, let boot, _): (epoch, boot)
+        case .mechSession(_, let epoch, let boot): (epoch, boot)
+        default: nil
+        }
+    }
+
+    /// The chain generation it records, if any.
+    var chainGeneration: UInt64? {
+        switch self {
+        case .startup(_, let generation, _): generation
+        case .reload(let record): record.generation
+        default: nil
+        }
+    }
+
+    /// The fields as the `detail` object stores them (strings; docs/LEDGER.md).
+    var detail: [String: String] {
+        switch self {
+        case .sourceConnected(_, let device):
+            return ["device": device]
+        case .sourceLost(_, let device, let reason):
+            return ["device": device, "reason": reason]
+        case .mechPowerUp(_, let epoch, let boot, let implied):
+            var detail = ["epoch": "\(epoch)"]
+            if let boot { detail["boot"] = "\(boot)" }
+            if implied { detail["implied"] = "true" }
+            return detail
+        case .mechSession(_, let epoch, let boot):
+            return ["epoch": "\(epoch)", "boot": "\(boot)"]
+        case .mechStatus(_, let status, let detail):
+            return ["status": status, "detail": detail]
+        case .startup(let version, let generation, let links):
+            return ["version": version, "chain_generation": "\(generation)", "links": links]
+        case .shutdown(_, let counts):
+            return [
+                "readings": "\(counts.readings)", "duplicates": "\(counts.duplicates)", "garbage_bytes": "\(counts.garbageBytes)",
+                "bad_checksums": "\(counts.badChecksums)", "truncated": "\(counts.truncated)", "overlong": "\(counts.overlong)",
+                "malformed": "\(counts.malformed)", "pending": "\(counts.pending)",
+            ]
+        case .inhibit(_, let on, let by):
+            return ["on": "\(on)", "by": by]
+        case .reload(let record):
+            return ["generation": "\(record.generation)", "previous": "\(record.previous)", "links": record.links, "fingerprint": record.fingerprint]
+        case .reloadFailed(let reason, let generation):
+            return ["reason": reason, "generation": "\(generation)"]
+        case .ledgerRecovered(let failedFor):
+            return ["failed_for_s": Self.format(failedFor, scale: 1)]
+        case .lateAnswer(_, let epoch, let deviceSeq, let lateBy):
+            return ["epoch": "\(epoch)", "devseq": "\(deviceSeq)", "late_by_ms": Self.format(lateBy, scale: 1000)]
+        }
+    }
+
+    /// A duration in seconds × `scale`, one decimal.
+    static func format(_ duration: Duration, scale: Double) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let tenths = (seconds * scale * 10).rounded()
+        return "\(Int64(tenths) / 10).\(abs(Int64(tenths)) % 10)"
+    }
+}
