@@ -92,6 +92,8 @@ struct LedgerSettlementTests {
                 INSERT INTO events (time, kind, source, epoch, device_seq, verdict, currency, denomination, value_minor, chain_generation)
                     VALUES (2, 'decision', 'serial', 1, 1, 'accept', 'USD', 'quarter', 25, 4);
                 INSERT INTO events (time, kind, detail) VALUES (3, 'reload', '{"generation":"7"}');
+                INSERT INTO events (time, kind, detail) VALUES (4, 'collect',
+                    '{"by":"root","collected":"[{\\"count\\":1,\\"currency\\":\\"USD\\",\\"denomination\\":\\"quarter\\",\\"value_minor\\":25,\\"weight_g\\":5.67}]"}');
                 INSERT INTO sources VALUES ('serial', 1);
                 """)
         }
@@ -100,5 +102,10 @@ struct LedgerSettlementTests {
         #expect(try ledger.events(since: 0).first { $0.kind == "decision" }?.state == "credited")
         #expect(try ledger.pendingCoins(source: "serial").isEmpty)
         #expect(try ledger.sourceState("serial").epoch == 1)
+        // The collection's rows moved out of the detail into their own table.
+        let collect = try #require(try ledger.events(since: 0).first { $0.kind == "collect" })
+        #expect(collect.detail == #"{"by":"root"}"#)
+        #expect(collect.collected == [TotalsRow(currency: "USD", denomination: "quarter", count: 1, valueMinor: 25, weightG: 5.67)])
+        #expect(collect.collectedUnconfirmed == [])
     }
 }
