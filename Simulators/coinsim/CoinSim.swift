@@ -155,7 +155,8 @@ extension CoinSim {
 
 /// A scenario by name or path; a missing or bad one is reported and exits 1.
 func loadScenario(_ nameOrPath: String) throws -> Scenario {
-    let executable = CommandLine.arguments[0]
+    // The running file itself: argv[0] is only "coinsim" when it was found on PATH.
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     guard let path = ScenarioLocator.path(for: nameOrPath, executable: executable) else {
         let places = ScenarioLocator.searchDirectories(executable: executable).joined(separator: ", ")
         FileHandle.standardError.write(Data("coinsim: no scenario '\(nameOrPath)' (looked in \(places))\n".utf8))
