@@ -10,9 +10,18 @@ struct CoinSim: ParsableCommand {
         commandName: "coinsim",
         abstract: "A coin mech on a pseudo-terminal: plays the device side of the serial protocol.",
         discussion: """
-            Prints the device path (e.g. /dev/pts/4) as its first line of output, waits for a host
-            to open it, announces power-up, then inserts coins as the scenario says. At the end, or
-            on SIGTERM, it writes the ground truth (JSON) to --truth or to standard output.
+            coinsim prints the device path (e.g. /dev/pts/4) as its first line of output, waits \
+            for a host to open it, announces power-up, then inserts coins as the scenario says. \
+            At the end, or on SIGTERM, it writes the ground truth (JSON) to --truth or to \
+            standard output. Point coinmechd's source.device (or --link) at it to run the daemon \
+            without a mech:
+
+                coinsim --scenario default --coins 20 --link /tmp/mech
+
+            Scenarios are found by name in $COINSIM_SCENARIOS, then beside the installed \
+            program (/usr/share/coinmech/scenarios: default, eur-mix, faults, burst, soak), or \
+            given as a path to a .yaml file (/usr/share/doc/coinmech/SIMULATOR.md).
+
             Exit status: 0 done, 1 bad arguments or scenario, 2 system error, 3 no host came.
             """,
         subcommands: [Run.self, Replay.self, Edges.self],
@@ -156,7 +165,8 @@ extension CoinSim {
 
 /// A scenario by name or path; a missing or bad one is reported and exits 1.
 func loadScenario(_ nameOrPath: String) throws -> Scenario {
-    let executable = CommandLine.arguments[0]
+    // The running file itself: argv[0] is only "coinsim" when it was found on PATH.
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     guard let path = ScenarioLocator.path(for: nameOrPath, executable: executable) else {
         let places = ScenarioLocator.searchDirectories(executable: executable).joined(separator: ", ")
         FileHandle.standardError.write(Data("coinsim: no scenario '\(nameOrPath)' (looked in \(places))\n".utf8))
