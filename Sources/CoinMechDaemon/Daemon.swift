@@ -115,6 +115,9 @@ public final class Daemon: Sendable {
     /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.
     public func run() async throws {
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // Ledger reads and user lookups for clients: one thread, so no event loop ever blocks.
+        let blocking = NIOThreadPool(numberOfThreads: 1)
+        blocking.start()
         let policy = AccessPolicy(users: configuration.socket.controlUsers, groups: configuration.socket.controlGroups)
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
         let notifier = SystemdNotifier()
@@ -131,44 +134,62 @@ public final class Daemon: Sendable {
                 inheritedDescriptor: SocketServer.socketFromSystemd(),
                 context: PublisherContext(
                     ledger: ledger, control: control, hub: hub, policy: policy, daemonVersion: Self.version,
-                    maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger),
+                    maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger, blocking: blocking),
                 on: eventLoops)
         } catch {
+            try? await blocking.shutdownGracefully()
             try? await eventLoops.shutdownGracefully()
             throw DaemonError.socket(error.message)
         }
         logger.notice("listening", metadata: ["socket": "\(server.path)", "activated": "\(server.activated)"])
-        reloader.start()
         let watchdog = Watchdog(notifier: notifier, loop: loop, logger: logger) { [loop, chain] in
             Self.statusLine(loop: loop, chain: chain)
         }
-        // The ledger is open, the chain built, the socket listening: ready.
-        notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
-        watchdog.start()
-        let deciding = DecidingService(loop: loop, notifier: notifier)
-        let signals = SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger)
+        // One group owns every long-lived part. A graceful shutdown runs in the reverse order of
+        // this list: deciding stops (the batch in hand, the shutdown record) while the socket,
+        // the reloader and the watchdog are still up; TERM or INT end the signal service, which
+        // starts it.
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: deciding),
-                    // TERM or INT ends the signal service, which stops the rest gracefully.
-                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: LifetimeService(name: "socket server", start: {}, stop: { server.close() })),
+                    .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() })),
+                    .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() })),
+                    .init(service: DecidingService(loop: loop, notifier: notifier)),
+                    .init(service: SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger),
+                          successTerminationBehavior: .gracefullyShutdownGroup),
                 ],
                 logger: logger))
+        // The ledger is open, the chain built, the socket listening: ready.
+        notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
+        defer { logger.notice("stopped") }
         do {
             try await group.run()
         } catch {
-            watchdog.stop()
-            reloader.stop()
-            server.close()
+            try? await blocking.shutdownGracefully()
             try? await eventLoops.shutdownGracefully()
             throw error
         }
-        watchdog.stop()
-        reloader.stop()
-        server.close()
+        try await blocking.shutdownGracefully()
         try await eventLoops.shutdownGracefully()
-        logger.notice("stopped")
+    }
+}
+
+/// A part with a thread or a socket of its own (the socket server, the reloader, the watchdog)
+/// as a service of the group: started when the group runs, stopped when it shuts down or is
+/// cancelled.
+struct LifetimeService: Service, CustomStringConvertible {
+    let name: String
+    let start: @Sendable () -> Void
+    let stop: @Sendable () -> Void
+
+    var description: String { name }
+
+    func run() async throws {
+        start()
+        defer { stop() }
+        // Returns at graceful shutdown; throws CancellationError when the group is cancelled.
+        try? await gracefulShutdown()
     }
 }
 
