@@ -13,6 +13,9 @@ import Synchronization
 /// batches and records the outcome. Deciding never waits on a reload, and any failure keeps
 /// the old chain deciding.
 public final class Reloader: @unchecked Sendable {
+    // @unchecked: `inotify`, `thread` and `lastGeneration` are written by `start()` before the
+    // reloader's thread exists and afterwards only by that thread; other threads use
+    // `request()` (a Mutex) and `stop()` (an Atomic and the wake pipe).
     public typealias Completion = @Sendable (Result<JSON, CommandError>) -> Void
 
     private let configPath: String

@@ -4,6 +4,8 @@ import Glibc
 
 /// A pipe another thread writes a byte to, to wake a thread blocked in `poll` on `readEnd`.
 final class WakePipe: @unchecked Sendable {
+    // @unchecked: both descriptors are immutable after init; write(2) and read(2) on a pipe are
+    // safe from any thread, and a wake lost to a full pipe is not lost (it is already readable).
     /// Poll this for `POLLIN`; `drain()` it after waking.
     let readEnd: Int32
     private let writeEnd: Int32
