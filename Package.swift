@@ -130,11 +130,14 @@ let package = Package(
         .executableTarget(
             name: "CoinMechCrash",
             dependencies: [
-                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CLinux",
+                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CLinux", "ChildProcesses",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
         ),
+        // Real child processes for the end-to-end tests and the crash suite: clean signal mask,
+        // killed with the process that started them, reaped on every path.
+        .target(name: "ChildProcesses", dependencies: ["CLinux"], path: "Tests/ChildProcesses"),
         // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
 
@@ -144,14 +147,14 @@ let package = Package(
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
-                "CoinMechCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechCore", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"
         ),
         // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
         .testTarget(
             name: "CoinMechCoreTests",
-            dependencies: ["CoinMechCore", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CoinMechCore", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/CoinMechCoreTests"
         ),
     ] + plugins.map(\.1)

@@ -2,21 +2,11 @@ import CoinMechCore
 import CoinMechLedger
 import CoinMechSerial
 import CoinMechSources
+import CoinSimCore
 import Testing
 
-/// A small seedable generator, so a failing run names the seed that replays it.
-struct TestRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-}
+/// The simulator's seedable generator, so a failing run names the seed that replays it.
+typealias TestRandom = SplitMix64
 
 /// The mech as the core's counterpart: it keeps a coin whose accept arrives in time (it may
 /// still bounce), returns the rest, confirms (sometimes the line loses it), keeps a journal per
@@ -56,7 +46,7 @@ struct MoneyPropertyTests {
     /// One random session: coins at random, stalls, repeats, lost confirmations, bounces, power
     /// losses, failing commits and daemon restarts; then time passes until nothing is pending.
     static func run(seed: UInt64, steps: Int = 150) -> [String] {
-        var random = TestRandom(state: seed)
+        var random = TestRandom(seed: seed)
         var rig = CoreRig()
         var mech = ModelMech()
         var problems: [String] = []

@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinFacts
 import CoinMechChain
 import CoinMechPluginKit

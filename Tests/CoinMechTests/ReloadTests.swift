@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinMechChain
 import CoinMechClient
 import CoinMechLedger

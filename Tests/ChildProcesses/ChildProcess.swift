@@ -1,32 +1,32 @@
 import CLinux
 import Foundation
 import Synchronization
-import Testing
 
-/// A real child process of one of the package's executables, with its output captured.
+/// A real child process (a daemon, a simulator, a tool), with its output captured: what the
+/// end-to-end tests and the crash suite start.
 ///
 /// Started as a service manager starts a daemon: every signal unblocked and at its default
-/// action, whatever the test runner's thread had blocked (Foundation's `Process` passes the
-/// spawning thread's mask on, which hid start-up signal races). Reaped on every path: `deinit`
-/// kills and waits for a child still running, and a child dies with the test process even when
+/// action, whatever the starting thread had blocked (Foundation's `Process` passes the spawning
+/// thread's mask on, which hid start-up signal races). Reaped on every path: `deinit` kills and
+/// waits for a child still running, and a child dies with the process that started it even when
 /// that crashes (PR_SET_PDEATHSIG from a spawner thread that lives as long as the process).
-final class ChildProcess: @unchecked Sendable {
-    // @unchecked: `buffered` is touched only by the test's own thread (readLine/readToEnd);
-    // the exit status is behind a Mutex.
-    let pid: pid_t
-    let stderrPath: String
+public final class ChildProcess: @unchecked Sendable {
+    // @unchecked: `buffered` is touched only by the owner's thread (readLine/readToEnd); the
+    // exit status is behind a Mutex.
+    public let pid: pid_t
+    /// Where standard error goes (appended).
+    public let stderrPath: String
     private let stdoutRead: Int32
     private var buffered = Data()
     private let exit = Mutex<Int32?>(nil)
 
-    /// Starts `<bin dir>/<executable> arguments…` (or `executable` itself with `absolute`);
-    /// standard error goes to a file, standard output to a pipe read by `readLine`.
-    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], absolute: Bool = false) throws {
-        let path = absolute ? executable : "\(TestSupport.binDirectory)/\(executable)"
+    /// Starts `path arguments…`; standard error is appended to `stderrPath`, standard output
+    /// goes to a pipe read by `readLine`.
+    public init(path: String, _ arguments: [String], environment: [String: String] = [:], stderrPath: String) throws {
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        stderrPath = "\(TestSupport.temporaryDirectory("stderr"))/\(URL(fileURLWithPath: executable).lastPathComponent).stderr"
-        let stderrFD = open(stderrPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        self.stderrPath = stderrPath
+        let stderrFD = open(stderrPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         let nullFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
         var pipeFDs: [Int32] = [-1, -1]
         guard stderrFD >= 0, nullFD >= 0, cm_pipe_cloexec(&pipeFDs) == 0 else {
@@ -57,7 +57,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// The next line of standard output, or nil at its end or after `timeout` seconds.
-    func readLine(timeout: Double = 10) -> String? {
+    public func readLine(timeout: Double = 10) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
@@ -74,7 +74,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Everything left on standard output until the process closes it.
-    func readToEnd() -> Data {
+    public func readToEnd() -> Data {
         var all = buffered
         buffered.removeAll()
         while let chunk = readChunk() { all.append(chunk) }
@@ -91,22 +91,23 @@ final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    /// What the child wrote on standard error.
+    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
-    func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         if isRunning { kill(pid, number) }
     }
 
     /// True until the process has exited (and been reaped here).
-    var isRunning: Bool { reap(blocking: false) == nil }
+    public var isRunning: Bool { reap(blocking: false) == nil }
 
     /// The exit status once the process ended: its exit code, or 128 + the signal that killed
     /// it (as a shell reports it: 137 for SIGKILL, 143 for SIGTERM).
-    var exitStatus: Int32? { reap(blocking: false) }
+    public var exitStatus: Int32? { reap(blocking: false) }
 
     /// Waits up to `timeout` seconds; returns the exit status, or nil if it is still running.
     @discardableResult
-    func wait(timeout: Double = 30) -> Int32? {
+    public func wait(timeout: Double = 30) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let status = reap(blocking: false) { return status }
@@ -129,10 +130,10 @@ final class ChildProcess: @unchecked Sendable {
 }
 
 /// Why a child could not be started.
-struct SpawnError: Error, CustomStringConvertible {
-    let path: String
-    let errno: Int32
-    var description: String { "cannot start \(path): \(String(cString: strerror(errno)))" }
+public struct SpawnError: Error, CustomStringConvertible {
+    public let path: String
+    public let errno: Int32
+    public var description: String { "cannot start \(path): \(String(cString: strerror(errno)))" }
 }
 
 /// Starts every child from one thread that lives as long as the test process, so that
