@@ -52,6 +52,9 @@ public struct DecodedCoin: Sendable, Hashable {
     public var measurement: Measurement
     /// A reason code when the coin must be returned without walking the chain.
     public var rejection: String?
+    /// When the coin was complete, on the edges' clock (the kernel's timestamps): its deadline
+    /// runs from here, not from when the loop got round to it.
+    public var completedAt: UInt64
 }
 
 extension PulseDecoder: CoinDecoder {
@@ -60,13 +63,16 @@ extension PulseDecoder: CoinDecoder {
 
     static func coin(_ coin: PulseCoin) -> DecodedCoin {
         DecodedCoin(measurement: Measurement(diameterMM: nil, weightG: nil, thicknessMM: nil, channel: coin.channel),
-                    rejection: coin.suspectMerged ? "merged_train" : nil)
+                    rejection: coin.suspectMerged ? "merged_train" : nil, completedAt: coin.completedNanoseconds)
     }
 }
 
 extension LightGateDecoder: CoinDecoder {
     public mutating func decode(_ edge: EdgeEvent) -> DecodedCoin? {
-        feed(edge).map { DecodedCoin(measurement: Measurement(diameterMM: $0.diameterMM, weightG: nil, thicknessMM: nil, channel: nil)) }
+        feed(edge).map {
+            DecodedCoin(measurement: Measurement(diameterMM: $0.diameterMM, weightG: nil, thicknessMM: nil, channel: nil),
+                        completedAt: $0.measuredNanoseconds)
+        }
     }
     public mutating func decode(now: UInt64) -> DecodedCoin? { nil }
     public var deadline: UInt64? { nil }
@@ -145,7 +151,10 @@ public final class GPIOMech: Mech {
         var measurement = coin.measurement
         // A light-gate coin lands on the scale: weigh it (mechs without a scale say nil).
         if measurement.diameterMM != nil, measurement.weightG == nil { measurement.weightG = input.weigh() }
-        return .reading(MechReading(deviceSeq: lastSeq, measurement: measurement, sentAt: Instant(nanoseconds: now), rejection: coin.rejection))
+        // Sent when the kernel saw it complete (never later than now: a clock step is not a coin
+        // from the future).
+        let sentAt = min(input.wallTime(stream: coin.completedAt), now)
+        return .reading(MechReading(deviceSeq: lastSeq, measurement: measurement, sentAt: Instant(nanoseconds: sentAt), rejection: coin.rejection))
     }
 
     @discardableResult
