@@ -41,13 +41,13 @@ public final class Daemon: Sendable {
     private let logger: Logger
     private let started = Date()
     private let pluginDirectoryOverride: String?
+    private let failpoints: Failpoints
 
     /// `pluginDirectoryOverride` is `--plugin-dir`, kept so reloads read the same directory.
     public init(configuration: DaemonConfiguration, pluginDirectoryOverride: String? = nil, logger: Logger) throws(DaemonError) {
         self.configuration = configuration
         self.pluginDirectoryOverride = pluginDirectoryOverride
         self.logger = logger
-        let failpoints: Failpoints
         do {
             failpoints = try Failpoints.fromEnvironment()
         } catch {
@@ -142,6 +142,7 @@ public final class Daemon: Sendable {
             throw DaemonError.socket(error.message)
         }
         logger.notice("listening", metadata: ["socket": "\(server.path)", "activated": "\(server.activated)"])
+        failpoints.hit(.listening)
         let watchdog = Watchdog(notifier: notifier, loop: loop, logger: logger) { [loop, chain] in
             Self.statusLine(loop: loop, chain: chain)
         }

@@ -13,8 +13,8 @@ import Synchronization
 /// batches and records the outcome. Deciding never waits on a reload, and any failure keeps
 /// the old chain deciding.
 public final class Reloader: @unchecked Sendable {
-    // @unchecked: `inotify`, `thread` and `lastGeneration` are written by `start()` before the
-    // reloader's thread exists and afterwards only by that thread; other threads use
+    // @unchecked: `inotify` is set in `init`; `thread` and `lastGeneration` are written by
+    // `start()` before the reloader's thread exists and afterwards only by that thread; other threads use
     // `request()` (a Mutex) and `stop()` (an Atomic and the wake pipe).
     public typealias Completion = @Sendable (Result<JSON, CommandError>) -> Void
 
@@ -28,7 +28,7 @@ public final class Reloader: @unchecked Sendable {
     private let requests = Mutex<[(reason: String, completion: Completion?)]>([])
     private let stopping = Atomic<Bool>(false)
     private let wakePipe = WakePipe()
-    private var inotify: Int32 = -1
+    private let inotify: Int32
     private var thread: Thread?
     /// The last generation handed out: a reload built while the previous one still waits to be
     /// installed must not get the same number (the reloader's thread alone touches it).
@@ -45,6 +45,16 @@ public final class Reloader: @unchecked Sendable {
         self.holder = holder
         self.loop = loop
         self.logger = logger
+        // Watch from here, before the socket exists: a plugin deployed while the daemon starts
+        // (the moment a client can first connect) is seen, not lost to a watch added later.
+        inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB)
+        let configDirectory = (configPath as NSString).deletingLastPathComponent
+        for directory in Set([running.pluginDirectory, configDirectory.isEmpty ? "." : configDirectory]) {
+            if inotify_add_watch(inotify, directory, mask) < 0 {
+                logger.warning("cannot watch for changes", metadata: ["directory": "\(directory)", "error": "\(String(cString: strerror(errno)))"])
+            }
+        }
     }
 
     deinit {
@@ -59,14 +69,6 @@ public final class Reloader: @unchecked Sendable {
 
     /// Starts watching and serving requests on a thread of its own.
     public func start() {
-        inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB)
-        let configDirectory = (configPath as NSString).deletingLastPathComponent
-        for directory in Set([running.pluginDirectory, configDirectory.isEmpty ? "." : configDirectory]) {
-            if inotify_add_watch(inotify, directory, mask) < 0 {
-                logger.warning("cannot watch for changes", metadata: ["directory": "\(directory)", "error": "\(String(cString: strerror(errno)))"])
-            }
-        }
         let thread = Thread { [self] in run() }
         thread.name = "reloader"
         self.thread = thread

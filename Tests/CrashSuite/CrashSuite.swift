@@ -161,7 +161,8 @@ final class Run {
 
     /// Starts the daemon armed at `point` and waits for it to die there (SIGKILL from itself).
     private func failpoint(_ point: Failpoints.Point) throws {
-        let hit = Int.random(in: 1...3, using: &random)
+        let drawn = Int.random(in: 1...3, using: &random)
+        let hit = point == .listening ? 1 : drawn  // hit once per start
         let daemon = try startDaemon(environment: ["COINMECH_FAILPOINTS": "\(point.rawValue)=kill@\(hit)"])
         switch point {
         case .reloadSwap:
