@@ -95,7 +95,10 @@ extension CCTalkRequest {
             return .ack
         case .equipmentCategory, .manufacturer, .productCode, .softwareRevision:
             try expect(1...255)
-            return .text(Self.text(data))
+            guard let text = Self.text(data) else {
+                throw CCTalkReplyError(request: header, reason: "not text: \(CCTalkFrame.hex(data))")
+            }
+            return .text(text)
         case .serialNumber:
             try expect(3...3)
             return .serialNumber(UInt32(data[0]) | UInt32(data[1]) << 8 | UInt32(data[2]) << 16)
@@ -104,6 +107,9 @@ extension CCTalkRequest {
             return .commsRevision(release: data[0], major: data[1], minor: data[2])
         case .coinID:
             try expect(6...6)
+            guard data.allSatisfy({ (0x20...0x7E).contains($0) }) || data.allSatisfy({ $0 == 0 }) else {
+                throw CCTalkReplyError(request: header, reason: "not a coin id: \(CCTalkFrame.hex(data))")
+            }
             return .coinID(CoinID(bytes: data))
         case .readInhibits:
             try expect(2...2)
@@ -128,10 +134,12 @@ extension CCTalkRequest {
         }
     }
 
-    /// Printable ASCII; anything else shows as `?`; trailing blanks and NULs dropped.
-    static func text(_ data: [UInt8]) -> String {
+    /// Printable ASCII, trailing blanks and NULs dropped; nil if nothing is left or a byte is
+    /// not printable (a reply meant for another request, such as a credit buffer, is not text).
+    static func text(_ data: [UInt8]) -> String? {
         var bytes = data
         while let last = bytes.last, last == 0 || last == 0x20 { bytes.removeLast() }
-        return String(decoding: bytes.map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+        guard !bytes.isEmpty, bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
