@@ -84,6 +84,8 @@ extension CoinSim {
         var seed: UInt64?
         @Option(help: "Override the scenario's insertion rate (coins per second).")
         var rate: Double?
+        @Option(name: .customLong("protocol"), help: "The line protocol: serial (the raw-sensor mech) or cctalk (a ccTalk coin acceptor).")
+        var lineProtocol: LineProtocol = .serial
         @OptionGroup var session: SessionOptions
 
         func run() throws {
@@ -91,6 +93,10 @@ extension CoinSim {
             if let coins { loaded.coins = coins }
             if let seed { loaded.seed = seed }
             if let rate { loaded.ratePerSecond = rate }
+            if lineProtocol == .cctalk {
+                let announce: @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data("\($0)\n".utf8)) }
+                return try session.finishCCTalk(CCTalkSimulator(scenario: loaded, options: session.simulatorOptions, announce: announce))
+            }
             let simulator = MechSimulator(scenario: loaded, options: session.simulatorOptions) { path in
                 FileHandle.standardOutput.write(Data("\(path)\n".utf8))
             }

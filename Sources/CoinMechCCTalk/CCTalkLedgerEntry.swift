@@ -25,7 +25,8 @@ public struct CCTalkBufferedEvent: Sendable, Hashable, CustomStringConvertible {
 
 /// Why the host decided a device had started again.
 public enum CCTalkRestartCause: Sendable, Hashable, CustomStringConvertible {
-    /// Its counter went back to 0 (power-up or reset, seen as it happened).
+    /// Its counter went back to 0 (power-up or reset, seen as it happened). Events after the
+    /// last one read, if there were any, went with its buffer.
     case counterZero
     /// The buffer does not continue the one last recorded, or it starts again from nothing with
     /// the counter gone back: it restarted while nobody polled it. Events of the old session
@@ -36,7 +37,7 @@ public enum CCTalkRestartCause: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .counterZero: "its event counter went back to 0 (power-up or reset)"
+        case .counterZero: "its event counter went back to 0 (power-up or reset); coins taken since the last read, if any, went with its buffer"
         case .bufferRestarted: "its event buffer started again while it was not being polled: later events of the old session are lost"
         case .otherDevice(let previous, let now):
             "another device answers (serial \(previous.map(String.init) ?? "unknown") before, \(now.map(String.init) ?? "unknown") now)"
