@@ -89,14 +89,7 @@ public final class CCTalkSimulator {
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
     public func run() throws(SimulatorError) -> CCTalkGroundTruth {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-        let signalFD = cm_signalfd(&signals)
-        guard signalFD >= 0 else { throw .system("signalfd", errno) }
-        defer { close(signalFD) }
+        let signals = try SimulatorSignals()
         if let path = options.recordPath { recorder = try TraceWriter(path: path) }
         let terminal = try PseudoTerminal()
         if let link = options.linkPath { try terminal.link(at: link) }
@@ -116,22 +109,15 @@ public final class CCTalkSimulator {
             for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, lingerUntil] {
                 if let due { wake = min(wake, due) }
             }
-            var timeout = timespec(tv_sec: Int(wake > now ? (wake - now) / 1_000_000_000 : 0),
-                                   tv_nsec: Int(wake > now ? (wake - now) % 1_000_000_000 : 0))
-            var fds = [pollfd(fd: terminal.master, events: Int16(POLLIN), revents: 0), pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)]
-            let ready = cm_ppoll(&fds, 2, &timeout)
-            if ready < 0 && errno != EINTR { throw .system("ppoll", errno) }
-            if fds[1].revents != 0 {
-                var info = [UInt8](repeating: 0, count: 128)
-                _ = read(signalFD, &info, info.count)
+            let turn = try signals.wait(master: terminal.master, until: wake, now: now)
+            if turn.stop {
                 truth.ended = "signal"
                 nextInsertion = nil
                 if stoppingSince == nil { stoppingSince = Self.now() }
                 if lingerUntil == nil { lingerUntil = Self.now() + linger }
             }
-            let master = fds[0].revents
-            if master & Int16(POLLIN) != 0 { readFromHost() }
-            if master & Int16(POLLHUP) != 0 && master & Int16(POLLIN) == 0 {
+            if turn.readable { readFromHost() }
+            if turn.hungUp {
                 if connected {
                     connected = false
                     truth.connections.hangups += 1
@@ -139,7 +125,7 @@ public final class CCTalkSimulator {
                     lastRequestAt = nil
                 }
                 usleep(5_000)
-            } else if !connected && ready >= 0 && master & Int16(POLLHUP) == 0 {
+            } else if !connected && turn.open {
                 connected = true
                 truth.connections.connects += 1
                 if truth.connections.connects == 1 { nextInsertion = Self.now() + UInt64(settings.startMilliseconds * 1e6) }

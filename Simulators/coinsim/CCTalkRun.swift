@@ -13,27 +13,13 @@ enum LineProtocol: String, ExpressibleByArgument, CaseIterable {
 extension SessionOptions {
     /// Runs a ccTalk session and writes its ground truth, as `finish` does for the raw-sensor mech.
     func finishCCTalk(_ simulator: CCTalkSimulator) throws {
-        let truth: CCTalkGroundTruth
-        do {
-            truth = try simulator.run()
-        } catch {
-            FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
-            throw ExitCode(2)
+        try play(simulator.run, ended: \.ended) { truth in
+            let o = truth.outcomes
+            return """
+                \(truth.scenario) (ccTalk): \(truth.sent.insertions) inserted, \(o.credited) credited, \(o.inhibited) inhibited \
+                (\(o.selfInhibited) unpolled), \(o.rejected) rejected; \(truth.lostEvents) events lost (\(truth.lostCredits) credits); \
+                \(truth.polls.bufferPolls) buffer polls (\(truth.ended))
+                """
         }
-        let json = try truthEncoder().encode(truth)
-        if let path = self.truth {
-            try json.write(to: URL(fileURLWithPath: path), options: .atomic)
-        } else {
-            FileHandle.standardOutput.write(json + Data("\n".utf8))
-        }
-        let o = truth.outcomes
-        FileHandle.standardError.write(Data("""
-            coinsim: \(truth.scenario) (ccTalk): \(truth.sent.insertions) inserted, \(o.credited) credited, \(o.inhibited) inhibited \
-            (\(o.selfInhibited) unpolled), \(o.rejected) rejected; \(truth.lostEvents) events lost (\(truth.lostCredits) credits); \
-            \(truth.polls.bufferPolls) buffer polls (\(truth.ended))
-
-            """.utf8))
-        if let link { unlink(link) }
-        if truth.ended == "host_timeout" { throw ExitCode(3) }
     }
 }
