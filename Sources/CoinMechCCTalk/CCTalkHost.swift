@@ -125,7 +125,13 @@ public struct CCTalkHost: Sendable {
         switch phase {
         case .stopped: return nil
         case .refused: due = nextVerifyAt
-        case .identifying, .running: due = pending?.deadline ?? max(nextPollAt, quietUntil)
+        case .identifying, .running:
+            // Work that can go out goes as soon as the line may be used (a reset step as soon as
+            // the driver's next call has settled the last batch: coins that keep coming must not
+            // starve it); otherwise the next poll.
+            let work = isResponding && (!jobs.isEmpty || (resetStage == .requested && resetWillBeSafe)
+                || (resetStage == .announced && ledgerWillBeCurrent))
+            due = pending?.deadline ?? (work ? quietUntil : max(nextPollAt, quietUntil))
         }
         if let expiry = parser.expiresAt { due = min(due, expiry) }
         return due
@@ -191,12 +197,18 @@ public struct CCTalkHost: Sendable {
     }
 
     /// The ledger has every batch so far.
-    private var ledgerIsCurrent: Bool { !waitsForLedger && unrecorded.isEmpty && !awaitingVerdict && recordedState == counterState }
+    private var ledgerIsCurrent: Bool { ledgerWillBeCurrent && !awaitingVerdict }
+
+    /// The ledger has every batch so far, unless the last one (just handed out) fails: the
+    /// driver's next call says.
+    private var ledgerWillBeCurrent: Bool { !waitsForLedger && unrecorded.isEmpty && recordedState == counterState }
 
     /// The reset may be announced: the device is identified and inhibited (it takes no
     /// coin), a buffer read since it was inhibited is recorded, and the ledger has everything.
-    private var resetIsSafe: Bool {
-        phase == .running && accepting == false && bufferReadSinceInhibit && ledgerIsCurrent && counterState != nil
+    private var resetIsSafe: Bool { resetWillBeSafe && ledgerIsCurrent }
+
+    private var resetWillBeSafe: Bool {
+        phase == .running && accepting == false && bufferReadSinceInhibit && ledgerWillBeCurrent && counterState != nil
     }
 
     /// The ledger could not store `batch` (the last one yielded): its entries go out again,
@@ -504,6 +516,10 @@ public struct CCTalkHost: Sendable {
                 jobs.append(.applyInhibits)
             }
         case (.readMasterInhibit, .masterInhibit(let accepting)):
+            if accepting != self.accepting {
+                self.accepting = accepting
+                if !accepting { bufferReadSinceInhibit = false }
+            }
             if phase == .running, accepting != targetAccepting, !jobs.contains(.applyMaster) {
                 stats.reapplied += 1
                 jobs.append(.applyMaster)

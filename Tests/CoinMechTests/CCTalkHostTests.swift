@@ -393,7 +393,7 @@ struct CCTalkHostTests {
         #expect(line.ledger.creditKeys.map(\.number) == [1, 2])
     }
 
-    @Test("random coins, lost and refused replies, stalls, resets and daemon restarts: every coin once", arguments: Array(1...60) as [UInt64])
+    @Test("random coins, lost and refused replies, stalls, resets and daemon restarts: every coin once", arguments: Array(1...100) as [UInt64])
     func randomised(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         var line = freshLine(echo: seed % 2 == 0)
@@ -427,7 +427,7 @@ struct CCTalkHostTests {
         #expect(line.moneyProblems.isEmpty, "\(line.moneyProblems)")
     }
 
-    @Test("random coins and a ledger that fails now and then: every coin once, none taken while it fails", arguments: Array(61...90) as [UInt64])
+    @Test("random coins and a ledger that fails now and then: every coin once, none taken while it fails", arguments: Array(101...140) as [UInt64])
     func randomisedLedgerFailures(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         var line = freshLine(echo: seed % 2 == 0)

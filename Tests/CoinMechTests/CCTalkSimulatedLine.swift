@@ -1,5 +1,6 @@
 import CoinMechCCTalk
 import CoinSimCore
+import Testing
 
 /// A `CCTalkHost` and a `CCTalkAcceptor` joined by a simulated serial line on a simulated
 /// clock: bytes take their time at the baud rate, the acceptor answers after `latency`, the
@@ -110,12 +111,19 @@ struct CCTalkSimulatedLine {
     /// Lets `duration` of simulated time pass.
     mutating func run(for duration: UInt64) {
         let end = now + duration
+        var stepsAtThisTime = 0
         while true {
             var next = UInt64.max
             if !paused, let wake = host.nextWake { next = min(next, wake) }
             if let delivery = deliveries.filter({ !$0.toHost || !paused }).map(\.at).min() { next = min(next, delivery) }
             if let insertion = insertions.first { next = min(next, insertion.at) }
             guard next <= end else { break }
+            stepsAtThisTime = next <= now ? stepsAtThisTime + 1 : 0
+            if stepsAtThisTime > 10_000 {
+                // Something is due now, over and over, and nothing happens: a spinning host.
+                Issue.record("the host wants to run at \(now) ns again and again without doing anything")
+                break
+            }
             now = max(now, next)
             step()
         }
