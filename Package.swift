@@ -64,6 +64,9 @@ let package = Package(
         .target(name: "CLinux"),
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
         .target(name: "CoinMechSerial"),
+        // ccTalk coin acceptors: frames, checksums, the receiver, typed requests and replies,
+        // and the host engine (no I/O) that turns the credit buffer into ledger batches.
+        .target(name: "CoinMechCCTalk"),
         // Where readings come from: the serial raw-sensor mech (termios, reconnects).
         .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
         // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
@@ -108,7 +111,7 @@ let package = Package(
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -144,6 +147,7 @@ let package = Package(
         .testTarget(
             name: "CoinMechTests",
             dependencies: [
+                "CoinMechCCTalk",
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",

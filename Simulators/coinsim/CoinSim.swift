@@ -53,32 +53,42 @@ struct SessionOptions: ParsableArguments {
     }
 
     func finish(_ simulator: MechSimulator) throws {
-        let truth: GroundTruth
+        try play(simulator.run, ended: \.ended) { truth in
+            let o = truth.outcomes
+            return """
+                \(truth.scenario): \(truth.sent.insertions) inserted, \(o.accepted) accepted (\(o.stored) stored, \(o.bounced) bounced, \
+                \(o.powerLost) lost with the power), \(o.returned) returned, \(o.deadlineMisses) deadline misses, \(o.corrupted) corrupted, \
+                \(o.inhibited) inhibited; \
+                latency p50 \(truth.latencyUs.p50) µs p99 \(truth.latencyUs.p99) µs (\(truth.ended))
+                """
+        }
+    }
+
+    /// Runs a session: its truth goes to `--truth` or standard output, its summary to standard
+    /// error. Exits 2 on a system error, 3 when no host came.
+    func play<Truth: Encodable>(_ run: () throws(SimulatorError) -> Truth, ended: (Truth) -> String, summary: (Truth) -> String) throws {
+        let truth: Truth
         do {
-            truth = try simulator.run()
+            truth = try run()
         } catch {
             FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        try write(truth)
+        FileHandle.standardError.write(Data("coinsim: \(summary(truth))\n".utf8))
+        if let link { unlink(link) }
+        if ended(truth) == "host_timeout" { throw ExitCode(3) }
+    }
+
+    /// Writes the ground truth to `--truth`, or to standard output.
+    func write(_ truth: some Encodable) throws {
         let json = try truthEncoder().encode(truth)
-        if let path = truth_path {
+        if let path = self.truth {
             try json.write(to: URL(fileURLWithPath: path), options: .atomic)
         } else {
             FileHandle.standardOutput.write(json + Data("\n".utf8))
         }
-        let o = truth.outcomes
-        FileHandle.standardError.write(Data("""
-            coinsim: \(truth.scenario): \(truth.sent.insertions) inserted, \(o.accepted) accepted (\(o.stored) stored, \(o.bounced) bounced, \
-            \(o.powerLost) lost with the power), \(o.returned) returned, \(o.deadlineMisses) deadline misses, \(o.corrupted) corrupted, \
-            \(o.inhibited) inhibited; \
-            latency p50 \(truth.latencyUs.p50) µs p99 \(truth.latencyUs.p99) µs (\(truth.ended))
-
-            """.utf8))
-        if let link { unlink(link) }
-        if truth.ended == "host_timeout" { throw ExitCode(3) }
     }
-
-    private var truth_path: String? { truth }
 }
 
 extension CoinSim {
@@ -93,6 +103,8 @@ extension CoinSim {
         var seed: UInt64?
         @Option(help: "Override the scenario's insertion rate (coins per second).")
         var rate: Double?
+        @Option(name: .customLong("protocol"), help: "The line protocol: serial (the raw-sensor mech) or cctalk (a ccTalk coin acceptor).")
+        var lineProtocol: LineProtocol = .serial
         @OptionGroup var session: SessionOptions
 
         func run() throws {
@@ -100,6 +112,10 @@ extension CoinSim {
             if let coins { loaded.coins = coins }
             if let seed { loaded.seed = seed }
             if let rate { loaded.ratePerSecond = rate }
+            if lineProtocol == .cctalk {
+                let announce: @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data("\($0)\n".utf8)) }
+                return try session.finishCCTalk(CCTalkSimulator(scenario: loaded, options: session.simulatorOptions, announce: announce))
+            }
             let simulator = MechSimulator(scenario: loaded, options: session.simulatorOptions) { path in
                 FileHandle.standardOutput.write(Data("\(path)\n".utf8))
             }
