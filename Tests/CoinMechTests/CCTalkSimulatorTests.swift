@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinMechCCTalk
 import CoinMechSettings
 import CoinSimCore
