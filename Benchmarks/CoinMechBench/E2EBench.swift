@@ -28,20 +28,8 @@ struct E2EBench: ParsableCommand {
         let dir = NSTemporaryDirectory() + "coinmech-e2e-\(getpid())"
         try FileManager.default.createDirectory(atPath: "\(dir)/state", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try """
-            log_level: warning
-            source: {kind: serial, device: mech, baud: 115200}
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            chain:
-              - plugin: sanity
-              - plugin: weight-floor
-                config: {min_weight_g: 1.5}
-              - name: usd
-                plugin: coin-table
-                config: {currency: USD, tolerance: 0.04}
-            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        try Self.daemonConfiguration(source: "{kind: serial, device: mech, baud: 115200}")
+            .write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
         // Unpaced (baud 0): the latency is the daemon's, from the reading's arrival to its answer,
         // comparable with the floor's pty round trip.
         try "seed: 3\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\n".write(toFile: "\(dir)/mix.yaml", atomically: true, encoding: .utf8)
@@ -87,6 +75,24 @@ struct E2EBench: ParsableCommand {
                   p99 over floor: \(String(format: "%.2f", result.p99_over_floor))   (target ≤ 1.5)
                 """)
         }
+    }
+
+    /// The benched daemon's configuration: chain `sanity → weight-floor → coin-table USD`.
+    static func daemonConfiguration(source: String) -> String {
+        """
+        log_level: warning
+        source: \(source)
+        state_dir: state
+        runtime_dir: run
+        cache_dir: cache
+        chain:
+          - plugin: sanity
+          - plugin: weight-floor
+            config: {min_weight_g: 1.5}
+          - name: usd
+            plugin: coin-table
+            config: {currency: USD, tolerance: 0.04}
+        """
     }
 
     private func simulate(bin: String, dir: String, name: String, scenario: String = "mix.yaml", arguments: [String]) throws -> GroundTruth {
@@ -194,20 +200,8 @@ extension E2EBench {
         for readings in [small, large] {
             let run = "\(dir)/\(readings)"
             try FileManager.default.createDirectory(atPath: "\(run)/state", withIntermediateDirectories: true)
-            try """
-                log_level: warning
-                source: {kind: serial, device: mech, baud: 115200, deadline_ms: 5000}
-                state_dir: state
-                runtime_dir: run
-                cache_dir: cache
-                chain:
-                  - plugin: sanity
-                  - plugin: weight-floor
-                    config: {min_weight_g: 1.5}
-                  - name: usd
-                    plugin: coin-table
-                    config: {currency: USD, tolerance: 0.04}
-                """.write(toFile: "\(run)/coinmechd.yaml", atomically: true, encoding: .utf8)
+            try Self.daemonConfiguration(source: "{kind: serial, device: mech, baud: 115200, deadline_ms: 5000}")
+                .write(toFile: "\(run)/coinmechd.yaml", atomically: true, encoding: .utf8)
             try "seed: 5\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\ndeadline_ms: 5000\n"
                 .write(toFile: "\(run)/mix.yaml", atomically: true, encoding: .utf8)
             let daemon = Process()
