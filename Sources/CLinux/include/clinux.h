@@ -7,6 +7,9 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "cm_breadcrumb.h"
+#include "cm_sandbox.h"
+
 /* signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK): a descriptor that becomes readable on the signals in mask. */
 int cm_signalfd(const sigset_t *mask);
 /* Reads one pending signal from a signalfd; returns its number, or -1. */
