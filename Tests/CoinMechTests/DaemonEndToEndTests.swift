@@ -40,7 +40,8 @@ struct DaemonEndToEndTests {
         let plugins = TestSupport.temporaryDirectory("slow-plugins")
         _ = try TestSupport.compileFixture("misbehaving", into: plugins)
         try TestSupport.copyBuiltPlugin("coin-table", into: plugins)
-        let chain = "chain:\n  - {plugin: misbehaving, config: {mode: slow}}\n  - {name: usd, plugin: coin-table, config: {currency: USD}}\n"
+        // In process, with a budget that allows its 80 ms: this test is about the mech's deadline, not containment.
+        let chain = "chain:\n  - {plugin: misbehaving, config: {mode: slow}, isolation: in-process, budget_ms: 200}\n  - {name: usd, plugin: coin-table, config: {currency: USD}}\n"
         let scenario = "coins: 6\nrate_per_s: 4\nseed: 3\nmix: {quarter: 1}\n"
 
         // The mech waits 50 ms; every decision takes 80: the mech returns every coin itself.

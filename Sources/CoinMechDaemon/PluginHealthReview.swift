@@ -1,0 +1,37 @@
+import CoinMechChain
+import CoinMechLedger
+
+/// What the deciding loop does about its chain's links' health, once per turn: a link newly hung
+/// or quarantined is recorded (`quarantined`) and inhibits the mech; one put back by a reload is
+/// recorded (`quarantine_lifted`). Links restarting their plugin host inhibit nothing: their
+/// readings are returned one by one.
+struct PluginHealthReview {
+    /// The problems recorded so far, by link name.
+    private var recorded: [String: LinkHealth.Problem] = [:]
+
+    struct Outcome {
+        /// Events to record and publish.
+        var entries: [LedgerEntry] = []
+        /// Why the mech must stay inhibited (the first link out of service), or nil.
+        var inhibit: String?
+    }
+
+    mutating func review(_ chain: Chain) -> Outcome {
+        var outcome = Outcome()
+        var current: [String: LinkHealth.Problem] = [:]
+        for (link, problem) in chain.problems where problem.state == .hung || problem.state == .quarantined {
+            current[link.name] = problem
+            if outcome.inhibit == nil { outcome.inhibit = "link '\(link.name)' is \(problem.state): \(problem.reason)" }
+            guard recorded[link.name] != problem else { continue }
+            outcome.entries.append(.event(.quarantined, source: nil, detail: [
+                "link": link.name, "state": "\(problem.state)", "cause": problem.cause, "reason": problem.reason,
+                "generation": "\(chain.generation)", "plugin": link.origin.plugin, "sha256": link.origin.sha256,
+            ]))
+        }
+        for name in recorded.keys.sorted() where current[name] == nil {
+            outcome.entries.append(.event(.quarantineLifted, source: nil, detail: ["link": name, "generation": "\(chain.generation)"]))
+        }
+        recorded = current
+        return outcome
+    }
+}
