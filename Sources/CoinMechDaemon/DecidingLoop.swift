@@ -40,6 +40,9 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Answers given in the current epoch, by device seq, for duplicate sentences.
     private var answers: [UInt64: Bool] = [:]
     private var operatorInhibit = false
+    /// Why a link out of service keeps the mech inhibited (nil: none does).
+    private var pluginInhibit: String?
+    private var pluginHealth = PluginHealthReview()
     private var ledgerFailingSince: UInt64?
     private var lastRecoveryAttempt: UInt64 = 0
     /// Since the mech connected, waiting for it to name its session before querying.
@@ -77,6 +80,8 @@ public final class DecidingLoop: @unchecked Sendable {
         public var connected = false
         public var disconnectedReason: String?
         public var inhibited = false
+        /// A link hung or quarantined keeps the mech inhibited: which, and why.
+        public var pluginInhibit: String?
         public var ledgerFailing = false
         /// Accepts waiting for the mech's confirmation.
         public var pending = 0
@@ -120,6 +125,7 @@ public final class DecidingLoop: @unchecked Sendable {
         self.ledger = ledger
         self.logger = logger
         self.failpoints = failpoints
+        chain.alarm.onRaise { [wakePipe] in wakePipe.wake() }
         let state = try ledger.sourceState(sourceName)
         mech = Self.mech(for: configuration.source, lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
         credit = mech.confirmsCoins ? .onConfirmation : .atOnce
@@ -196,6 +202,7 @@ public final class DecidingLoop: @unchecked Sendable {
                 PendingCoins.Settlement(coin: $0, resolution: .unconfirmed, message: "the source no longer confirms coins (source.confirmations is off)")
             })
         }
+        reviewPluginHealth()
         while !stopping.load(ordering: .sequentiallyConsistent) {
             let now = Self.now()
             counters.heartbeat.store(now, ordering: .relaxed)
@@ -206,6 +213,7 @@ public final class DecidingLoop: @unchecked Sendable {
             handle(events)
             queryPendingCoins()
             runCommands()
+            reviewPluginHealth()
             retryLedgerIfFailing()
             publishState()
         }
@@ -286,7 +294,7 @@ public final class DecidingLoop: @unchecked Sendable {
                 logger.notice("mech connected", metadata: ["device": "\(path)"])
                 if counters.connects.add(1, ordering: .relaxed).newValue > 1 { counters.reconnects.add(1, ordering: .relaxed) }
                 batch.append(.event(.sourceConnected, source: sourceName, detail: ["device": path]))
-                mech.setInhibit(operatorInhibit || ledgerFailingSince != nil)
+                mech.setInhibit(mechInhibited)
                 awaitingSessionSince = credit == .onConfirmation ? Self.now() : nil
             case .lost(let path, let reason):
                 logger.warning("mech lost", metadata: ["device": "\(path)", "reason": "\(reason)"])
@@ -365,6 +373,9 @@ public final class DecidingLoop: @unchecked Sendable {
                                         message: "the source could not measure this coin reliably")
                 } else if operatorInhibit {
                     decision = Decision(rejectedBy: "inhibit", chainGeneration: current.generation, reason: "inhibited", message: "the mech is inhibited")
+                } else if let pluginInhibit {
+                    // Fail closed: no link decides while one of them is out of service.
+                    decision = Decision(rejectedBy: "inhibit", chainGeneration: current.generation, reason: "inhibited", message: "the mech is inhibited: \(pluginInhibit)")
                 } else {
                     decision = current.decide(Reading(
                         deviceSeq: reading.deviceSeq, timestampNanoseconds: reading.sentAt, diameterMM: reading.measurement.diameterMM,
@@ -601,7 +612,7 @@ public final class DecidingLoop: @unchecked Sendable {
             switch command {
             case .inhibit(let on, let by, let completion):
                 operatorInhibit = on
-                mech.setInhibit(on || ledgerFailingSince != nil)
+                mech.setInhibit(mechInhibited)
                 publishState()
                 logger.notice(on ? "mech inhibited" : "mech inhibit lifted", metadata: ["by": "\(by)"])
                 if let recorded = commit([.event(.inhibit, source: sourceName, detail: ["on": "\(on)", "by": by])], publish: true) {
@@ -648,7 +659,7 @@ public final class DecidingLoop: @unchecked Sendable {
 
     private func publishState() {
         let snapshot = State(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason,
-                             inhibited: operatorInhibit, ledgerFailing: ledgerFailingSince != nil, pending: pending.count)
+                             inhibited: operatorInhibit, pluginInhibit: pluginInhibit, ledgerFailing: ledgerFailingSince != nil, pending: pending.count)
         state.withLock { $0 = snapshot }
     }
 
@@ -664,14 +675,32 @@ public final class DecidingLoop: @unchecked Sendable {
             hub.publish(recorded.events)
             ledgerFailingSince = nil
             logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(seconds)"])
-            mech.setInhibit(operatorInhibit)
+            mech.setInhibit(mechInhibited)
         }
     }
 
     private func recovered(failedFor nanoseconds: UInt64) {
         ledgerFailingSince = nil
         logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(String(format: "%.1f", Double(nanoseconds) / 1e9))"])
-        mech.setInhibit(operatorInhibit)
+        mech.setInhibit(mechInhibited)
+    }
+
+    /// The mech returns every coin while the operator, a failing ledger or a link out of service says so.
+    private var mechInhibited: Bool { operatorInhibit || ledgerFailingSince != nil || pluginInhibit != nil }
+
+    /// Records links newly hung or quarantined (or put back), and inhibits the mech while one is.
+    private func reviewPluginHealth() {
+        let outcome = pluginHealth.review(chain.current)
+        if !outcome.entries.isEmpty { commit(outcome.entries, publish: true) }
+        guard outcome.inhibit != pluginInhibit else { return }
+        pluginInhibit = outcome.inhibit
+        mech.setInhibit(mechInhibited)
+        if let reason = outcome.inhibit {
+            logger.critical("mech inhibited: \(reason)")
+        } else {
+            logger.notice("every link is in service again: the plugins no longer inhibit the mech")
+        }
+        publishState()
     }
 
     static func now() -> UInt64 { cm_monotonic_ns() }
