@@ -3,13 +3,14 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short
+.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short pluginval
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
 PLUGINDIR := $(PREFIX)/lib/coinmech/plugins
+LIBEXECDIR := $(PREFIX)/lib/coinmech
 UNITDIR := $(PREFIX)/lib/systemd/system
 SYSUSERSDIR := $(PREFIX)/lib/sysusers.d
 TMPFILESDIR := $(PREFIX)/lib/tmpfiles.d
@@ -60,12 +61,23 @@ test-crash: bootstrap
 test-crash-short:
 	$(MAKE) --no-print-directory test-crash CRASH_ARGS="--kills 10 --stalls 3 $(CRASH_ARGS)"
 
+## Every shipped plugin (and the Swift example) through coinmech-pluginval at the highest
+## strictness, as release builds: what `make install` ships. Each plugin's configuration is
+## config/pluginval/<plugin>.yaml. PLUGINVAL_ARGS adds options (e.g. --seed N to reproduce).
+pluginval: bootstrap
+	$(SWIFT) build -c release
+	@for p in $(PLUGINS) example-minimal-swift; do \
+		echo "== $$p"; \
+		$(RELEASE_BIN)/coinmech-pluginval $(RELEASE_BIN)/lib$$p.so --config config/pluginval/$$p.yaml --strictness 10 $(PLUGINVAL_ARGS) || exit 1; \
+	done
+
 ## Release build, then every benchmark; figures on stdout.
 bench: bootstrap
 	$(SWIFT) build -c release
 	$(RELEASE_BIN)/coinmech-bench chain
 	$(RELEASE_BIN)/coinmech-bench e2e
 	$(RELEASE_BIN)/coinmech-bench reload
+	$(RELEASE_BIN)/coinmech-bench isolation
 
 ## Release build, then installs binaries, plugins (root-owned), units, sysusers, tmpfiles, the
 ## udev rule, scenarios, docs, and the default configuration unless one is already there.
@@ -74,7 +86,8 @@ install: bootstrap
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(UDEVDIR) $(DESTDIR)$(DATADIR)/scenarios $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/coinmech
-	install -m 0755 $(RELEASE_BIN)/coinmechd $(RELEASE_BIN)/coinctl $(RELEASE_BIN)/coinsim $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(RELEASE_BIN)/coinmechd $(RELEASE_BIN)/coinctl $(RELEASE_BIN)/coinsim $(RELEASE_BIN)/coinmech-pluginval $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(RELEASE_BIN)/coinmech-plugin-host $(DESTDIR)$(LIBEXECDIR)/
 	for p in $(PLUGINS); do install -m 0644 $(RELEASE_BIN)/lib$$p.so $(DESTDIR)$(PLUGINDIR)/; done
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/coinmechd.service > $(DESTDIR)$(UNITDIR)/coinmechd.service
 	install -m 0644 systemd/coinmechd.socket $(DESTDIR)$(UNITDIR)/
@@ -92,7 +105,8 @@ install: bootstrap
 
 ## Removes what install put there, except the configuration, the ledger and the cache.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/coinmechd $(DESTDIR)$(BINDIR)/coinctl $(DESTDIR)$(BINDIR)/coinsim
+	rm -f $(DESTDIR)$(BINDIR)/coinmechd $(DESTDIR)$(BINDIR)/coinctl $(DESTDIR)$(BINDIR)/coinsim $(DESTDIR)$(BINDIR)/coinmech-pluginval
+	rm -f $(DESTDIR)$(LIBEXECDIR)/coinmech-plugin-host
 	for p in $(PLUGINS); do rm -f $(DESTDIR)$(PLUGINDIR)/lib$$p.so; done
 	-rmdir $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/lib/coinmech 2>/dev/null
 	rm -f $(DESTDIR)$(UNITDIR)/coinmechd.service $(DESTDIR)$(UNITDIR)/coinmechd.socket

@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
+        .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -104,6 +105,14 @@ let package = Package(
         ),
         // Runs one isolated link's plugin in a process of its own, for coinmechd.
         .executableTarget(name: "CoinMechPluginHost", dependencies: ["CoinMechPlugins", "CoinMechChain", "CLinux"]),
+        // Checks a plugin before a daemon loads it, each check in a child process (crashes and hangs are findings).
+        .executableTarget(
+            name: "CoinMechPluginval",
+            dependencies: [
+                "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CLinux", "AllocationCounter", "CoinMechSettings",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 

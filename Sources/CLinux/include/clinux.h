@@ -30,6 +30,9 @@ uint64_t cm_monotonic_ns(void);
 int cm_epoll_create(void);
 int cm_epoll_add_input(int epfd, int fd);
 
+/* Bytes the allocator has handed out and not taken back (mallinfo2's uordblks + hblkhd). */
+uint64_t cm_heap_in_use(void);
+
 /* pipe2(fds, O_CLOEXEC): a pipe whose ends are not inherited by exec'd programs. */
 int cm_pipe_cloexec(int fds[2]);
 

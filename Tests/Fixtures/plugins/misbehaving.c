@@ -10,6 +10,9 @@
      scribble       writes garbage to descriptor 3 (a plugin host's channel), then passes
      crash_create   dereferences NULL in create()
      log            logs "call N" through the host on every call, then passes
+     leak           create allocates 1 KiB that destroy never frees
+     random         answers accept or pass at random (rand()): the same reading, another verdict
+     picky          answers verdict 9 to a reading whose diameter is between 13 and 14 mm
      threads        takes {"ms": N} ms (default 2) per call, for the threading contract's test:
                     counts creates made while an instance was inside validate, and records
                     the thread of every destroy
@@ -54,7 +57,7 @@ static long number(const char *config, const char *key, long fallback) {
 
 static void *create(const coinmech_host *host, const char *config, char *error, size_t size) {
     static const char *const modes[] = {"bad_verdict", "empty_accept", "pass", "hang", "echo_source", "slow", "sleep", "liar",
-                                        "fake_currency", "odd_value", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", NULL};
+                                        "fake_currency", "odd_value", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", NULL};
     instance *self = calloc(1, sizeof *self);
     const char *mode = strstr(config, "\"mode\"");
     if (!self || !mode || sscanf(mode, "\"mode\" : \"%31[a-z_]\"", self->mode) != 1) {
@@ -73,6 +76,10 @@ static void *create(const coinmech_host *host, const char *config, char *error, 
     self->ms = number(config, "\"ms", 100);
     self->host = host;
     if (strcmp(self->mode, "crash_create") == 0) *(volatile int *)0 = 1;
+    if (strcmp(self->mode, "leak") == 0) {
+        volatile char *lost = malloc(1024);
+        if (lost) lost[0] = 1;
+    }
     if (strcmp(self->mode, "threads") == 0) {
         self->ms = number(config, "\"ms", 2);
         if (inside_validate) created_while_validating++;
@@ -98,6 +105,10 @@ static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d)
     else if (is(self, "abort") && call == self->at) abort();
     else if (is(self, "exit") && call == self->at) _exit(0);
     else if (is(self, "scribble")) (void)!write(3, "not a message at all, just bytes", 32);
+    else if (is(self, "random")) {
+        if (rand() % 2) coinmech_decision_accept(d, "USD", "quarter", 25);
+    }
+    else if (is(self, "picky") && (r->flags & COINMECH_READING_HAS_DIAMETER) && r->diameter_mm >= 13 && r->diameter_mm < 14) d->verdict = 9;
     else if (is(self, "threads")) {
         inside_validate++;
         usleep((useconds_t)self->ms * 1000);
