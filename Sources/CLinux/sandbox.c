@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -64,6 +65,33 @@ ssize_t cm_recv_message(int socket, void *buffer, size_t length, int *fd, int do
         return -1;
     }
     return got;
+}
+
+int cm_sealed_copy(int source, const char *name) {
+    int copy = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (copy < 0) return -1;
+    char buffer[65536];
+    off_t offset = 0;
+    for (;;) {
+        ssize_t got = pread(source, buffer, sizeof buffer, offset);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) goto failed;
+        if (got == 0) break;
+        for (ssize_t done = 0; done < got;) {
+            ssize_t put = write(copy, buffer + done, (size_t)(got - done));
+            if (put < 0 && errno == EINTR) continue;
+            if (put <= 0) goto failed;
+            done += put;
+        }
+        offset += got;
+    }
+    if (fcntl(copy, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) goto failed;
+    return copy;
+failed:;
+    int saved = errno;
+    close(copy);
+    errno = saved;
+    return -1;
 }
 
 int cm_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

@@ -46,14 +46,20 @@ final class HangWatch: Sendable {
         var call: (word: UInt64, since: UInt64)?
         var flagged: UInt64 = 0
         var lastActivity = cm_monotonic_ns()
+        var lastSample = lastActivity
         while !stopping.load(ordering: .relaxed) {
             let now = cm_monotonic_ns()
             let word = cm_crumb_load(slot)
+            // This thread was held up too (the whole process stopped, the machine paused): the
+            // time that passed is not the plugin's. Count the call from now.
+            if now &- lastSample > 4 * samplePeriodMicroseconds() * 1000 + 5_000_000, let current = call { call = (current.word, now) }
+            lastSample = now
             guard word != 0 else {
                 call = nil
                 if now &- lastActivity > Self.lingerNanoseconds {
                     cm_crumb_park(slot, 1_000_000_000)
                     lastActivity = cm_monotonic_ns()
+                    lastSample = lastActivity
                 } else {
                     usleep(useconds_t(samplePeriodMicroseconds()))
                 }

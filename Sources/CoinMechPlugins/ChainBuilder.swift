@@ -77,6 +77,8 @@ public struct ChainBuilder: Sendable {
         guard !specs.isEmpty else { throw ChainBuildError(position: 0, link: "", cause: .empty) }
         var links: [ChainLink] = []
         var names: Set<String> = []
+        /// Quarantines the new chain lifts: only once every link is built.
+        var lifts: [(link: String, position: Int, record: QuarantineRecord)] = []
         for (offset, spec) in specs.enumerated() {
             let position = offset + 1
             guard !Chain.reservedLinkNames.contains(spec.name) else {
@@ -86,7 +88,8 @@ public struct ChainBuilder: Sendable {
                 throw ChainBuildError(position: position, link: spec.name, cause: .duplicateName)
             }
             do throws(PluginLoadError) {
-                let link = try build(spec, site: PluginBreadcrumb.Site(generation: generation, index: offset), warn: { warn("chain link \(position) '\(spec.name)': \($0)") })
+                let (link, lifted) = try build(spec, site: PluginBreadcrumb.Site(generation: generation, index: offset))
+                if let lifted { lifts.append((spec.name, position, lifted)) }
                 for warning in PluginDescription.warnings(in: link.origin.description) {
                     warn("chain link \(position) '\(spec.name)': \(warning)")
                 }
@@ -95,17 +98,22 @@ public struct ChainBuilder: Sendable {
                 throw ChainBuildError(position: position, link: spec.name, cause: .plugin(error))
             }
         }
+        for lift in lifts {
+            environment.quarantine?.lift(lift.link)
+            warn("chain link \(lift.position) '\(lift.link)': quarantine lifted: the link's plugin file or configuration changed since it was \(lift.record.problem.state) (\(lift.record.problem.reason))")
+        }
         return Chain(generation: generation, links: links, breadcrumb: environment.breadcrumb)
     }
 
-    private func build(_ spec: LinkSpec, site: PluginBreadcrumb.Site, warn: (String) -> Void) throws(PluginLoadError) -> ChainLink {
+    /// The link, and the quarantine record it lifts (another plugin file or configuration), if any.
+    private func build(_ spec: LinkSpec, site: PluginBreadcrumb.Site) throws(PluginLoadError) -> (ChainLink, QuarantineRecord?) {
         let file = try loader.prepare(plugin: spec.plugin)
         let identity = LinkIdentity(name: spec.name, plugin: spec.plugin, sha256: file.sha256, configSHA256: spec.configSHA256,
                                     budgetNanoseconds: spec.policy.budgetNanoseconds)
-        if let quarantine = environment.quarantine, let record = quarantine.record(for: spec.name) {
-            if record.holds(for: identity) { return Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm) }
-            quarantine.lift(spec.name)
-            warn("quarantine lifted: the link's plugin file or configuration changed since it was \(record.problem.state) (\(record.problem.reason))")
+        var lifted: QuarantineRecord?
+        if let record = environment.quarantine?.record(for: spec.name) {
+            if record.holds(for: identity) { return (Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm), nil) }
+            lifted = record
         }
         environment.breadcrumb?.record(generation: site.generation, index: site.index, link: identity)
         let health = LinkHealth(alarm: environment.alarm)
@@ -113,13 +121,14 @@ public struct ChainBuilder: Sendable {
         case .inProcess:
             // The entry runs in this process too: mark it as the link's create.
             let image = try PluginBreadcrumb.around(site, phase: .create) { () throws(PluginLoadError) in try PluginLoader.image(of: file) }
-            return try image.instantiate(configJSON: spec.configJSON, instanceName: spec.name, log: environment.log, site: site)
+            let link = try image.instantiate(configJSON: spec.configJSON, instanceName: spec.name, log: environment.log, site: site)
                 .link(named: spec.name, policy: spec.policy, health: health)
+            return (link, lifted)
         case .process:
             let validator = try IsolatedValidator(file: file, spec: spec, identity: identity, health: health, environment: environment)
             let origin = LinkOrigin(metadata: validator.ready.metadata, sha256: file.sha256, loadedAt: LinkHealth.wallClock(),
                                     description: validator.ready.description)
-            return ChainLink(name: spec.name, origin: origin, validator: validator, policy: spec.policy, health: health)
+            return (ChainLink(name: spec.name, origin: origin, validator: validator, policy: spec.policy, health: health), lifted)
         }
     }
 

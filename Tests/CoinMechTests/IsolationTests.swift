@@ -46,6 +46,25 @@ struct IsolationTests {
         try TestSupport.waitUntil("the plugin host to exit", timeout: 10) { Self.gone(pid) }
     }
 
+    @Test("a plugin host holds its channel and nothing else, may gain no privileges, and runs as the configured user",
+          .enabled(if: geteuid() == 0, "changing user needs root"))
+    func sandboxed() throws {
+        let spec = LinkSpec(name: "nobody-link", plugin: "sanity", configJSON: "{}",
+                            policy: LinkPolicy(isolation: .process, budgetNanoseconds: 1_000_000_000, user: "nobody"))
+        let chain = try Self.builder().build(generation: 1, links: [spec])
+        let pid = try #require((chain.links[0].validator as? IsolatedValidator)?.hostPID)
+        #expect(chain.decide(.coin(.nan, 5)).rejection?.reason == "not_finite")
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let nobody = try #require(HostUser.named("nobody"))
+        #expect(status.contains("\nUid:\t\(nobody.uid)\t\(nobody.uid)\t\(nobody.uid)\t\(nobody.uid)\n"), "\(status)")
+        #expect(status.contains("\nNoNewPrivs:\t1\n"))
+        // Descriptors: /dev/null, its output pipe twice, the channel, and the sealed copy of the plugin it was handed.
+        let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap(Int32.init).sorted()
+        #expect(fds == [0, 1, 2, 3, 4], "\(fds)")
+        let targets = fds.map { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "?" }
+        #expect(targets[0] == "/dev/null" && targets[1].hasPrefix("pipe:") && targets[3].hasPrefix("socket:") && targets[4].hasPrefix("/memfd:coinmech-plugin-nobody-link"), "\(targets)")
+    }
+
     @Test("a host that segfaults costs the reading in flight (plugin_crashed, named), restarts, and is quarantined at the limit")
     func crashThenQuarantine() throws {
         let dir = TestSupport.temporaryDirectory("isolated-crash")

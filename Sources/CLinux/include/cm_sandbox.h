@@ -12,6 +12,11 @@ ssize_t cm_send_message(int socket, const void *buffer, size_t length, int fd, i
 /* recv() of one message with MSG_DONTWAIT when asked; an attached descriptor (close-on-exec) in
    *fd (else -1). A message longer than `length` is an error (EMSGSIZE). */
 ssize_t cm_recv_message(int socket, void *buffer, size_t length, int *fd, int dont_wait);
+/* A sealed in-memory copy of the open file `source` (memfd, close-on-exec; no write, grow or
+   shrink can change it): what a plugin host is handed, openable through /proc/self/fd by any
+   user, unlike the daemon's private 0700 copy. -1 with errno on error. */
+int cm_sealed_copy(int source, const char *name);
+
 /* pidfd_open(pid, 0): readable once the process has exited. */
 int cm_pidfd_open(pid_t pid);
 

@@ -147,9 +147,16 @@ final class HostSupervisor: @unchecked Sendable {
         } catch {
             return .failure(error)
         }
-        let plugin = open(file.copyPath, O_RDONLY | O_CLOEXEC)
+        // A sealed in-memory copy: the private copy's directory is the daemon's alone (0700), and
+        // a host running as another user opens what it is handed through /proc/self/fd.
+        let source = open(file.copyPath, O_RDONLY | O_CLOEXEC)
+        let plugin = source < 0 ? -1 : cm_sealed_copy(source, "coinmech-plugin-\(link)")
+        let copyError = errno
+        if source >= 0 { close(source) }
         guard plugin >= 0 else {
-            return .failure(.unreadable(path: file.copyPath, reason: String(cString: strerror(errno))))
+            host.kill()
+            _ = host.reap(blocking: true)
+            return .failure(.unreadable(path: file.copyPath, reason: String(cString: strerror(copyError))))
         }
         let load = HostWire.encode(.load, HostWire.Load(link: link, configJSON: configJSON, file: file))
         let sent = load.withUnsafeBytes { cm_send_message(host.channel, $0.baseAddress, $0.count, plugin, 0) }
