@@ -28,7 +28,7 @@ final class HostSupervisor: @unchecked Sendable {
     let report: PluginLogSink
     /// The plugin's lines, forwarded from its host.
     let pluginLog: PluginLogSink
-    private let wakeup = Wakeup()
+    private let wakeup = WakePipe()
     /// Signalled once the first start's outcome is in `state`.
     private let firstStartKnown = DispatchSemaphore(value: 0)
     private var history: CrashHistory
@@ -397,35 +397,4 @@ final class HostSupervisor: @unchecked Sendable {
     static func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%g", Double(nanoseconds) / 1e6) }
 
     static func now() -> UInt64 { cm_monotonic_ns() }
-}
-
-/// A pipe that wakes a thread blocked in `poll` (close-on-exec, non-blocking).
-final class Wakeup: @unchecked Sendable {
-    // @unchecked: two descriptors set once, closed in deinit; writes and reads are atomic syscalls.
-    let readEnd: Int32
-    private let writeEnd: Int32
-
-    init() {
-        var fds: [Int32] = [-1, -1]
-        _ = cm_pipe_cloexec(&fds)
-        readEnd = fds[0]
-        writeEnd = fds[1]
-        _ = fcntl(readEnd, F_SETFL, O_NONBLOCK)
-        _ = fcntl(writeEnd, F_SETFL, O_NONBLOCK)
-    }
-
-    deinit {
-        close(readEnd)
-        close(writeEnd)
-    }
-
-    func wake() {
-        var byte: UInt8 = 1
-        _ = write(writeEnd, &byte, 1)
-    }
-
-    func drain() {
-        var bytes = [UInt8](repeating: 0, count: 64)
-        while read(readEnd, &bytes, bytes.count) > 0 {}
-    }
 }
