@@ -109,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechPluginval",
             dependencies: [
-                "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CLinux", "AllocationCounter", "CoinMechSettings",
+                "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CLinux", "AllocationCounter", "CoinMechSettings", "CoinSimCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

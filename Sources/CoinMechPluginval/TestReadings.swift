@@ -1,6 +1,7 @@
 import CoinFacts
 import CoinMechChain
 import CoinMechPluginABI
+import CoinSimCore
 
 /// The readings a plugin is put through: edge cases (every field at its limits, NaN, zero,
 /// negative, huge, no measurement at all) and seeded random ones, half near real coins, half
@@ -84,20 +85,8 @@ enum TestReadings {
     }
 }
 
-/// A small, fast, seedable generator (Steele, Lea and Flood's SplitMix64).
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// The simulator's seedable generator, with what the random readings need.
+extension SplitMix64 {
     mutating func next(upTo bound: UInt64) -> UInt64 { next() % max(1, bound) }
 
     /// Uniform in [-spread, spread].
