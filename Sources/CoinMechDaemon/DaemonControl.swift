@@ -62,7 +62,8 @@ struct DaemonControl: ControlPlane {
             "version": .string(Daemon.version),
         ]
         // A link out of service keeps the mech inhibited whatever the operator said.
-        if let reason = state.pluginInhibit { status["plugin_inhibit"] = .string(reason) }
+        // (The chain's own word until the deciding loop has reviewed it, just after a start.)
+        if let reason = state.pluginInhibit ?? PluginHealthReview.inhibitReason(chain) { status["plugin_inhibit"] = .string(reason) }
         return .object(status)
     }
 

@@ -16,12 +16,17 @@ struct PluginHealthReview {
         var inhibit: String?
     }
 
+    /// Why `chain` keeps the mech inhibited: its first hung or quarantined link.
+    static func inhibitReason(_ chain: Chain) -> String? {
+        chain.problems.first { $0.problem.state == .hung || $0.problem.state == .quarantined }
+            .map { "link '\($0.link.name)' is \($0.problem.state): \($0.problem.reason)" }
+    }
+
     mutating func review(_ chain: Chain) -> Outcome {
-        var outcome = Outcome()
+        var outcome = Outcome(inhibit: Self.inhibitReason(chain))
         var current: [String: LinkHealth.Problem] = [:]
         for (link, problem) in chain.problems where problem.state == .hung || problem.state == .quarantined {
             current[link.name] = problem
-            if outcome.inhibit == nil { outcome.inhibit = "link '\(link.name)' is \(problem.state): \(problem.reason)" }
             guard recorded[link.name] != problem else { continue }
             outcome.entries.append(.event(.quarantined, source: nil, detail: [
                 "link": link.name, "state": "\(problem.state)", "cause": problem.cause, "reason": problem.reason,
