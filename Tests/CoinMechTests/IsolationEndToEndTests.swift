@@ -90,7 +90,7 @@ struct IsolationEndToEndTests {
         let decisions = try harness.decisions()
         let crashed = decisions.filter { $0.reason == "plugin_crashed" }
         #expect(crashed.count == 2)
-        #expect(crashed.allSatisfy { $0.link == "third-party" && $0.message == "link 'third-party' its plugin host died during the call; coin returned" })
+        #expect(crashed.allSatisfy { $0.link == "third-party" && $0.message == "link 'third-party' crashed: its plugin host died during the call; coin returned" })
         // Before the first crash, four coins were decided by the rest of the chain.
         #expect(decisions.prefix(4).allSatisfy { $0.verdict == "accept" && $0.link == "usd" })
         let events = try harness.ledger().events(since: 0, limit: 100_000)

@@ -78,7 +78,7 @@ struct IsolationTests {
         let fifth = chain.decide(.coin(24.26, 5.67, seq: 5))
         #expect(fifth.linkName == "third-party")
         #expect(fifth.rejection?.reason == "plugin_crashed")
-        #expect(fifth.rejection?.message == "link 'third-party' its plugin host died during the call; coin returned")
+        #expect(fifth.rejection?.message == "link 'third-party' crashed: its plugin host died during the call; coin returned")
         // Until the host is back, readings are returned as unavailable; then it decides again.
         try TestSupport.waitUntil("the crash to be reaped", timeout: 10) { link.health.current != .ok }
         #expect(chain.decide(.coin(24.26, 5.67, seq: 6)).rejection?.reason == "plugin_unavailable")

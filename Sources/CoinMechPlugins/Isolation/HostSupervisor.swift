@@ -333,7 +333,7 @@ final class HostSupervisor: @unchecked Sendable {
             var request = HostWire.Validate(id: id, reading: reading.pointee, source: SourceName(cString: reading.pointee.source))
             let sent = withUnsafeBytes(of: &request) { cm_send_message(host.channel, $0.baseAddress, $0.count, -1, 1) }
             guard sent == MemoryLayout<HostWire.Validate>.size else {
-                return giveUp(&state, host, why: "could not send the reading to its plugin host (\(String(cString: strerror(errno))))", reason: "plugin_crashed")
+                return giveUp(&state, host, why: "the reading could not be sent to its plugin host (\(String(cString: strerror(errno))))", reason: "plugin_crashed")
             }
             let deadline = Self.now() &+ policy.budgetNanoseconds
             while true {
@@ -383,7 +383,7 @@ final class HostSupervisor: @unchecked Sendable {
     }
 
     /// Kills `host`, hands it to the supervisor to reap and count, and says why the reading is
-    /// returned.
+    /// returned ("link 'x' crashed: its plugin host died during the call; coin returned").
     private func giveUp(_ state: inout State, _ host: HostProcess, why: String, reason: StaticString) -> (reason: StaticString, message: String) {
         host.kill()
         state.live = nil
@@ -391,7 +391,8 @@ final class HostSupervisor: @unchecked Sendable {
         state.failure = why
         state.downReason = "its plugin host is being started again"
         wakeup.wake()
-        return (reason, "link '\(link)' \(why); coin returned")
+        let verb = reason.description == "plugin_hung" ? "" : "crashed: "
+        return (reason, "link '\(link)' \(verb)\(why); coin returned")
     }
 
     static func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%g", Double(nanoseconds) / 1e6) }
