@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build
+.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
@@ -61,12 +61,23 @@ test-crash: bootstrap
 test-crash-short:
 	$(MAKE) --no-print-directory test-crash CRASH_ARGS="--kills 10 --stalls 3 $(CRASH_ARGS)"
 
+## Every shipped plugin (and the Swift example) through coinmech-pluginval at the highest
+## strictness, as release builds: what `make install` ships. Each plugin's configuration is
+## config/pluginval/<plugin>.yaml. PLUGINVAL_ARGS adds options (e.g. --seed N to reproduce).
+pluginval: bootstrap
+	$(SWIFT) build -c release
+	@for p in $(PLUGINS) example-minimal-swift; do \
+		echo "== $$p"; \
+		$(RELEASE_BIN)/coinmech-pluginval $(RELEASE_BIN)/lib$$p.so --config config/pluginval/$$p.yaml --strictness 10 $(PLUGINVAL_ARGS) || exit 1; \
+	done
+
 ## Release build, then every benchmark; figures on stdout.
 bench: bootstrap
 	$(SWIFT) build -c release
 	$(RELEASE_BIN)/coinmech-bench chain
 	$(RELEASE_BIN)/coinmech-bench e2e
 	$(RELEASE_BIN)/coinmech-bench reload
+	$(RELEASE_BIN)/coinmech-bench isolation
 
 ## The release build and the manual-page generator packaging/stage runs.
 release-build:
@@ -84,7 +95,7 @@ install:
 
 ## Removes what install put there, except the configuration, the ledger and the cache.
 uninstall:
-	for c in coinmechd coinctl coinsim; do rm -f $(DESTDIR)$(BINDIR)/$$c $(DESTDIR)$(PREFIX)/share/man/man1/$$c.1.gz; done
+	for c in coinmechd coinctl coinsim coinmech-pluginval; do rm -f $(DESTDIR)$(BINDIR)/$$c $(DESTDIR)$(PREFIX)/share/man/man1/$$c.1.gz; done
 	rm -rf $(DESTDIR)$(PREFIX)/lib/coinmech
 	rm -f $(DESTDIR)$(UNITDIR)/coinmechd.service $(DESTDIR)$(UNITDIR)/coinmechd.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/coinmech.conf $(DESTDIR)$(TMPFILESDIR)/coinmech.conf $(DESTDIR)$(UDEVDIR)/99-coinmech.rules

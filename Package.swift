@@ -1,12 +1,14 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// Each validator plugin is its own dynamic library, loaded by coinmechd with dlopen.
+/// Each validator plugin is its own dynamic library, loaded by coinmechd with dlopen. It exports
+/// its entry point and nothing else (plugins/exports.map; `coinmech-pluginval` checks it).
 func plugin(_ product: String, target: String, path: String, swift: Bool = true) -> (Product, Target) {
     let product = Product.library(name: product, type: .dynamic, targets: [target])
+    let exports: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/plugins/exports.map"])]
     let target: Target = swift
-        ? .target(name: target, dependencies: ["CoinMechPluginKit", "CoinFacts"], path: path)
-        : .target(name: target, dependencies: ["CoinMechPluginABI"], path: path)
+        ? .target(name: target, dependencies: ["CoinMechPluginKit", "CoinFacts"], path: path, linkerSettings: exports)
+        : .target(name: target, dependencies: ["CoinMechPluginABI"], path: path, linkerSettings: exports)
     return (product, target)
 }
 
@@ -29,6 +31,8 @@ let package = Package(
         .executable(name: "coinmechd", targets: ["coinmechd"]),
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
+        .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
+        .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -106,6 +110,16 @@ let package = Package(
         .executableTarget(
             name: "coinmechd",
             dependencies: ["CoinMechDaemon", "CoinMechPlugins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // Runs one isolated link's plugin in a process of its own, for coinmechd.
+        .executableTarget(name: "CoinMechPluginHost", dependencies: ["CoinMechPlugins", "CoinMechChain", "CLinux"]),
+        // Checks a plugin before a daemon loads it, each check in a child process (crashes and hangs are findings).
+        .executableTarget(
+            name: "CoinMechPluginval",
+            dependencies: [
+                "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CLinux", "AllocationCounter", "CoinMechSettings", "CoinSimCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "clinux.h"
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -40,4 +41,9 @@ uint64_t cm_monotonic_ns(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+uint64_t cm_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return (uint64_t)info.uordblks + (uint64_t)info.hblkhd;
 }

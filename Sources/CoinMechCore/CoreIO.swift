@@ -22,6 +22,9 @@ public enum CoreInput: Sendable {
     case reload(Occurrence.ReloadRecord, ticket: Ticket)
     /// A reload could not build its chain.
     case reloadFailed(reason: String, ticket: Ticket)
+    /// The chain's links' health changed: why a link out of service keeps the mech inhibited
+    /// (nil: none does), and what to record of it (links taken out or put back).
+    case pluginHealth(inhibit: String?, record: [Occurrence])
     /// The daemon stops: the mech is let go; these are the line's error counts to record.
     case stop(FrameErrorCounts)
 }

@@ -63,12 +63,16 @@ public struct DecidingCore: Sendable {
     public struct Snapshot: Sendable, Equatable {
         public var counters = CoreCounters()
         public var inhibited = false
+        /// A link hung or quarantined keeps the mech inhibited: which, and why.
+        public var pluginInhibit: String?
         public var ledgerFailing = false
         public var pending = 0
 
-        public init(counters: CoreCounters = CoreCounters(), inhibited: Bool = false, ledgerFailing: Bool = false, pending: Int = 0) {
+        public init(counters: CoreCounters = CoreCounters(), inhibited: Bool = false, pluginInhibit: String? = nil, ledgerFailing: Bool = false,
+                    pending: Int = 0) {
             self.counters = counters
             self.inhibited = inhibited
+            self.pluginInhibit = pluginInhibit
             self.ledgerFailing = ledgerFailing
             self.pending = pending
         }
@@ -82,6 +86,8 @@ public struct DecidingCore: Sendable {
     /// Answers given in the current epoch, by device seq, for repeated sentences.
     private var answers: [UInt64: Bool] = [:]
     private var operatorInhibit = false
+    /// Why a link out of service keeps the mech inhibited (nil: none does).
+    private var pluginInhibit: String?
     private var ledgerFailingSince: Instant?
     private var lastRecoveryAttempt: Instant?
     private var connected = false
@@ -109,8 +115,13 @@ public struct DecidingCore: Sendable {
 
     /// What `status` shows.
     public var snapshot: Snapshot {
-        Snapshot(counters: counters, inhibited: operatorInhibit, ledgerFailing: ledgerFailingSince != nil, pending: pending.count)
+        Snapshot(counters: counters, inhibited: operatorInhibit, pluginInhibit: pluginInhibit, ledgerFailing: ledgerFailingSince != nil,
+                 pending: pending.count)
     }
+
+    /// The mech returns every coin while the operator, a failing ledger or a link out of service
+    /// says so.
+    private var mechInhibited: Bool { operatorInhibit || ledgerFailingSince != nil || pluginInhibit != nil }
 
     /// True while a `.commit` waits for its outcome.
     public var isAwaitingCommit: Bool { awaiting != nil }
@@ -153,8 +164,20 @@ public struct DecidingCore: Sendable {
         case .inhibit(let on, let by, let ticket):
             operatorInhibit = on
             logger.notice(on ? "mech inhibited" : "mech inhibit lifted", metadata: ["by": "\(by)"])
-            return [.setInhibit(on || ledgerFailingSince != nil)] + commit([.note(.inhibit(source: settings.source, on: on, by: by))],
-                                                                            awaiting: .command(ticket, .inhibit(on)), now: now)
+            return [.setInhibit(mechInhibited)] + commit([.note(.inhibit(source: settings.source, on: on, by: by))],
+                                                         awaiting: .command(ticket, .inhibit(on)), now: now)
+        case .pluginHealth(let reason, let record):
+            var outputs: [CoreOutput] = []
+            if reason != pluginInhibit {
+                pluginInhibit = reason
+                if let reason {
+                    logger.critical("mech inhibited: \(reason)")
+                } else {
+                    logger.notice("every link is in service again: the plugins no longer inhibit the mech")
+                }
+                outputs.append(.setInhibit(mechInhibited))
+            }
+            return record.isEmpty ? outputs : outputs + commit(record.map { .note($0) }, awaiting: .notes(record), now: now)
         case .collect(let by, let ticket):
             return commit([.collect(by: by)], awaiting: .command(ticket, .collect), now: now)
         case .reload(let record, let ticket):
@@ -185,6 +208,8 @@ public struct DecidingCore: Sendable {
         case command(Ticket, Command)
         /// A failing ledger tried again, with the occurrences it could not record.
         case recovery([Occurrence])
+        /// Occurrences to record and publish; carried to the next commit if this one fails.
+        case notes([Occurrence])
         case publishOnly
     }
 
@@ -240,7 +265,7 @@ public struct DecidingCore: Sendable {
                 counters.connects += 1
                 if counters.connects > 1 { counters.reconnects += 1 }
                 occurrences.append(.sourceConnected(source: settings.source, device: path))
-                outputs.append(.setInhibit(operatorInhibit || ledgerFailingSince != nil))
+                outputs.append(.setInhibit(mechInhibited))
                 awaitingSessionSince = settings.credit == .onConfirmation ? now : nil
             case .lost(let path, let reason):
                 logger.warning("mech lost", metadata: ["device": "\(path)", "reason": "\(reason)"])
@@ -321,6 +346,10 @@ public struct DecidingCore: Sendable {
                                       link: "source", chainGeneration: currentGeneration)
                 } else if operatorInhibit {
                     decided = Decided(verdict: .reject(reason: "inhibited", message: "the mech is inhibited"), link: "inhibit",
+                                      chainGeneration: currentGeneration)
+                } else if let pluginInhibit {
+                    // Fail closed: no link decides while one of them is out of service.
+                    decided = Decided(verdict: .reject(reason: "inhibited", message: "the mech is inhibited: \(pluginInhibit)"), link: "inhibit",
                                       chainGeneration: currentGeneration)
                 } else {
                     decided = decide(Candidate(reading: reading, epoch: epoch))
@@ -453,11 +482,12 @@ public struct DecidingCore: Sendable {
             case .reloadFailed(let reason):
                 outputs += [.publish(result.events), .reply(ticket, .reloadFailed(reason: reason, generation: currentGeneration))]
             }
-        case .recovery, .publishOnly:
+        case .recovery, .notes, .publishOnly:
             outputs.append(.publish(result.events))
         }
-        // The ledger writes again: the mech may take coins again, unless the operator said no.
-        if recovered != nil { outputs.append(.setInhibit(operatorInhibit)) }
+        // The ledger writes again: the mech may take coins again, unless the operator or a link
+        // out of service says no.
+        if recovered != nil { outputs.append(.setInhibit(mechInhibited)) }
         return outputs
     }
 
@@ -531,6 +561,8 @@ public struct DecidingCore: Sendable {
             }
         case .settle, .publishOnly:
             break
+        case .notes(let occurrences):
+            carry(occurrences)
         case .recovery(let occurrences):
             carry(occurrences.filter { if case .ledgerRecovered = $0 { return false }; return true })
             logger.error("ledger still cannot write", metadata: ["error": "\(error)"])

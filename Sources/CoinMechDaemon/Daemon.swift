@@ -38,6 +38,9 @@ public final class Daemon: Sendable {
     public let chain: ChainHolder
     public let loop: DecidingLoop
     public let hub = EventHub()
+    /// What every chain of this daemon is built into: breadcrumb, quarantine, alarm, logs.
+    public let environment: ChainEnvironment
+    private let hangWatch: HangWatch?
     private let logger: Logger
     private let started = Date()
     private let pluginDirectoryOverride: String?
@@ -74,8 +77,16 @@ public final class Daemon: Sendable {
         } catch {
             throw .ledger(error)
         }
-        let built = try Self.buildChain(configuration, generation: generation, logger: logger)
-        chain = ChainHolder(built)
+        let environment = Self.pluginEnvironment(configuration, logger: logger)
+        self.environment = environment
+        let built = try Self.buildChain(configuration, generation: generation, logger: logger, environment: environment)
+        let holder = ChainHolder(built, retirement: ChainRetirement(), alarm: environment.alarm ?? PluginAlarm())
+        chain = holder
+        if let breadcrumb = environment.breadcrumb, let quarantine = environment.quarantine {
+            hangWatch = HangWatch(breadcrumb: breadcrumb, chain: holder, quarantine: quarantine, logger: logger)
+        } else {
+            hangWatch = nil
+        }
         do {
             loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, hub: hub, logger: logger, failpoints: failpoints)
             // Copies of plugin versions no longer deployed would otherwise pile up across deploys.
@@ -96,15 +107,23 @@ public final class Daemon: Sendable {
         var parts = ["mech \(status.connected ? "connected" : "disconnected")",
                      "\(status.core.counters.credited) coins credited", "chain gen \(chain.current.generation)"]
         if status.core.inhibited { parts.append("inhibited") }
+        if let reason = status.core.pluginInhibit { parts.append("INHIBITED: \(reason)") }
         if status.core.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
         return parts.joined(separator: ", ")
     }
 
-    /// Builds the configured chain; errors point at the configuration's lines.
-    public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?) throws(DaemonError) -> Chain {
+    /// Builds the configured chain; errors point at the configuration's lines. Tools build with the
+    /// standalone environment; the daemon with its breadcrumb, quarantine and alarm.
+    public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?,
+                                  environment: ChainEnvironment? = nil) throws(DaemonError) -> Chain {
         let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
+        var environment = environment ?? ChainEnvironment(isolation: configuration.plugins.supervision)
+        if environment.breadcrumb == nil, let logger {
+            environment.log = pluginLog(logger)
+            environment.report = linkReport(logger)
+        }
         do throws(ChainBuildError) {
-            return try ChainBuilder(loader: loader).build(generation: generation, links: configuration.chain.map(\.spec)) { warning in
+            return try ChainBuilder(loader: loader, environment: environment).build(generation: generation, links: configuration.chain.map(\.spec)) { warning in
                 logger?.warning("\(warning)")
             }
         } catch {
@@ -125,7 +144,7 @@ public final class Daemon: Sendable {
             loop.heartbeatMilliseconds = Int32(clamping: max(10, min(1000, watchdog / 4000)))
         }
         let reloader = Reloader(configPath: configuration.file, pluginDirectoryOverride: pluginDirectoryOverride, running: configuration,
-                                holder: chain, loop: loop, notifier: notifier, logger: logger)
+                                holder: chain, loop: loop, environment: environment, notifier: notifier, logger: logger)
         let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, reloader: reloader, started: started)
         let server: SocketServer
         do throws(SocketServerError) {
@@ -146,6 +165,7 @@ public final class Daemon: Sendable {
         let watchdog = Watchdog(notifier: notifier, loop: loop, logger: logger) { [loop, chain] in
             Self.statusLine(loop: loop, chain: chain)
         }
+        let hangWatch = self.hangWatch
         // One group owns every long-lived part. A graceful shutdown runs in the reverse order of
         // this list: deciding stops (the batch in hand, the shutdown record) while the socket,
         // the reloader and the watchdog are still up; TERM or INT end the signal service, which
@@ -156,6 +176,7 @@ public final class Daemon: Sendable {
                     .init(service: LifetimeService(name: "socket server", start: {}, stop: { server.close() })),
                     .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() })),
                     .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() })),
+                    .init(service: LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() })),
                     .init(service: DecidingService(loop: loop, notifier: notifier)),
                     .init(service: SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger),
                           successTerminationBehavior: .gracefullyShutdownGroup),
@@ -205,6 +226,8 @@ struct DecidingService: Service {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let thread = Thread { [loop] in
+                        // A crash in a link's validate is recorded from this thread's breadcrumb slot.
+                        PluginBreadcrumb.bindDecidingThread()
                         loop.run()
                         continuation.resume()
                     }

@@ -44,9 +44,34 @@ public struct DaemonConfiguration: Sendable {
     public var chain: [Link]
     /// Cap on the ledger's size in MiB (nil: the disk is the limit).
     public var ledgerMaxSizeMiB: Double?
+    /// How links run when they do not say (`plugins:`), and how isolated ones are supervised.
+    public var plugins: PluginSettings
+
+    /// The `plugins:` table: defaults for the chain's links, and the plugin hosts' supervision.
+    public struct PluginSettings: Sendable, Equatable {
+        /// `auto`: the shipped plugins in process, any other in a plugin host of its own.
+        public enum DefaultIsolation: String, Sendable, Equatable, CaseIterable {
+            case auto
+            case inProcess = "in-process"
+            case process
+        }
+
+        public var isolation: DefaultIsolation = .auto
+        public var budgetNanoseconds: UInt64 = LinkPolicy.defaultBudgetNanoseconds
+        public var supervision = IsolationSettings()
+
+        /// How a link of `plugin` runs when its entry names no isolation.
+        public func isolation(forPlugin plugin: String) -> LinkPolicy.Isolation {
+            switch isolation {
+            case .auto: ShippedPlugins.names.contains(plugin) ? .inProcess : .process
+            case .inProcess: .inProcess
+            case .process: .process
+            }
+        }
+    }
 
     public static let defaultPath = "/etc/coinmech/coinmechd.yaml"
-    static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "cache_dir", "socket", "ledger"]
+    static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "cache_dir", "socket", "ledger", "plugins"]
 
     /// Reads and checks `path`. Relative paths in it are relative to the file's directory.
     /// `pluginDirectory` overrides `plugin_dir` (the demo and tests use the build's own plugins).
@@ -220,13 +245,38 @@ public struct DaemonConfiguration: Sendable {
             }
         }
 
+        var plugins = PluginSettings()
+        if let settings = try table.table("plugins") {
+            try settings.rejectUnknownKeys(["isolation", "budget_ms", "max_crashes", "crash_window_s", "start_timeout_s", "host"])
+            if let isolation = try settings.string("isolation") {
+                guard let value = PluginSettings.DefaultIsolation(rawValue: isolation) else {
+                    throw settings.error("isolation", "must be auto (shipped plugins in process, others isolated), in-process or process")
+                }
+                plugins.isolation = value
+            }
+            if let budget = try settings.double("budget_ms") { plugins.budgetNanoseconds = try Self.budget(budget, in: settings) }
+            if let crashes = try settings.int("max_crashes") {
+                guard (1...100).contains(crashes) else { throw settings.error("max_crashes", "must be between 1 and 100") }
+                plugins.supervision.maxCrashes = crashes
+            }
+            if let window = try settings.double("crash_window_s") {
+                guard (1...86_400).contains(window) else { throw settings.error("crash_window_s", "must be between 1 and 86400") }
+                plugins.supervision.crashWindowSeconds = window
+            }
+            if let timeout = try settings.double("start_timeout_s") {
+                guard (0.1...600).contains(timeout) else { throw settings.error("start_timeout_s", "must be between 0.1 and 600") }
+                plugins.supervision.startTimeoutSeconds = timeout
+            }
+            if let host = try settings.string("host") { plugins.supervision.hostExecutable = resolve(host) }
+        }
+
         guard let links = try table.tables("chain"), !links.isEmpty else {
             throw table.error("chain", "is required: a list of links, e.g. - plugin: sanity")
         }
         let loader = PluginLoader(directory: pluginDirectory, runtimeDirectory: cacheDirectory)
         var chain: [Link] = []
         for link in links {
-            try link.rejectUnknownKeys(["plugin", "name", "config"])
+            try link.rejectUnknownKeys(["plugin", "name", "config", "isolation", "budget_ms", "user"])
             guard let plugin = try link.string("plugin"), !plugin.isEmpty else { throw link.error("plugin", "is required") }
             let config = try link.table("config")
             do throws(PluginLoadError) {
@@ -238,12 +288,30 @@ public struct DaemonConfiguration: Sendable {
             if let clash = chain.first(where: { $0.spec.name == name }) {
                 throw link.error("name", "link name '\(name)' is used twice (also at line \(clash.line.map(String.init) ?? "?")); set a distinct 'name'")
             }
-            chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: config?.json() ?? "{}"),
+            var policy = LinkPolicy(isolation: plugins.isolation(forPlugin: plugin), budgetNanoseconds: plugins.budgetNanoseconds)
+            if let isolation = try link.string("isolation") {
+                guard let value = LinkPolicy.Isolation(rawValue: isolation) else { throw link.error("isolation", "must be in-process or process") }
+                policy.isolation = value
+            }
+            if let budget = try link.double("budget_ms") { policy.budgetNanoseconds = try Self.budget(budget, in: link) }
+            if let user = try link.string("user") {
+                guard policy.isolation == .process else { throw link.error("user", "needs isolation: process (a link in process runs as the daemon)") }
+                guard HostUser.named(user) != nil else { throw link.error("user", "no user '\(user)' on this system") }
+                policy.user = user
+            }
+            chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: config?.json() ?? "{}", policy: policy),
                               line: link.line("plugin"), configLine: link.line("config"), nameLine: link.line("name")))
         }
         return DaemonConfiguration(
             file: table.file, logLevel: level, source: source, pluginDirectory: pluginDirectory, stateDirectory: stateDirectory,
-            runtimeDirectory: runtimeDirectory, cacheDirectory: cacheDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax)
+            runtimeDirectory: runtimeDirectory, cacheDirectory: cacheDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax,
+            plugins: plugins)
+    }
+
+    /// A link's time budget in ms, checked: a call may take 0.1 ms to 10 s.
+    static func budget(_ milliseconds: Double, in table: SettingsTable) throws(SettingsError) -> UInt64 {
+        guard (0.1...10_000).contains(milliseconds) else { throw table.error("budget_ms", "must be between 0.1 and 10000 (milliseconds per call)") }
+        return UInt64(milliseconds * 1_000_000)
     }
 
     /// A chain build error as a settings error, pointing at the failing link's lines.

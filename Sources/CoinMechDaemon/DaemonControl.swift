@@ -1,5 +1,6 @@
 import CoinMechChain
 import CoinMechLedger
+import CoinMechPlugins
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSources
@@ -40,9 +41,11 @@ struct DaemonControl: ControlPlane {
         // How long ago the deciding loop last turned: it turns at least every second, so more
         // means it is stuck (in a plugin, a commit); the watchdog stops then too.
         let heartbeatAge = Int64((Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)) / 1_000_000)
-        return [
+        var result: [String: JSON] = [
             "source": .object(source),
             "inhibited": .bool(status.core.inhibited),
+            // Links out of service (hung, quarantined) or restarting their plugin host, and why.
+            "link_problems": .array(chain.problems.map { link, problem in Self.problem(link: link.name, problem) }),
             "pending": .int(Int64(status.core.pending)),
             "ledger": status.core.ledgerFailing ? "failing" : "ok",
             "chain_generation": .int(Int64(chain.generation)),
@@ -54,6 +57,15 @@ struct DaemonControl: ControlPlane {
             "last_seq": .int((try? ledger.lastSeq()) ?? 0),
             "version": .string(Daemon.version),
         ]
+        // A link out of service keeps the mech inhibited whatever the operator said.
+        // (The chain's own word until the deciding loop has reviewed it, just after a start.)
+        if let reason = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain) { result["plugin_inhibit"] = .string(reason) }
+        return .object(result)
+    }
+
+    static func problem(link: String, _ problem: LinkHealth.Problem) -> JSON {
+        ["link": .string(link), "state": .string("\(problem.state)"), "cause": .string(problem.cause), "reason": .string(problem.reason),
+         "since": .double(problem.since)]
     }
 
     func chain() -> JSON {
@@ -63,6 +75,11 @@ struct DaemonControl: ControlPlane {
             var object: [String: JSON] = [
                 "name": .string(link.name), "plugin": .string(link.origin.plugin), "version": .string(link.origin.version),
                 "sha256": .string(link.origin.sha256), "loaded_at": .double(link.origin.loadedAt),
+                "license": .string(link.origin.license), "summary": .string(link.origin.summary),
+                "reading_kinds": .array(link.origin.readingKindNames.map { .string($0) }),
+                "abi": .string(PluginABI.text(link.origin.abiVersion)),
+                "isolation": .string(link.policy.isolation.rawValue), "budget_ms": .double(Double(link.policy.budgetNanoseconds) / 1e6),
+                "state": .string("\(link.health.current)"),
                 "statistics": [
                     "calls": .int(Int64(stats.calls)), "accepts": .int(Int64(stats.accepts)), "rejects": .int(Int64(stats.rejects)),
                     "passes": .int(Int64(stats.passes)), "mean_ns": .double(stats.meanNanoseconds.rounded()),
@@ -70,6 +87,7 @@ struct DaemonControl: ControlPlane {
                 ],
             ]
             if let last = stats.lastPluginError { object["last_plugin_error"] = .string(last) }
+            if let problem = link.health.problem { object["problem"] = Self.problem(link: link.name, problem) }
             if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
             return .object(object)
         }

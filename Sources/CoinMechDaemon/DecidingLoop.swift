@@ -4,6 +4,7 @@ import CoinMechCore
 import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechLedger
+import CoinMechPlugins
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSerial
@@ -38,6 +39,8 @@ public final class DecidingLoop: @unchecked Sendable {
     private let commands = Mutex<[Command]>([])
     /// Commands waiting for the core's reply, with the chain a reload would swap in.
     private var tickets: [Ticket: (completion: Completion, chain: Chain?)] = [:]
+    /// Which links' problems are recorded; hands the core what changed.
+    private var pluginHealth = PluginHealthReview()
     private var nextTicket: UInt64 = 0
     /// Longest sleep in `poll`, so the heartbeat stays fresh for the watchdog.
     public var heartbeatMilliseconds: Int32 = 1000
@@ -75,6 +78,9 @@ public final class DecidingLoop: @unchecked Sendable {
         self.failpoints = failpoints
         let source = configuration.source
         sourceName = source.name
+        // A link marked hung or quarantined (by the hang watch, a plugin host's supervisor)
+        // wakes the loop to inhibit the mech at once.
+        chain.alarm.onRaise { [wakePipe] in wakePipe.wake() }
         let state = try ledger.sourceState(source.name)
         let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
         mech = made.mech
@@ -120,6 +126,7 @@ public final class DecidingLoop: @unchecked Sendable {
             "credit": "\(core.settings.credit == .onConfirmation ? "when the mech stores the coin" : "with the answer")",
         ])
         carryOut(core.start(now: .now))
+        reviewPluginHealth()
         while !stopping.load(ordering: .sequentiallyConsistent) {
             let now = Instant.now
             heartbeat.store(now.nanoseconds, ordering: .relaxed)
@@ -128,6 +135,7 @@ public final class DecidingLoop: @unchecked Sendable {
             if !events.isEmpty { step(.mech(events)) }
             step(.tick)
             runCommands()
+            reviewPluginHealth()
             publishStatus()
         }
         // Shutting down: the mech returns coins by itself until the daemon is back.
@@ -136,6 +144,14 @@ public final class DecidingLoop: @unchecked Sendable {
         runCommands()
         step(.stop((mech as? any FramedMech)?.frameErrors ?? FrameErrorCounts()))
         logger.info("deciding loop stopped")
+    }
+
+    /// Hands the core links newly hung or quarantined, or put back (it records them and
+    /// inhibits the mech while one is out of service).
+    private func reviewPluginHealth() {
+        let outcome = pluginHealth.review(chain.current)
+        guard outcome.inhibit != core.snapshot.pluginInhibit || !outcome.record.isEmpty else { return }
+        step(.pluginHealth(inhibit: outcome.inhibit, record: outcome.record))
     }
 
     private func step(_ input: CoreInput) {

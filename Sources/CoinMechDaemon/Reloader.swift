@@ -23,6 +23,7 @@ public final class Reloader: @unchecked Sendable {
     private let running: DaemonConfiguration
     private let holder: ChainHolder
     private let loop: DecidingLoop
+    private let environment: ChainEnvironment
     private let notifier: SystemdNotifier
     private let logger: Logger
     private let requests = Mutex<[(reason: String, completion: Completion?)]>([])
@@ -37,7 +38,8 @@ public final class Reloader: @unchecked Sendable {
     static let debounceNanoseconds: UInt64 = 300_000_000
 
     public init(configPath: String, pluginDirectoryOverride: String?, running: DaemonConfiguration, holder: ChainHolder,
-                loop: DecidingLoop, notifier: SystemdNotifier = SystemdNotifier(environment: [:]), logger: Logger) {
+                loop: DecidingLoop, environment: ChainEnvironment, notifier: SystemdNotifier = SystemdNotifier(environment: [:]), logger: Logger) {
+        self.environment = environment
         self.notifier = notifier
         self.configPath = configPath
         self.pluginDirectoryOverride = pluginDirectoryOverride
@@ -160,7 +162,9 @@ public final class Reloader: @unchecked Sendable {
         let generation = lastGeneration
         let chain: Chain
         do {
-            chain = try Daemon.buildChain(configuration, generation: generation, logger: logger)
+            var environment = environment
+            environment.isolation = configuration.plugins.supervision
+            chain = try Daemon.buildChain(configuration, generation: generation, logger: logger, environment: environment)
         } catch {
             return fail("\(error)", completion)
         }

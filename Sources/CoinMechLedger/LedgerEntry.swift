@@ -28,6 +28,12 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     /// An accept reached the mech after its deadline (the commit overran). With confirmations
     /// the coin stays pending and the mech's answer settles it. Detail `epoch`, `devseq`, `late_by_ms`.
     case lateAnswer = "late_answer"
+    /// A link was taken out of service and the mech inhibited: it crashed too often in its plugin
+    /// host, crashed the daemon, or overran its budget in process. Detail `link`, `state`
+    /// (`quarantined` or `hung`), `cause`, `reason`, `generation`.
+    case quarantined
+    /// A reload with another plugin file or configuration put a quarantined link back; detail `link`.
+    case quarantineLifted = "quarantine_lifted"
 
     /// The kinds that settle an accepted coin.
     public static let resolutions: Set<EventKind> = [.coin, .coinReturned, .coinUnconfirmed]

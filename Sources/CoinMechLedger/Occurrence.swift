@@ -18,6 +18,32 @@ public enum Occurrence: Sendable, Equatable {
     case ledgerRecovered(failedFor: Duration)
     /// An accept reached the mech this late (the commit overran).
     case lateAnswer(source: String, epoch: Int64, deviceSeq: UInt64, lateBy: Duration)
+    /// A link was taken out of service (hung or quarantined) and the mech inhibited.
+    case quarantined(LinkOutOfService)
+    /// A reload put a link out of service back.
+    case quarantineLifted(link: String, generation: UInt64)
+
+    /// A link out of service: which, in which state, why.
+    public struct LinkOutOfService: Sendable, Equatable {
+        public var link: String
+        /// `hung` or `quarantined`.
+        public var state: String
+        public var cause: String
+        public var reason: String
+        public var generation: UInt64
+        public var plugin: String
+        public var sha256: String
+
+        public init(link: String, state: String, cause: String, reason: String, generation: UInt64, plugin: String, sha256: String) {
+            self.link = link
+            self.state = state
+            self.cause = cause
+            self.reason = reason
+            self.generation = generation
+            self.plugin = plugin
+            self.sha256 = sha256
+        }
+    }
 
     /// What a shutdown records: counts since start, and coins still pending.
     public struct ShutdownCounts: Sendable, Equatable {
@@ -73,6 +99,8 @@ public enum Occurrence: Sendable, Equatable {
         case .reloadFailed: .reloadFailed
         case .ledgerRecovered: .ledgerRecovered
         case .lateAnswer: .lateAnswer
+        case .quarantined: .quarantined
+        case .quarantineLifted: .quarantineLifted
         }
     }
 
@@ -83,7 +111,7 @@ public enum Occurrence: Sendable, Equatable {
              .mechSession(let source, _, _), .mechStatus(let source, _, _), .shutdown(let source, _), .inhibit(let source, _, _),
              .lateAnswer(let source, _, _, _):
             source
-        case .startup, .reload, .reloadFailed, .ledgerRecovered:
+        case .startup, .reload, .reloadFailed, .ledgerRecovered, .quarantined, .quarantineLifted:
             nil
         }
     }
@@ -140,6 +168,11 @@ public enum Occurrence: Sendable, Equatable {
             return ["failed_for_s": Self.format(failedFor, scale: 1)]
         case .lateAnswer(_, let epoch, let deviceSeq, let lateBy):
             return ["epoch": "\(epoch)", "devseq": "\(deviceSeq)", "late_by_ms": Self.format(lateBy, scale: 1000)]
+        case .quarantined(let out):
+            return ["link": out.link, "state": out.state, "cause": out.cause, "reason": out.reason,
+                    "generation": "\(out.generation)", "plugin": out.plugin, "sha256": out.sha256]
+        case .quarantineLifted(let link, let generation):
+            return ["link": link, "generation": "\(generation)"]
         }
     }
 

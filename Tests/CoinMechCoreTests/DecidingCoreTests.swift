@@ -174,6 +174,26 @@ struct DecidingCoreTests {
         #expect(rig.feed(.mech([CoreRig.reading(2, sentAt: rig.now)])).answers.map(\.1) == [true])
     }
 
+    @Test("a link out of service inhibits the mech, returns what still arrives, and is recorded; back in service, coins are accepted")
+    func pluginInhibit() {
+        var rig = CoreRig()
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 1)]))
+        let out = Occurrence.LinkOutOfService(link: "usd", state: "quarantined", cause: "crashed", reason: "3 crashes in 60 s",
+                                              generation: 1, plugin: "coin-table", sha256: "ab")
+        rig.feed(.pluginHealth(inhibit: "link 'usd' is quarantined", record: [.quarantined(out)]))
+        #expect(rig.inhibited)
+        #expect(rig.core.snapshot.pluginInhibit == "link 'usd' is quarantined")
+        #expect(rig.ledger.occurrences.contains(.quarantined(out)))
+        #expect(rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)])).answers.map(\.1) == [false])
+        #expect(rig.ledger.decisions[.init(epoch: 0, deviceSeq: 1)]?.record.link == "inhibit")
+        // The operator lifting an inhibit of theirs does not lift the plugins'.
+        rig.feed(.inhibit(on: false, by: "root", ticket: Ticket(1)))
+        #expect(rig.inhibited)
+        rig.feed(.pluginHealth(inhibit: nil, record: [.quarantineLifted(link: "usd", generation: 2)]))
+        #expect(!rig.inhibited)
+        #expect(rig.feed(.mech([CoreRig.reading(2, sentAt: rig.now)])).answers.map(\.1) == [true])
+    }
+
     @Test("a pulse mech's coin is credited with its decision", arguments: [CreditRule.atOnce])
     func creditAtOnce(credit: CreditRule) {
         var settings = CoreRig.settings

@@ -7,6 +7,9 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "cm_breadcrumb.h"
+#include "cm_sandbox.h"
+
 /* signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK): a descriptor that becomes readable on the signals in mask. */
 int cm_signalfd(const sigset_t *mask);
 /* Reads one pending signal from a signalfd; returns its number, or -1. */
@@ -26,6 +29,9 @@ uint64_t cm_monotonic_ns(void);
 /* An epoll instance (close-on-exec), and adding a descriptor to it for input. -1 on error. */
 int cm_epoll_create(void);
 int cm_epoll_add_input(int epfd, int fd);
+
+/* Bytes the allocator has handed out and not taken back (mallinfo2's uordblks + hblkhd). */
+uint64_t cm_heap_in_use(void);
 
 /* pipe2(fds, O_CLOEXEC): a pipe whose ends are not inherited by exec'd programs. */
 int cm_pipe_cloexec(int fds[2]);
