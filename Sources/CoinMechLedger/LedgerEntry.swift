@@ -34,6 +34,14 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     case quarantined
     /// A reload with another plugin file or configuration put a quarantined link back; detail `link`.
     case quarantineLifted = "quarantine_lifted"
+    /// Teach mode began (readings collected, every coin returned); detail `currency`, `code`,
+    /// `coins`, `link`, `file`, `by`.
+    case teachStart = "teach_start"
+    /// A taught denomination was written to its calibration file; detail `currency`, `code`,
+    /// `samples`, `left_out`, `file`, `sha256`, `diameter`, `weight`, `thickness` (mean±σ), `by`.
+    case teachCommit = "teach_commit"
+    /// Teach mode ended with nothing written; detail `currency`, `code`, `samples`, `by`.
+    case teachAbort = "teach_abort"
 
     /// The kinds that settle an accepted coin.
     public static let resolutions: Set<EventKind> = [.coin, .coinReturned, .coinUnconfirmed]

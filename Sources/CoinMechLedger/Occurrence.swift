@@ -44,6 +44,12 @@ public enum Occurrence: Sendable, Equatable {
             self.sha256 = sha256
         }
     }
+    /// Teach mode began: the source's readings are collected as samples of `code`, every coin returned.
+    case teachStart(TeachStartRecord)
+    /// What was taught was written to the calibration file coin-table reads.
+    case teachCommit(TeachCommitRecord)
+    /// Teach mode ended without writing anything.
+    case teachAbort(source: String, currency: String, code: String, samples: Int, by: String)
 
     /// What a shutdown records: counts since start, and coins still pending.
     public struct ShutdownCounts: Sendable, Equatable {
@@ -85,6 +91,58 @@ public enum Occurrence: Sendable, Equatable {
         }
     }
 
+    /// Teach mode started for one denomination.
+    public struct TeachStartRecord: Sendable, Equatable {
+        public var source: String
+        public var currency: String
+        public var code: String
+        /// Sample coins asked for.
+        public var coins: Int
+        /// The coin-table link whose windows are taught, and the calibration file it reads.
+        public var link: String
+        public var file: String
+        public var by: String
+
+        public init(source: String, currency: String, code: String, coins: Int, link: String, file: String, by: String) {
+            self.source = source
+            self.currency = currency
+            self.code = code
+            self.coins = coins
+            self.link = link
+            self.file = file
+            self.by = by
+        }
+    }
+
+    /// A taught denomination written to its calibration file.
+    public struct TeachCommitRecord: Sendable, Equatable {
+        public var source: String
+        public var currency: String
+        public var code: String
+        /// Samples the window was fitted on, and readings left out as another coin's.
+        public var samples: Int
+        public var leftOut: Int
+        public var file: String
+        /// SHA-256 of the file as written, hex.
+        public var sha256: String
+        /// Mean ± σ per axis, for people: `diameter` "24.180±0.148", `weight`, `thickness`.
+        public var axes: [String: String]
+        public var by: String
+
+        public init(source: String, currency: String, code: String, samples: Int, leftOut: Int, file: String, sha256: String,
+                    axes: [String: String], by: String) {
+            self.source = source
+            self.currency = currency
+            self.code = code
+            self.samples = samples
+            self.leftOut = leftOut
+            self.file = file
+            self.sha256 = sha256
+            self.axes = axes
+            self.by = by
+        }
+    }
+
     public var kind: EventKind {
         switch self {
         case .sourceConnected: .sourceConnected
@@ -101,6 +159,9 @@ public enum Occurrence: Sendable, Equatable {
         case .lateAnswer: .lateAnswer
         case .quarantined: .quarantined
         case .quarantineLifted: .quarantineLifted
+        case .teachStart: .teachStart
+        case .teachCommit: .teachCommit
+        case .teachAbort: .teachAbort
         }
     }
 
@@ -109,8 +170,12 @@ public enum Occurrence: Sendable, Equatable {
         switch self {
         case .sourceConnected(let source, _), .sourceLost(let source, _, _), .mechPowerUp(let source, _, _, _),
              .mechSession(let source, _, _), .mechStatus(let source, _, _), .shutdown(let source, _), .inhibit(let source, _, _),
-             .lateAnswer(let source, _, _, _):
+             .lateAnswer(let source, _, _, _), .teachAbort(let source, _, _, _, _):
             source
+        case .teachStart(let record):
+            record.source
+        case .teachCommit(let record):
+            record.source
         case .startup, .reload, .reloadFailed, .ledgerRecovered, .quarantined, .quarantineLifted:
             nil
         }
@@ -173,6 +238,13 @@ public enum Occurrence: Sendable, Equatable {
                     "generation": "\(out.generation)", "plugin": out.plugin, "sha256": out.sha256]
         case .quarantineLifted(let link, let generation):
             return ["link": link, "generation": "\(generation)"]
+        case .teachStart(let r):
+            return ["currency": r.currency, "code": r.code, "coins": "\(r.coins)", "link": r.link, "file": r.file, "by": r.by]
+        case .teachCommit(let r):
+            return ["currency": r.currency, "code": r.code, "samples": "\(r.samples)", "left_out": "\(r.leftOut)", "file": r.file,
+                    "sha256": r.sha256, "by": r.by].merging(r.axes) { kept, _ in kept }
+        case .teachAbort(_, let currency, let code, let samples, let by):
+            return ["currency": currency, "code": code, "samples": "\(samples)", "by": by]
         }
     }
 
