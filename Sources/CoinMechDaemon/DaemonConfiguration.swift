@@ -299,7 +299,9 @@ public struct DaemonConfiguration: Sendable {
                 guard HostUser.named(user) != nil else { throw link.error("user", "no user '\(user)' on this system") }
                 policy.user = user
             }
-            chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: config?.json() ?? "{}", policy: policy),
+            // Plugins get absolute paths: `${state_dir}` names the state directory (a calibration file there).
+            let configJSON = config?.json(substituting: ["${state_dir}": stateDirectory]) ?? "{}"
+            chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: configJSON, policy: policy),
                               line: link.line("plugin"), configLine: link.line("config"), nameLine: link.line("name")))
         }
         return DaemonConfiguration(
