@@ -17,7 +17,7 @@ public final class Chain: Sendable {
     public static var terminalLinkName: String { "unrecognized" }
     /// Names of the host's own pseudo-links in decisions: the source that could not measure a
     /// coin, the operator's inhibit, the mech's deadline, the terminal link. No link may take one.
-    public static let reservedLinkNames: Set<String> = ["source", "inhibit", "deadline", terminalLinkName]
+    public static let reservedLinkNames: Set<String> = ["source", "inhibit", "deadline", "teach", terminalLinkName]
     /// One walk in this many times its links.
     public static let timingSampleInterval: UInt64 = 64
 

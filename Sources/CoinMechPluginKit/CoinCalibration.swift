@@ -61,9 +61,16 @@ public struct CoinCalibration: Sendable, Hashable, Codable {
         /// Thickness is taught only when every sample has it. A σ is never below 0.05 % of its
         /// mean, so a sensor that rounds to the same figure every time still gives a window.
         public static func fit(_ samples: [(diameter: Double, weight: Double, thickness: Double?)]) throws(PluginConfigError) -> TaughtCoin {
-            guard samples.count >= CoinCalibration.minimumSamples else {
+            guard samples.count >= CoinCalibration.minimumSamples, let coin = measure(samples) else {
                 throw PluginConfigError("teaching needs at least \(CoinCalibration.minimumSamples) sample coins, got \(samples.count)")
             }
+            return coin
+        }
+
+        /// The same figures from any number of samples (nil for fewer than two): what teach
+        /// mode shows while coins are still coming. Only `fit` makes a window to commit.
+        public static func measure(_ samples: [(diameter: Double, weight: Double, thickness: Double?)]) -> TaughtCoin? {
+            guard samples.count >= 2 else { return nil }
             func axis(_ values: [Double]) -> CoinSpread.Axis {
                 let mean = values.reduce(0, +) / Double(values.count)
                 let variance = values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(values.count - 1)
