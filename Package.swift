@@ -103,6 +103,8 @@ let package = Package(
             dependencies: [
                 "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
+                // Teach mode: the calibration file's format and fit, and the mints' figures to check it against.
+                "CoinMechPluginKit", "CoinFacts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -27,6 +27,17 @@ public enum CoreInput: Sendable {
     case pluginHealth(inhibit: String?, record: [Occurrence])
     /// The daemon stops: the mech is let go; these are the line's error counts to record.
     case stop(FrameErrorCounts)
+    /// The operator starts teach mode: readings become samples of one denomination, and every
+    /// coin is returned.
+    case teachStart(TeachRequest, by: String, ticket: Ticket)
+    /// The operator commits what was taught: staged, recorded, then put in place.
+    case teachCommit(by: String, ticket: Ticket)
+    /// The operator ends teach mode without writing anything.
+    case teachAbort(by: String, ticket: Ticket)
+    /// The outcome of `.stageCalibration`.
+    case calibrationStaged(Result<StagedCalibration, TeachFailure>)
+    /// The outcome of `.installCalibration`.
+    case calibrationInstalled(Result<StagedCalibration, TeachFailure>)
 }
 
 /// What the core asks its shell to do, in order.
@@ -50,6 +61,14 @@ public enum CoreOutput: Sendable, Equatable {
     case reply(Ticket, CommandOutcome)
     /// Pass this failpoint (tests make the daemon die or stall there).
     case failpoint(Failpoints.Point)
+    /// Fit the session's samples and write the calibration beside its file, not yet in place;
+    /// then step with `.calibrationStaged` before anything else. Always the last output of a step.
+    case stageCalibration(TeachSession)
+    /// Rename the staged calibration over its file (its record is on disk); then step with
+    /// `.calibrationInstalled` before anything else. Always the last output of a step.
+    case installCalibration(StagedCalibration)
+    /// Remove a staged calibration that the ledger did not record.
+    case discardCalibration(StagedCalibration)
 }
 
 /// Names an operator's command until its reply.
@@ -67,6 +86,16 @@ public enum CommandOutcome: Sendable, Equatable {
     case unrecorded(String)
     /// The reload failed; the chain of `generation` keeps deciding.
     case reloadFailed(reason: String, generation: UInt64)
+    /// Teach mode started (recorded as `seq`).
+    case teaching(TeachSession, seq: Int64)
+    /// The taught window is in its file (recorded as `seq`); teach mode has ended.
+    case taught(Occurrence.TeachCommitRecord, seq: Int64)
+    /// Teach mode ended with nothing written (recorded as `seq`).
+    case teachAborted(TeachSession, seq: Int64)
+    /// A teach command that does not fit the state: not teaching, already teaching, too few samples.
+    case teachRefused(String)
+    /// The calibration could not be written or put in place; teach mode goes on.
+    case teachFailed(String)
 }
 
 /// A reading the core asks its decider about.

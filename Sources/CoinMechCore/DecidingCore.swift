@@ -37,6 +37,8 @@ public struct DecidingCore: Sendable {
         public var ledgerRetry: Duration = .seconds(5)
         /// How long a write without readings may wait for another writer.
         public var busyTimeout: Duration = .seconds(5)
+        /// Teach mode commits no window fitted on fewer sample coins than this.
+        public var teachMinimumSamples = 10
 
         public init(source: String, credit: CreditRule, deadline: AnswerDeadline?, line: LineTiming?) {
             self.source = source
@@ -67,14 +69,17 @@ public struct DecidingCore: Sendable {
         public var pluginInhibit: String?
         public var ledgerFailing = false
         public var pending = 0
+        /// Teach mode, while it lasts.
+        public var teach: TeachSession?
 
         public init(counters: CoreCounters = CoreCounters(), inhibited: Bool = false, pluginInhibit: String? = nil, ledgerFailing: Bool = false,
-                    pending: Int = 0) {
+                    pending: Int = 0, teach: TeachSession? = nil) {
             self.counters = counters
             self.inhibited = inhibited
             self.pluginInhibit = pluginInhibit
             self.ledgerFailing = ledgerFailing
             self.pending = pending
+            self.teach = teach
         }
     }
 
@@ -96,6 +101,8 @@ public struct DecidingCore: Sendable {
     /// Occurrences a failed commit could not record: recorded with the next one.
     private var carriedOver: [Occurrence] = []
     private var awaiting: Awaiting?
+    /// Teach mode: readings are samples and every coin is returned (nil: deciding as usual).
+    public private(set) var teach: TeachSession?
     public private(set) var counters = CoreCounters()
 
     public init(settings: Settings, restored: Restored, logger: Logger, now: Instant) {
@@ -116,14 +123,15 @@ public struct DecidingCore: Sendable {
     /// What `status` shows.
     public var snapshot: Snapshot {
         Snapshot(counters: counters, inhibited: operatorInhibit, pluginInhibit: pluginInhibit, ledgerFailing: ledgerFailingSince != nil,
-                 pending: pending.count)
+                 pending: pending.count, teach: teach)
     }
 
     /// The mech returns every coin while the operator, a failing ledger or a link out of service
     /// says so.
     private var mechInhibited: Bool { operatorInhibit || ledgerFailingSince != nil || pluginInhibit != nil }
 
-    /// True while a `.commit` waits for its outcome.
+    /// True while a `.commit` (or a calibration's `.stageCalibration` or `.installCalibration`)
+    /// waits for its outcome.
     public var isAwaitingCommit: Bool { awaiting != nil }
 
     /// When the core next has something to do without input (a query, the session wait, a
@@ -153,6 +161,12 @@ public struct DecidingCore: Sendable {
         case .commitFailed(let error):
             guard let awaited = awaiting.take() else { preconditionFailure("a commit outcome with no commit awaited") }
             return commitFailed(awaited, error, now: now)
+        case .calibrationStaged(let result):
+            guard case .staging(let ticket, let by)? = awaiting.take() else { preconditionFailure("a staged calibration nobody asked for") }
+            return staged(result, ticket: ticket, by: by, now: now)
+        case .calibrationInstalled(let result):
+            guard case .installing(let ticket, let seq)? = awaiting.take() else { preconditionFailure("an installed calibration nobody asked for") }
+            return installed(result, ticket: ticket, seq: seq)
         default:
             precondition(awaiting == nil, "a new input while a commit's outcome is awaited")
         }
@@ -190,9 +204,68 @@ public struct DecidingCore: Sendable {
                 readings: counters.readings, duplicates: counters.duplicates, garbageBytes: errors.garbageBytes,
                 badChecksums: errors.badChecksums, truncated: errors.truncated, overlong: errors.overlong, malformed: errors.malformed,
                 pending: pending.count)
-            return [.setInhibit(true)] + commit([.note(.shutdown(source: settings.source, counts: counts))], awaiting: .publishOnly, now: now)
-        case .committed, .commitFailed:
+            // Teach mode does not outlive the daemon: its end is on the record with the shutdown.
+            let ended = teach.map { [Occurrence.teachAbort(source: settings.source, currency: $0.request.currency, code: $0.request.code,
+                                                            samples: $0.samples.count, by: "coinmechd (stopping)")] } ?? []
+            teach = nil
+            return [.setInhibit(true)] + commit((ended + [.shutdown(source: settings.source, counts: counts)]).map { .note($0) },
+                                                 awaiting: .publishOnly, now: now)
+        case .teachStart(let request, let by, let ticket):
+            if let teach {
+                return [.reply(ticket, .teachRefused("already teaching \(teach.request.currency) \(teach.request.code) (\(teach.samples.count) of "
+                    + "\(teach.request.coins) sample coins in, started by \(teach.by)): commit or abort it first"))]
+            }
+            let session = TeachSession(request: request, by: by, startedAt: now)
+            let record = Occurrence.TeachStartRecord(source: settings.source, currency: request.currency, code: request.code, coins: request.coins,
+                                                     link: request.link, file: request.file, by: by)
+            return commit([.note(.teachStart(record))], awaiting: .command(ticket, .teachStart(session)), now: now)
+        case .teachCommit(let by, let ticket):
+            guard let teach else { return [.reply(ticket, .teachRefused(Self.notTeaching))] }
+            guard teach.samples.count >= settings.teachMinimumSamples else {
+                return [.reply(ticket, .teachRefused("only \(teach.samples.count) sample coins of \(teach.request.currency) \(teach.request.code) are in; "
+                    + "at least \(settings.teachMinimumSamples) are needed to commit (\(teach.request.coins) asked for): insert more, or abort"))]
+            }
+            awaiting = .staging(ticket, by: by)
+            return [.stageCalibration(teach)]
+        case .teachAbort(let by, let ticket):
+            guard let teach else { return [.reply(ticket, .teachRefused(Self.notTeaching))] }
+            let occurrence = Occurrence.teachAbort(source: settings.source, currency: teach.request.currency, code: teach.request.code,
+                                                   samples: teach.samples.count, by: by)
+            return commit([.note(occurrence)], awaiting: .command(ticket, .teachAbort(teach)), now: now)
+        case .committed, .commitFailed, .calibrationStaged, .calibrationInstalled:
             return []
+        }
+    }
+
+    static let notTeaching = "not teaching: start with coinctl teach start CURRENCY CODE"
+
+    // MARK: Teach mode
+
+    /// The calibration is written beside its file: record it, or say why it could not be written.
+    private mutating func staged(_ result: Result<StagedCalibration, TeachFailure>, ticket: Ticket, by: String, now: Instant) -> [CoreOutput] {
+        switch result {
+        case .success(var staged):
+            staged.record.by = by
+            return commit([.note(.teachCommit(staged.record))], awaiting: .command(ticket, .teachCommit(staged)), now: now)
+        case .failure(let failure):
+            logger.error("teach mode: the calibration could not be written", metadata: ["error": "\(failure.message)"])
+            return [.reply(ticket, .teachFailed("\(failure.message); still teaching"))]
+        }
+    }
+
+    /// The recorded calibration is in place, and teach mode ends; or it is not, and teach mode goes on.
+    private mutating func installed(_ result: Result<StagedCalibration, TeachFailure>, ticket: Ticket, seq: Int64) -> [CoreOutput] {
+        switch result {
+        case .success(let staged):
+            teach = nil
+            logger.notice("teach mode: calibration committed", metadata: [
+                "code": "\(staged.record.code)", "samples": "\(staged.record.samples)", "file": "\(staged.record.file)", "seq": "\(seq)",
+            ])
+            return [.reply(ticket, .taught(staged.record, seq: seq))]
+        case .failure(let failure):
+            logger.critical("teach mode: a recorded calibration could not be put in place", metadata: ["seq": "\(seq)", "error": "\(failure.message)"])
+            return [.reply(ticket, .teachFailed("recorded as event #\(seq), but not put in place: \(failure.message); "
+                + "coin-table keeps its previous windows; still teaching: commit again"))]
         }
     }
 
@@ -211,6 +284,10 @@ public struct DecidingCore: Sendable {
         /// Occurrences to record and publish; carried to the next commit if this one fails.
         case notes([Occurrence])
         case publishOnly
+        /// A calibration being written beside its file, committed by `by`.
+        case staging(Ticket, by: String)
+        /// A recorded calibration (event `seq`) being put in place.
+        case installing(Ticket, seq: Int64)
     }
 
     private enum Command: Sendable {
@@ -218,6 +295,9 @@ public struct DecidingCore: Sendable {
         case collect
         case reload(Occurrence.ReloadRecord)
         case reloadFailed(String)
+        case teachStart(TeachSession)
+        case teachCommit(StagedCalibration)
+        case teachAbort(TeachSession)
     }
 
     /// A reading decided in this batch.
@@ -227,6 +307,9 @@ public struct DecidingCore: Sendable {
         var decided: Decided
         /// Its entry's index in the commit.
         var entryIndex = -1
+        /// In teach mode: the sample it is, kept once the coin's return is recorded, or nil for
+        /// a reading returned without being kept.
+        var taught: TeachSession.Sample??
     }
 
     /// An answer owed to the mech for a sentence of the batch.
@@ -257,6 +340,8 @@ public struct DecidingCore: Sendable {
         var settlements: [PendingCoins.Settlement] = []
         /// Device seqs decided in this batch, for a sentence repeated within it.
         var inBatch: [UInt64: Int] = [:]
+        /// Teach mode's samples among this batch's readings.
+        var samplesInBatch = 0
         for event in events {
             switch event {
             case .connected(let path):
@@ -341,6 +426,7 @@ public struct DecidingCore: Sendable {
                     epoch = current
                 }
                 let decided: Decided
+                var taught: TeachSession.Sample??
                 if let rejection = reading.rejection {
                     decided = Decided(verdict: .reject(reason: rejection, message: "the source could not measure this coin reliably"),
                                       link: "source", chainGeneration: currentGeneration)
@@ -351,6 +437,12 @@ public struct DecidingCore: Sendable {
                     // Fail closed: no link decides while one of them is out of service.
                     decided = Decided(verdict: .reject(reason: "inhibited", message: "the mech is inhibited: \(pluginInhibit)"), link: "inhibit",
                                       chainGeneration: currentGeneration)
+                } else if let teach {
+                    // Teach mode: no coin is credited, so the chain is not asked.
+                    let judged = teach.judge(reading, epoch: epoch, pendingInBatch: samplesInBatch)
+                    taught = .some(judged.sample)
+                    if judged.sample != nil { samplesInBatch += 1 }
+                    decided = Decided(verdict: .reject(reason: "teaching", message: judged.message), link: "teach", chainGeneration: currentGeneration)
                 } else {
                     decided = decide(Candidate(reading: reading, epoch: epoch))
                     currentGeneration = decided.chainGeneration
@@ -362,7 +454,7 @@ public struct DecidingCore: Sendable {
                 ])
                 inBatch[reading.deviceSeq] = items.count
                 owed.append(.decided(items.count))
-                items.append(Item(reading: reading, epoch: epoch, decided: decided))
+                items.append(Item(reading: reading, epoch: epoch, decided: decided, taught: taught))
                 answers[reading.deviceSeq] = decided.verdict.isAccept
             }
         }
@@ -450,6 +542,11 @@ public struct DecidingCore: Sendable {
                     counters.credited += 1
                 }
             }
+            for item in batch.items {
+                // A sample counts once its return is on the ledger (not a repeat of a coin decided before).
+                guard case .some(let sample) = item.taught, case .recorded = result.outcomes[item.entryIndex] else { continue }
+                if let sample { teach?.keep(sample) } else { teach?.skipped() }
+            }
             count(batch.settlements, outcomes: Array(result.outcomes[batch.settlementStart...]))
             pending.settled(batch.settlements)
             outputs += [.publish(result.events), .failpoint(.published)]
@@ -481,9 +578,25 @@ public struct DecidingCore: Sendable {
                 logger.notice("chain reloaded", metadata: ["generation": "\(record.generation)", "fingerprint": "\(record.fingerprint)"])
             case .reloadFailed(let reason):
                 outputs += [.publish(result.events), .reply(ticket, .reloadFailed(reason: reason, generation: currentGeneration))]
+            case .teachStart(let session):
+                teach = session
+                logger.notice("teach mode: every coin is returned; readings are samples", metadata: [
+                    "currency": "\(session.request.currency)", "code": "\(session.request.code)", "coins": "\(session.request.coins)", "by": "\(session.by)",
+                ])
+                outputs += [.publish(result.events), .reply(ticket, .teaching(session, seq: seq))]
+            case .teachCommit(let staged):
+                // Recorded: now put in place (the outcome comes back as `.calibrationInstalled`).
+                awaiting = .installing(ticket, seq: seq)
+                outputs += [.publish(result.events), .installCalibration(staged)]
+            case .teachAbort(let session):
+                teach = nil
+                logger.notice("teach mode aborted: nothing written", metadata: ["code": "\(session.request.code)", "samples": "\(session.samples.count)"])
+                outputs += [.publish(result.events), .reply(ticket, .teachAborted(session, seq: seq))]
             }
         case .recovery, .notes, .publishOnly:
             outputs.append(.publish(result.events))
+        case .staging, .installing:
+            preconditionFailure("a commit outcome while a calibration step is awaited")
         }
         // The ledger writes again: the mech may take coins again, unless the operator or a link
         // out of service says no.
@@ -558,11 +671,20 @@ public struct DecidingCore: Sendable {
                 outputs.append(.reply(ticket, .unrecorded("the ledger cannot record the reload: chain generation \(currentGeneration) keeps deciding (generation \(record.generation) was built)")))
             case .reloadFailed(let reason):
                 outputs.append(.reply(ticket, .reloadFailed(reason: reason, generation: currentGeneration)))
+            case .teachStart:
+                outputs.append(.reply(ticket, .unrecorded("the ledger cannot record it: teach mode not started")))
+            case .teachCommit(let staged):
+                outputs += [.discardCalibration(staged),
+                            .reply(ticket, .unrecorded("the ledger cannot record the calibration: nothing written; still teaching, commit again"))]
+            case .teachAbort:
+                outputs.append(.reply(ticket, .unrecorded("the ledger cannot record it: still teaching")))
             }
         case .settle, .publishOnly:
             break
         case .notes(let occurrences):
             carry(occurrences)
+        case .staging, .installing:
+            preconditionFailure("a commit outcome while a calibration step is awaited")
         case .recovery(let occurrences):
             carry(occurrences.filter { if case .ledgerRecovered = $0 { return false }; return true })
             logger.error("ledger still cannot write", metadata: ["error": "\(error)"])

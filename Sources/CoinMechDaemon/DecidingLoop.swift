@@ -5,6 +5,7 @@ import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechLedger
 import CoinMechPlugins
+import CoinMechPluginKit
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSerial
@@ -34,6 +35,9 @@ public final class DecidingLoop: @unchecked Sendable {
     private let failpoints: Failpoints
     /// The source's name, for the readings plugins see (read while the core is mid-step).
     private let sourceName: String
+    /// Where teach mode's calibration files may be written, and how.
+    private let stateDirectory: String
+    private let calibrations: CalibrationFiles
     private let wakePipe = WakePipe()
     private let stopping = Atomic<Bool>(false)
     private let commands = Mutex<[Command]>([])
@@ -60,6 +64,10 @@ public final class DecidingLoop: @unchecked Sendable {
         case install(Chain, completion: Completion)
         /// Record that a reload failed (the current chain stays).
         case reloadFailed(reason: String, completion: Completion)
+        /// Teach mode: start teaching `request`, commit what was taught, or end it.
+        case teachStart(TeachRequest, by: String, completion: Completion)
+        case teachCommit(by: String, completion: Completion)
+        case teachAbort(by: String, completion: Completion)
     }
 
     /// The loop's state as `status` shows it.
@@ -81,12 +89,15 @@ public final class DecidingLoop: @unchecked Sendable {
         // A link marked hung or quarantined (by the hang watch, a plugin host's supervisor)
         // wakes the loop to inhibit the mech at once.
         chain.alarm.onRaise { [wakePipe] in wakePipe.wake() }
+        stateDirectory = configuration.stateDirectory
+        calibrations = CalibrationFiles(source: source.name)
         let state = try ledger.sourceState(source.name)
         let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
         mech = made.mech
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
                                              line: made.mech.lineBaud.map(LineTiming.init(baud:)))
         settings.confirmationWindow = source.confirmationWindow
+        settings.teachMinimumSamples = CoinCalibration.minimumSamples
         let restored = DecidingCore.Restored(state: state, boots: try ledger.boots(source: source.name), pending: try ledger.pendingCoins(source: source.name))
         core = DecidingCore(settings: settings, restored: restored, logger: logger, now: .now)
         core.currentGeneration = chain.current.generation
@@ -208,6 +219,12 @@ public final class DecidingLoop: @unchecked Sendable {
                 tickets.removeValue(forKey: ticket)?.completion(Self.reply(outcome))
             case .failpoint(let point):
                 failpoints.hit(point)
+            case .stageCalibration(let session):
+                step(.calibrationStaged(stage(session)))
+            case .installCalibration(let staged):
+                step(.calibrationInstalled(calibrations.install(staged)))
+            case .discardCalibration(let staged):
+                calibrations.discard(staged)
             }
         }
     }
@@ -231,7 +248,31 @@ public final class DecidingLoop: @unchecked Sendable {
             case .reloadFailed(let reason, let completion):
                 tickets[ticket] = (completion, nil)
                 step(.reloadFailed(reason: reason, ticket: ticket))
+            case .teachStart(let request, let by, let completion):
+                tickets[ticket] = (completion, nil)
+                step(.teachStart(request, by: by, ticket: ticket))
+            case .teachCommit(let by, let completion):
+                tickets[ticket] = (completion, nil)
+                step(.teachCommit(by: by, ticket: ticket))
+            case .teachAbort(let by, let completion):
+                tickets[ticket] = (completion, nil)
+                step(.teachAbort(by: by, ticket: ticket))
             }
+        }
+    }
+
+    /// Writes a teach session's calibration beside its file, on the link it was started for:
+    /// a chain reloaded meanwhile must still read that file.
+    private func stage(_ session: TeachSession) -> Result<StagedCalibration, TeachFailure> {
+        let request = session.request
+        switch TeachTarget.resolve(currency: request.currency, code: request.code, chain: chain.current, source: sourceName, stateDirectory: stateDirectory) {
+        case .failure(let failure):
+            return .failure(TeachFailure("the chain changed while teaching: \(failure.message)"))
+        case .success(let target) where target.link != request.link || target.file != request.file:
+            return .failure(TeachFailure("the chain changed while teaching: \(request.currency) is now taught through link '\(target.link)' "
+                + "reading \(target.file), not '\(request.link)' reading \(request.file); abort and teach again"))
+        case .success(let target):
+            return calibrations.stage(TeachReport(session: session, table: target.table, minimumSamples: core.settings.teachMinimumSamples))
         }
     }
 
@@ -252,6 +293,22 @@ public final class DecidingLoop: @unchecked Sendable {
             return .failure(CommandError(.unavailable, message))
         case .reloadFailed(let reason, let generation):
             return .failure(CommandError(.failed, "reload failed, chain generation \(generation) keeps deciding: \(reason)"))
+        case .teaching(let session, let seq):
+            let request = session.request
+            return .success(["seq": .int(seq), "currency": .string(request.currency), "code": .string(request.code), "coins": .int(Int64(request.coins)),
+                             "link": .string(request.link), "file": .string(request.file)])
+        case .taught(let record, let seq):
+            var result: [String: JSON] = [
+                "seq": .int(seq), "currency": .string(record.currency), "code": .string(record.code), "samples": .int(Int64(record.samples)),
+                "left_out": .int(Int64(record.leftOut)), "file": .string(record.file), "sha256": .string(record.sha256),
+            ]
+            for (axis, summary) in record.axes { result[axis] = .string(summary) }
+            return .success(.object(result))
+        case .teachAborted(let session, let seq):
+            return .success(["seq": .int(seq), "currency": .string(session.request.currency), "code": .string(session.request.code),
+                             "samples": .int(Int64(session.samples.count))])
+        case .teachRefused(let message), .teachFailed(let message):
+            return .failure(CommandError(.failed, message))
         }
     }
 

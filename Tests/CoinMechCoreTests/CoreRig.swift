@@ -121,6 +121,12 @@ struct CoreRig {
     var unrecordedAccepts: [String] = []
     var inhibited = false
     var decider: (Candidate) -> Decided
+    /// The shell's calibration files: staging and installing succeed unless these say otherwise.
+    var stageFailure: TeachFailure?
+    var installFailure: TeachFailure?
+    /// Calibrations put in place, and staged ones thrown away, in order.
+    private(set) var installed: [StagedCalibration] = []
+    private(set) var discarded: [StagedCalibration] = []
 
     static let settings: DecidingCore.Settings = {
         var settings = DecidingCore.Settings(source: "serial", credit: .onConfirmation,
@@ -173,6 +179,22 @@ struct CoreRig {
             case .setInhibit(let on):
                 inhibited = on
                 visible.append(output)
+            case .stageCalibration(let session):
+                visible.append(output)
+                let staged: Result<StagedCalibration, TeachFailure> = stageFailure.map { .failure($0) } ?? .success(StagedCalibration(
+                    record: Occurrence.TeachCommitRecord(
+                        source: core.settings.source, currency: session.request.currency, code: session.request.code,
+                        samples: session.samples.count, leftOut: 0, file: session.request.file, sha256: "f00d", axes: [:], by: ""),
+                    stagedPath: session.request.file + ".staged"))
+                visible += carryOut(core.step(.calibrationStaged(staged), at: now, decide: decider))
+            case .installCalibration(let staged):
+                visible.append(output)
+                if installFailure == nil { installed.append(staged) }
+                let outcome: Result<StagedCalibration, TeachFailure> = installFailure.map { .failure($0) } ?? .success(staged)
+                visible += carryOut(core.step(.calibrationInstalled(outcome), at: now, decide: decider))
+            case .discardCalibration(let staged):
+                discarded.append(staged)
+                visible.append(output)
             case .failpoint:
                 break
             default:
@@ -182,8 +204,8 @@ struct CoreRig {
         return visible
     }
 
-    static func reading(_ seq: UInt64, sentAt: Instant, diameter: Double = 24.26) -> MechEvent {
-        .reading(MechReading(deviceSeq: seq, measurement: Measurement(diameterMM: diameter, weightG: 5.67, thicknessMM: nil, channel: nil), sentAt: sentAt))
+    static func reading(_ seq: UInt64, sentAt: Instant, diameter: Double = 24.26, weight: Double? = 5.67) -> MechEvent {
+        .reading(MechReading(deviceSeq: seq, measurement: Measurement(diameterMM: diameter, weightG: weight, thicknessMM: nil, channel: nil), sentAt: sentAt))
     }
 }
 
@@ -194,5 +216,10 @@ extension [CoreOutput] {
 
     var queries: [(UInt64, UInt64)] {
         compactMap { if case .query(let boot, let seq) = $0 { return (boot, seq) }; return nil }
+    }
+
+    /// The outcomes of the operator's commands, in order.
+    var replies: [CommandOutcome] {
+        compactMap { if case .reply(_, let outcome) = $0 { return outcome }; return nil }
     }
 }

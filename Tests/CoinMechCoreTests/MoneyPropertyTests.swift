@@ -45,7 +45,7 @@ struct ModelMech {
 struct MoneyPropertyTests {
     /// One random session: coins at random, stalls, repeats, lost confirmations, bounces, power
     /// losses, failing commits and daemon restarts; then time passes until nothing is pending.
-    static func run(seed: UInt64, steps: Int = 150) -> [String] {
+    static func run(seed: UInt64, steps: Int = 150) -> (problems: [String], taught: Int, installed: Int) {
         var random = TestRandom(seed: seed)
         var rig = CoreRig()
         var mech = ModelMech()
@@ -110,6 +110,12 @@ struct MoneyPropertyTests {
                 rig.restart()
                 handle(rig.feed(.mech([.connected(path: "/dev/mech")])), mech: &mech, rig: rig, random: &random)
                 mech.outbox.append((rig.now + .milliseconds(1), .session(boot: mech.boot)))
+            case 65..<67:
+                // The operator teaches: starts, commits (refused below ten samples) or aborts.
+                let action: CoreInput = rig.core.teach == nil
+                    ? .teachStart(TeachRequest(currency: "USD", code: "quarter", coins: 12, link: "usd", file: "/state/serial-USD.json"), by: "ops", ticket: Ticket(1))
+                    : random.chance(0.5) ? .teachCommit(by: "ops", ticket: Ticket(2)) : .teachAbort(by: "ops", ticket: Ticket(3))
+                handle(rig.feed(action), mech: &mech, rig: rig, random: &random)
             case 63..<65:
                 // Power lost: coins on their way end by chance, the journal cannot tell.
                 for (seq, coin) in mech.coins[mech.boot] ?? [:] where coin.fate == nil {
@@ -151,17 +157,26 @@ struct MoneyPropertyTests {
             problems.append("unconfirmed without cause: \(key)")
         }
         if rig.core.snapshot.pending > 0 { problems.append("\(rig.core.snapshot.pending) coins still pending") }
+        // Teach mode returns every coin: none of its decisions is an accept, none is credited.
+        for decision in rig.ledger.decisions.values where decision.record.link == "teach" {
+            if decision.accepted || rig.ledger.credits[decision.key] != nil { problems.append("taught coin \(name(decision.key)) accepted or credited") }
+        }
         problems += rig.unrecordedAccepts
-        return problems
+        return (problems, rig.ledger.decisions.values.filter { $0.record.link == "teach" }.count, rig.installed.count)
     }
 
     @Test("200 random sessions: every accept answered after its commit; lost = doubled = phantom = 0")
     func randomSessions() {
         var failing: [String] = []
+        var taught = 0, installed = 0
         for seed in UInt64(1)...200 {
-            let problems = Self.run(seed: seed)
-            if !problems.isEmpty { failing.append("seed \(seed): \(problems.prefix(5).joined(separator: "; "))") }
+            let run = Self.run(seed: seed)
+            if !run.problems.isEmpty { failing.append("seed \(seed): \(run.problems.prefix(5).joined(separator: "; "))") }
+            taught += run.taught
+            installed += run.installed
         }
         #expect(failing.isEmpty, "\(failing.prefix(10).joined(separator: "\n"))")
+        // The sessions did teach, and committed now and then.
+        #expect(taught > 1000 && installed > 10, "\(taught) coins taught, \(installed) calibrations installed")
     }
 }
