@@ -1,6 +1,8 @@
 import CoinMechChain
+import CoinMechCore
 import CoinMechLedger
 import CoinMechPlugins
+import CoinMechPluginKit
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSources
@@ -105,5 +107,52 @@ struct DaemonControl: ControlPlane {
 
     func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         reloader.request(reason: "reload by \(peer.userName)", completion: completion)
+    }
+
+    func teachStatus() -> JSON {
+        let status = loop.status.withLock { $0 }
+        guard let session = status.core.teach else { return ["teaching": false] }
+        let request = session.request
+        // The windows around it as the running chain has them (none if the link changed meanwhile).
+        let target = try? TeachTarget.resolve(currency: request.currency, code: request.code, chain: chainHolder.current,
+                                              source: configuration.source.name, stateDirectory: configuration.stateDirectory).get()
+        let table = target.flatMap { $0.link == request.link && $0.file == request.file ? $0.table : nil }
+        return TeachReport(session: session, table: table, minimumSamples: CoinCalibration.minimumSamples)
+            .json(source: configuration.source.name, inhibited: status.core.inhibited, now: .now)
+    }
+
+    func teachStart(currency: String, code: String, coins: Int, by peer: PeerCredentials,
+                    completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        if let why = TeachTarget.unteachable(configuration.source) { return completion(.failure(CommandError(.failed, why))) }
+        switch TeachTarget.resolve(currency: currency, code: code, chain: chainHolder.current, source: configuration.source.name,
+                                   stateDirectory: configuration.stateDirectory) {
+        case .failure(let failure):
+            completion(.failure(CommandError(.failed, failure.message)))
+        case .success(let target):
+            let request = TeachRequest(currency: target.currency, code: target.code, coins: coins, link: target.link, file: target.file)
+            loop.submit(.teachStart(request, by: peer.userName, completion: completion))
+        }
+    }
+
+    /// Commits, then reloads so coin-table uses the taught window; the reply says both.
+    func teachCommit(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        let reloader = reloader
+        loop.submit(.teachCommit(by: peer.userName) { result in
+            guard case .success(.object(let committed)) = result else { return completion(result) }
+            reloader.request(reason: "teach commit by \(peer.userName)") { reloaded in
+                switch reloaded {
+                case .success(let reload):
+                    completion(.success(.object(committed.merging(["reload": reload]) { $1 })))
+                case .failure(let error):
+                    completion(.failure(CommandError(.failed, "the calibration is recorded (event #\(committed["seq"]?.int ?? 0)) and written to "
+                        + "\(committed["file"]?.string ?? "its file"), but the reload failed: \(error.message); coin-table keeps its previous "
+                        + "windows until a reload succeeds (coinctl reload)")))
+                }
+            }
+        })
+    }
+
+    func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        loop.submit(.teachAbort(by: peer.userName, completion: completion))
     }
 }

@@ -219,6 +219,21 @@ final class ClientHandler: ChannelInboundHandler {
                 control.collect(by: peer, completion: replier(id))
             case "reload":
                 control.reload(by: peer, completion: replier(id))
+            case "teach_status":
+                reply(id, { control.teachStatus() }) { _, status in ClientProtocol.reply(id: id, result: status) }
+            case "teach_start":
+                guard let currency = fields["currency"]?.string, !currency.isEmpty else {
+                    throw CommandError(.badRequest, "\"currency\" must be a currency code such as \"EUR\"")
+                }
+                guard let code = fields["code"]?.string, !code.isEmpty else {
+                    throw CommandError(.badRequest, "\"code\" must be a denomination code such as \"EUR_50c\"")
+                }
+                let coins = try integer(fields, "coins", default: ClientProtocol.teachDefaultCoins, range: ClientProtocol.teachCoins)
+                control.teachStart(currency: currency, code: code, coins: Int(coins), by: peer, completion: replier(id))
+            case "teach_commit":
+                control.teachCommit(by: peer, completion: replier(id))
+            case "teach_abort":
+                control.teachAbort(by: peer, completion: replier(id))
             default:
                 throw CommandError(.unknownCommand, "unknown command '\(command)' (known: \((ClientProtocol.readCommands.union(ClientProtocol.controlCommands)).sorted().joined(separator: ", ")))")
             }
