@@ -27,7 +27,7 @@ struct CoinCtl: ParsableCommand {
             control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
             error.
             """,
-        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Inhibit.self, Collect.self, Reload.self])
+        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {
