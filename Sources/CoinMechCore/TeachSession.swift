@@ -48,10 +48,11 @@ public struct TeachSession: Sendable, Equatable {
     /// Readings returned without being kept: no weight measured, or enough samples already.
     public private(set) var notCollected = 0
 
-    public init(request: TeachRequest, by: String, startedAt: Instant) {
+    public init(request: TeachRequest, by: String, startedAt: Instant, samples: [Sample] = []) {
         self.request = request
         self.by = by
         self.startedAt = startedAt
+        self.samples = samples
     }
 
     /// Every sample asked for is in.
