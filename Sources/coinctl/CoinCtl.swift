@@ -14,8 +14,9 @@ struct CoinCtl: ParsableCommand {
         abstract: "Talk to coinmechd: totals, coins as they come, the chain, and control.",
         discussion: """
             coinctl talks to coinmechd over its Unix socket. Reading (status, totals, watch, \
-            events, chain) needs access to the socket: root, or a member of its group (coinmech). \
-            Control (inhibit, collect, reload) also needs a user or group the daemon's \
+            events, chain, teach status) needs access to the socket: root, or a member of its \
+            group (coinmech). Control (inhibit, collect, reload, teach start, commit and abort) \
+            also needs a user or group the daemon's \
             configuration permits (socket.control_users and socket.control_groups: by default \
             root and the coinmech-admin group). Tables are for people; --json prints one JSON \
             object per line for scripts (the protocol: /usr/share/doc/coinmech/PROTOCOL.md).
