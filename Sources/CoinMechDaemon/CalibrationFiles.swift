@@ -40,7 +40,7 @@ struct CalibrationFiles: Sendable {
         calibration.denominations[request.code] = taught
         let bytes = Array((calibration.jsonText + "\n").utf8)
         let directory = (request.file as NSString).deletingLastPathComponent
-        let staged = "\(directory)/.\((request.file as NSString).lastPathComponent).staged"
+        let staged = Self.stagedPath(for: request.file)
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
         } catch {
@@ -74,6 +74,37 @@ struct CalibrationFiles: Sendable {
     /// Removes a staged file the ledger did not record.
     func discard(_ staged: StagedCalibration) {
         unlink(staged.stagedPath)
+    }
+
+    /// Where a calibration file's next version waits: beside it, hidden.
+    static func stagedPath(for file: String) -> String {
+        "\((file as NSString).deletingLastPathComponent)/.\((file as NSString).lastPathComponent).staged"
+    }
+
+    /// At start, before the chain is built: a daemon that stopped between recording a
+    /// calibration and renaming it into place left it staged; the newest `teach_commit` record
+    /// of each file says which bytes belong there, so such a file is put in place now, and a
+    /// staged file the ledger never recorded is removed. Returns what was done, for the log.
+    static func recover(_ commits: [LedgerEvent]) -> [String] {
+        var done: [String] = []
+        var seen: Set<String> = []
+        for commit in commits.sorted(by: { $0.seq > $1.seq }) {
+            guard let detail = commit.detail.flatMap({ try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) }),
+                  let file = detail["file"], let sha256 = detail["sha256"], seen.insert(file).inserted else { continue }
+            let staged = stagedPath(for: file)
+            guard let bytes = FileManager.default.contents(atPath: staged).map(Array.init) else { continue }
+            guard SHA256.hex(bytes) == sha256 else {
+                unlink(staged)
+                done.append("removed \(staged): staged, never recorded")
+                continue
+            }
+            guard rename(staged, file) == 0 else {
+                done.append("cannot put \(staged) in place, recorded as event #\(commit.seq): \(String(cString: strerror(errno)))")
+                continue
+            }
+            done.append("put in place \(file), recorded as event #\(commit.seq) before the daemon stopped")
+        }
+        return done
     }
 
     /// Writes `bytes` to a new file at `path` (0640) and fsyncs it; nil on success.

@@ -74,6 +74,10 @@ public final class Daemon: Sendable {
         do {
             // Generations continue across restarts, so a ledger entry's generation is unambiguous.
             generation = try ledger.chainGeneration() + 1
+            // A taught calibration recorded but not yet in place when the daemon stopped goes in first.
+            for note in CalibrationFiles.recover(try ledger.latestEvents(of: .teachCommit, limit: 16)) {
+                logger.notice("teach mode: \(note)")
+            }
         } catch {
             throw .ledger(error)
         }

@@ -67,6 +67,14 @@ extension Ledger {
         }
     }
 
+    /// The last `limit` events of `kind`, newest first (collections without their rows).
+    public func latestEvents(of kind: EventKind, limit: Int) throws(LedgerError) -> [LedgerEvent] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT \(LedgerQueries.eventColumns) FROM events WHERE kind = ? ORDER BY seq DESC LIMIT ?",
+                             arguments: [kind.rawValue, limit]).map(LedgerQueries.event)
+        }
+    }
+
     /// Events with `seq` greater than `since`, oldest first, at most `limit`; a collection comes
     /// with its rows.
     public func events(since: Int64, limit: Int = 1000) throws(LedgerError) -> [LedgerEvent] {

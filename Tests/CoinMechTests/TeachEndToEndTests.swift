@@ -1,4 +1,5 @@
 import ChildProcesses
+@testable import CoinMechDaemon
 import CoinMechClient
 import CoinMechLedger
 import CoinMechPlugins
@@ -209,6 +210,25 @@ struct TeachEndToEndTests {
         let kinds = try harness.ledger().events(since: 0, limit: 10_000).map(\.kind)
         #expect(kinds.filter { $0.hasPrefix("teach") } == ["teach_start", "teach_abort"])
         #expect(try harness.audit().isClean)
+    }
+
+    @Test("a calibration recorded but not renamed into place when the daemon stopped is put in place before the chain is built")
+    func recoveredAtStart() throws {
+        let harness = try DaemonHarness(chain: Self.chain)
+        let file = URL(fileURLWithPath: "\(harness.dir)/state/calibration/serial-EUR.json").standardizedFileURL.path
+        try FileManager.default.createDirectory(atPath: "\(harness.dir)/state/calibration", withIntermediateDirectories: true)
+        let taught = try CoinCalibration.TaughtCoin.fit(TeachReportTests.samples(TeachReportTests.fifty, count: 20, seed: 11)
+            .map { ($0.diameterMM, $0.weightG, $0.thicknessMM) })
+        let bytes = Array((CoinCalibration(currency: "EUR", mech: "serial", denominations: ["EUR_50c": taught]).jsonText + "\n").utf8)
+        try Data(bytes).write(to: URL(fileURLWithPath: CalibrationFiles.stagedPath(for: file)))
+        _ = try harness.ledger().append([.note(.teachCommit(Occurrence.TeachCommitRecord(
+            source: "serial", currency: "EUR", code: "EUR_50c", samples: 20, leftOut: 0, file: file, sha256: SHA256.hex(bytes), axes: [:], by: "root")))])
+        try harness.startDaemon()
+        let client = try CoinMechConnection(path: harness.socketWhenUp())
+        let described = try #require(client.request("chain")["links"]?.array?.last?["description"]?["denominations"]?.array)
+        #expect(described.filter { $0["origin"] == "taught" }.compactMap { $0["name"]?.string } == ["EUR_50c"])
+        #expect(try harness.stopDaemon() == 0)
+        #expect(harness.daemonLog.contains("teach mode: put in place \(file), recorded as event #1 before the daemon stopped"), "\(harness.daemonLog)")
     }
 
     @Test("a chain whose coin-table reads no calibration file is refused, saying what to add")

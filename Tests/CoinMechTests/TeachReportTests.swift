@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechLedger
 import CoinMechCore
 @testable import CoinMechDaemon
 import CoinMechPluginKit
@@ -113,6 +114,28 @@ struct TeachReportTests {
         try "{broken".write(toFile: file, atomically: true, encoding: .utf8)
         #expect(files.stage(euro).failure?.message.hasPrefix("\(file) is not a calibration file (") == true)
         #expect(files.stage(euro).failure?.message.hasSuffix("move it away or mend it, then commit again") == true)
+    }
+
+    @Test("after a stop between record and rename, the recorded calibration is put in place at start; one never recorded is removed")
+    func recovery() throws {
+        let directory = URL(fileURLWithPath: "\(TestSupport.temporaryDirectory("teach"))/calibration").standardizedFileURL.path
+        let file = "\(directory)/serial-EUR.json"
+        let files = CalibrationFiles(source: "serial")
+        func record(_ staged: StagedCalibration, seq: Int64) throws -> LedgerEvent {
+            let detail = try JSONEncoder().encode(["file": staged.record.file, "sha256": staged.record.sha256])
+            return LedgerEvent(seq: seq, time: 0, kind: "teach_commit", detail: String(decoding: detail, as: UTF8.self))
+        }
+        let first = try files.stage(TeachReport(session: Self.session(Self.samples(Self.fifty, count: 12, seed: 9), file: file), table: nil, minimumSamples: 10)).get()
+        // Recorded as event 7; the daemon stopped before the rename.
+        #expect(CalibrationFiles.recover([try record(first, seq: 7)]) == ["put in place \(file), recorded as event #7 before the daemon stopped"])
+        #expect(try SHA256.hex([UInt8](Data(contentsOf: URL(fileURLWithPath: file)))) == first.record.sha256)
+        #expect(!FileManager.default.fileExists(atPath: first.stagedPath))
+        // Staged again, stopped before the record: the newest record is event 7's, so it goes.
+        let second = try files.stage(TeachReport(session: Self.session(Self.samples(Self.euro, count: 12, seed: 10), code: "EUR_1", file: file),
+                                                 table: nil, minimumSamples: 10)).get()
+        #expect(CalibrationFiles.recover([try record(first, seq: 7)]) == ["removed \(second.stagedPath): staged, never recorded"])
+        #expect(try SHA256.hex([UInt8](Data(contentsOf: URL(fileURLWithPath: file)))) == first.record.sha256)
+        #expect(CalibrationFiles.recover([try record(first, seq: 7)]).isEmpty)
     }
 
     @Test("the link and file are found from the running chain; what cannot be taught is refused with what to do")
