@@ -3,14 +3,13 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short \
+.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval \
 	fuzz-build fuzz fuzz-all fuzz-short
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
-PLUGINDIR := $(PREFIX)/lib/coinmech/plugins
 UNITDIR := $(PREFIX)/lib/systemd/system
 SYSUSERSDIR := $(PREFIX)/lib/sysusers.d
 TMPFILESDIR := $(PREFIX)/lib/tmpfiles.d
@@ -19,6 +18,8 @@ DATADIR := $(PREFIX)/share/coinmech
 DOCDIR := $(PREFIX)/share/doc/coinmech
 SYSCONFDIR ?= /etc
 PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map
+# Where make deb writes the package (and make test-deb keeps its Debian root and apt cache).
+DEB_DIR ?= .build-deb
 
 all: build
 
@@ -105,44 +106,57 @@ fuzz-short: fuzz-build
 	$$(grep -E '^stat::average_exec_per_sec' $(FUZZ_BUILD)/$$t.log | awk '{print $$2}')/s, 0 crashes"; \
 	done
 
+## Every shipped plugin (and the Swift example) through coinmech-pluginval at the highest
+## strictness, as release builds: what `make install` ships. Each plugin's configuration is
+## config/pluginval/<plugin>.yaml. PLUGINVAL_ARGS adds options (e.g. --seed N to reproduce).
+pluginval: bootstrap
+	$(SWIFT) build -c release
+	@for p in $(PLUGINS) example-minimal-swift; do \
+		echo "== $$p"; \
+		$(RELEASE_BIN)/coinmech-pluginval $(RELEASE_BIN)/lib$$p.so --config config/pluginval/$$p.yaml --strictness 10 $(PLUGINVAL_ARGS) || exit 1; \
+	done
+
 ## Release build, then every benchmark; figures on stdout.
 bench: bootstrap
 	$(SWIFT) build -c release
 	$(RELEASE_BIN)/coinmech-bench chain
 	$(RELEASE_BIN)/coinmech-bench e2e
 	$(RELEASE_BIN)/coinmech-bench reload
+	$(RELEASE_BIN)/coinmech-bench isolation
 
-## Release build, then installs binaries, plugins (root-owned), units, sysusers, tmpfiles, the
-## udev rule, scenarios, docs, and the default configuration unless one is already there.
-install: bootstrap
+## The release build and the manual-page generator packaging/stage runs.
+release-build:
 	$(SWIFT) build -c release
-	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(UDEVDIR) $(DESTDIR)$(DATADIR)/scenarios $(DESTDIR)$(DOCDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/coinmech
-	install -m 0755 $(RELEASE_BIN)/coinmechd $(RELEASE_BIN)/coinctl $(RELEASE_BIN)/coinsim $(DESTDIR)$(BINDIR)/
-	for p in $(PLUGINS); do install -m 0644 $(RELEASE_BIN)/lib$$p.so $(DESTDIR)$(PLUGINDIR)/; done
-	sed 's|@BINDIR@|$(BINDIR)|g' systemd/coinmechd.service > $(DESTDIR)$(UNITDIR)/coinmechd.service
-	install -m 0644 systemd/coinmechd.socket $(DESTDIR)$(UNITDIR)/
-	install -m 0644 systemd/coinmech.sysusers $(DESTDIR)$(SYSUSERSDIR)/coinmech.conf
-	sed 's|@PLUGINDIR@|$(PLUGINDIR)|g' systemd/coinmech.tmpfiles > $(DESTDIR)$(TMPFILESDIR)/coinmech.conf
-	install -m 0644 systemd/99-coinmech.rules $(DESTDIR)$(UDEVDIR)/
-	install -m 0644 Simulators/scenarios/*.yaml $(DESTDIR)$(DATADIR)/scenarios/
-	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/
-	@if [ -e $(DESTDIR)$(SYSCONFDIR)/coinmech/coinmechd.yaml ]; then \
-		echo "keeping the existing $(SYSCONFDIR)/coinmech/coinmechd.yaml"; \
-	else \
-		sed 's|/usr/lib/coinmech/plugins|$(PLUGINDIR)|' config/coinmechd.yaml > $(DESTDIR)$(SYSCONFDIR)/coinmech/coinmechd.yaml; \
-		chmod 0644 $(DESTDIR)$(SYSCONFDIR)/coinmech/coinmechd.yaml; \
-	fi
+	$(SWIFT) build -c release --product generate-manual
+
+## Release build, then installs, self-contained (packaging/stage): the commands in
+## $(PREFIX)/lib/coinmech/bin (linked from $(PREFIX)/bin), the Swift runtime they need in
+## $(PREFIX)/lib/coinmech/swift, plugins (root-owned), units, sysusers, tmpfiles, the udev rule,
+## scenarios, docs, man pages, and the default configuration unless one is already there.
+install:
+	@SWIFT=$(SWIFT) scripts/bootstrap --install
+	$(MAKE) --no-print-directory release-build
+	RELEASE_BIN=$(RELEASE_BIN) DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) PLUGINS="$(PLUGINS)" packaging/stage
 
 ## Removes what install put there, except the configuration, the ledger and the cache.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/coinmechd $(DESTDIR)$(BINDIR)/coinctl $(DESTDIR)$(BINDIR)/coinsim
-	for p in $(PLUGINS); do rm -f $(DESTDIR)$(PLUGINDIR)/lib$$p.so; done
-	-rmdir $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/lib/coinmech 2>/dev/null
+	for c in coinmechd coinctl coinsim coinmech-pluginval; do rm -f $(DESTDIR)$(BINDIR)/$$c $(DESTDIR)$(PREFIX)/share/man/man1/$$c.1.gz; done
+	rm -rf $(DESTDIR)$(PREFIX)/lib/coinmech
 	rm -f $(DESTDIR)$(UNITDIR)/coinmechd.service $(DESTDIR)$(UNITDIR)/coinmechd.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/coinmech.conf $(DESTDIR)$(TMPFILESDIR)/coinmech.conf $(DESTDIR)$(UDEVDIR)/99-coinmech.rules
 	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR)
+
+## coinmech_<version>_<arch>.deb in $(DEB_DIR) (version: coinmechd --version, Daemon.version),
+## checked by lintian (packaging/build-deb).
+deb:
+	@SWIFT=$(SWIFT) scripts/bootstrap --packaging
+	$(MAKE) --no-print-directory release-build
+	RELEASE_BIN=$(RELEASE_BIN) DEB_DIR=$(DEB_DIR) packaging/build-deb
+
+## Installs the package into a clean Debian 12 root without Swift (mmdebstrap, cached in
+## $(DEB_DIR)), checks it, and runs coinsim against the installed daemon (packaging/test-deb).
+test-deb: deb
+	RELEASE_BIN=$(RELEASE_BIN) DEB_DIR=$(DEB_DIR) packaging/test-deb
 
 ## Installs into a scratch DESTDIR and checks the units with systemd-analyze (verify, security).
 check-systemd:

@@ -1,12 +1,14 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// Each validator plugin is its own dynamic library, loaded by coinmechd with dlopen.
+/// Each validator plugin is its own dynamic library, loaded by coinmechd with dlopen. It exports
+/// its entry point and nothing else (plugins/exports.map; `coinmech-pluginval` checks it).
 func plugin(_ product: String, target: String, path: String, swift: Bool = true) -> (Product, Target) {
     let product = Product.library(name: product, type: .dynamic, targets: [target])
+    let exports: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/plugins/exports.map"])]
     let target: Target = swift
-        ? .target(name: target, dependencies: ["CoinMechPluginKit", "CoinFacts"], path: path)
-        : .target(name: target, dependencies: ["CoinMechPluginABI"], path: path)
+        ? .target(name: target, dependencies: ["CoinMechPluginKit", "CoinFacts"], path: path, linkerSettings: exports)
+        : .target(name: target, dependencies: ["CoinMechPluginABI"], path: path, linkerSettings: exports)
     return (product, target)
 }
 
@@ -30,6 +32,8 @@ let package = Package(
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
+        .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
+        .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
     ] + plugins.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -65,10 +69,18 @@ let package = Package(
         .target(name: "CLinux"),
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
         .target(name: "CoinMechSerial"),
+        // ccTalk coin acceptors: frames, checksums, the receiver, typed requests and replies,
+        // and the host engine (no I/O) that turns the credit buffer into ledger batches.
+        .target(name: "CoinMechCCTalk"),
         // Where readings come from: the serial raw-sensor mech (termios, reconnects).
         .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
+        // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
+        .target(
+            name: "CoinMechCore",
+            dependencies: ["CoinMechSources", "CoinMechSerial", "CoinMechLedger", "CoinMechFailpoints", .product(name: "Logging", package: "swift-log")]
+        ),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
-        .target(name: "CoinMechLedger", dependencies: ["CoinMechChain", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "CoinMechLedger", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // The client protocol's messages, shared by the daemon and its clients.
         .target(name: "CoinMechProtocol"),
         // The Unix-socket API: JSON lines, subscriptions with replay, access control.
@@ -90,8 +102,10 @@ let package = Package(
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux",
+                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
+                // Teach mode: the calibration file's format and fit, and the mints' figures to check it against.
+                "CoinMechPluginKit", "CoinFacts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -100,11 +114,21 @@ let package = Package(
             name: "coinmechd",
             dependencies: ["CoinMechDaemon", "CoinMechPlugins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // Runs one isolated link's plugin in a process of its own, for coinmechd.
+        .executableTarget(name: "CoinMechPluginHost", dependencies: ["CoinMechPlugins", "CoinMechChain", "CLinux"]),
+        // Checks a plugin before a daemon loads it, each check in a child process (crashes and hangs are findings).
+        .executableTarget(
+            name: "CoinMechPluginval",
+            dependencies: [
+                "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CLinux", "AllocationCounter", "CoinMechSettings", "CoinSimCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -127,7 +151,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechCrash",
             dependencies: [
-                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CLinux",
+                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CLinux", "ChildProcesses",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
@@ -140,19 +164,29 @@ let package = Package(
             path: "Fuzz/Targets"
         ),
         .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
+        // Real child processes for the end-to-end tests and the crash suite: clean signal mask,
+        // killed with the process that started them, reaped on every path.
+        .target(name: "ChildProcesses", dependencies: ["CLinux"], path: "Tests/ChildProcesses"),
         // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
 
         .testTarget(
             name: "CoinMechTests",
             dependencies: [
+                "CoinMechCCTalk",
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
                 "CoinMechFuzzTargets",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechCore", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"
+        ),
+        // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
+        .testTarget(
+            name: "CoinMechCoreTests",
+            dependencies: ["CoinMechCore", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/CoinMechCoreTests"
         ),
     ] + plugins.map(\.1)
 )

@@ -8,15 +8,11 @@ source "$(dirname "$0")/lib.sh"
 BASE="$OUT/base"
 DIR="$OUT/image"
 STAGE="$OUT/stage"
-SWIFT_RUNTIME=/opt/swift/usr/lib/swift/linux
 mkdir -p "$DIR"
 
-# The project, as files under $STAGE. Stopgap until the packaging branch's self-contained
-# binaries and .deb land in main: `make install` keeps a RUNPATH into the Swift toolchain, so
-# the Swift runtime libraries the binaries and plugins load are copied to the same path.
-# Moving to the .deb: build it here (`make deb`), put it in $STAGE/var/cache/coinmech-vm/,
-# and replace `install_project` in the image below with `chroot "$ROOT_DIR" dpkg -i` of it
-# (its dependencies are in vm/image/packages already); the Swift runtime copy goes away.
+# The project, as files under $STAGE: `make install` is self-contained (the Swift runtime the
+# programs and plugins need is installed beside them, under /usr/lib/coinmech/swift), so the
+# guest, like a cabinet, has no Swift toolchain.
 stage_project() {
     rm -rf "$STAGE"
     mkdir -p "$STAGE"
@@ -24,13 +20,6 @@ stage_project() {
         tail -n 40 "$DIR/install.log" >&2
         die "make install PREFIX=/usr DESTDIR=$STAGE failed (whole log: $DIR/install.log)"
     fi
-    local elf lib
-    mkdir -p "$STAGE$SWIFT_RUNTIME"
-    for elf in "$STAGE"/usr/bin/coin* "$STAGE"/usr/lib/coinmech/plugins/*.so; do
-        ldd "$elf" | awk -v dir="$SWIFT_RUNTIME/" 'index($3, dir) == 1 { print $3 }'
-    done | sort -u | while read -r lib; do
-        cp -L "$lib" "$STAGE$SWIFT_RUNTIME/"
-    done
 }
 
 stage_project

@@ -19,26 +19,17 @@ struct E2EBench: ParsableCommand {
     @Option(help: "Readings in the burst (each sent as soon as the previous is answered).") var burst = 1000
     @Option(help: "Paced floor samples (taken at --rate, before the back-to-back ones).") var floorPaced = 300
     @Flag(help: "Print one JSON object instead of a table.") var json = false
+    @Flag(help: "Count instructions per reading under valgrind's callgrind instead (stable on a noisy machine).")
+    var callgrind = false
 
     func run() throws {
         let bin = executableDirectory()
+        if callgrind { return try countInstructions(bin: bin) }
         let dir = NSTemporaryDirectory() + "coinmech-e2e-\(getpid())"
         try FileManager.default.createDirectory(atPath: "\(dir)/state", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try """
-            log_level: warning
-            source: {kind: serial, device: mech, baud: 115200}
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            chain:
-              - plugin: sanity
-              - plugin: weight-floor
-                config: {min_weight_g: 1.5}
-              - name: usd
-                plugin: coin-table
-                config: {currency: USD, tolerance: 0.04}
-            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        try Self.daemonConfiguration(source: "{kind: serial, device: mech, baud: 115200}")
+            .write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
         // Unpaced (baud 0): the latency is the daemon's, from the reading's arrival to its answer,
         // comparable with the floor's pty round trip.
         try "seed: 3\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\n".write(toFile: "\(dir)/mix.yaml", atomically: true, encoding: .utf8)
@@ -84,6 +75,24 @@ struct E2EBench: ParsableCommand {
                   p99 over floor: \(String(format: "%.2f", result.p99_over_floor))   (target ≤ 1.5)
                 """)
         }
+    }
+
+    /// The benched daemon's configuration: chain `sanity → weight-floor → coin-table USD`.
+    static func daemonConfiguration(source: String) -> String {
+        """
+        log_level: warning
+        source: \(source)
+        state_dir: state
+        runtime_dir: run
+        cache_dir: cache
+        chain:
+          - plugin: sanity
+          - plugin: weight-floor
+            config: {min_weight_g: 1.5}
+          - name: usd
+            plugin: coin-table
+            config: {currency: USD, tolerance: 0.04}
+        """
     }
 
     private func simulate(bin: String, dir: String, name: String, scenario: String = "mix.yaml", arguments: [String]) throws -> GroundTruth {
@@ -158,6 +167,77 @@ struct E2EBench: ParsableCommand {
     private func pad(_ value: Int, _ width: Int = 8) -> String {
         let text = String(value)
         return String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}
+
+extension E2EBench {
+    /// The daemon and the plugins without debug information: valgrind 3.19 cannot read the
+    /// DWARF 5 the toolchain writes, and counts instructions the same without it.
+    private func strippedCopies(from bin: String, into directory: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let plugins = try FileManager.default.contentsOfDirectory(atPath: bin).filter { $0.hasPrefix("lib") && $0.hasSuffix(".so") }
+        for name in ["coinmechd"] + plugins {
+            let strip = Process()
+            strip.executableURL = URL(fileURLWithPath: "/usr/bin/objcopy")
+            strip.arguments = ["--strip-debug", "\(bin)/\(name)", "\(directory)/\(name)"]
+            try strip.run()
+            strip.waitUntilExit()
+            guard strip.terminationStatus == 0 else { throw ValidationError("objcopy --strip-debug \(bin)/\(name) failed") }
+        }
+        return directory
+    }
+
+    /// Instructions the daemon executes per reading (all its threads), as callgrind counts them:
+    /// two runs under valgrind that differ only in how many readings they decide, so start-up,
+    /// plugin loading and shutdown cancel out. The mech's deadline is 5 s in both, so every
+    /// reading takes the normal path although valgrind is ~50 times slower.
+    func countInstructions(bin: String) throws {
+        let small = 200, large = 1200
+        let dir = NSTemporaryDirectory() + "coinmech-callgrind-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let stripped = try strippedCopies(from: bin, into: "\(dir)/bin")
+        var totals: [Int: Int] = [:]
+        for readings in [small, large] {
+            let run = "\(dir)/\(readings)"
+            try FileManager.default.createDirectory(atPath: "\(run)/state", withIntermediateDirectories: true)
+            try Self.daemonConfiguration(source: "{kind: serial, device: mech, baud: 115200, deadline_ms: 5000}")
+                .write(toFile: "\(run)/coinmechd.yaml", atomically: true, encoding: .utf8)
+            try "seed: 5\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\ndeadline_ms: 5000\n"
+                .write(toFile: "\(run)/mix.yaml", atomically: true, encoding: .utf8)
+            let daemon = Process()
+            daemon.executableURL = URL(fileURLWithPath: "/usr/bin/valgrind")
+            daemon.arguments = ["--tool=callgrind", "--callgrind-out-file=\(run)/callgrind.out", "--dump-instr=no",
+                                "\(stripped)/coinmechd", "--config", "\(run)/coinmechd.yaml", "--plugin-dir", stripped]
+            _ = FileManager.default.createFile(atPath: "\(run)/valgrind.log", contents: nil)
+            daemon.standardError = FileHandle(forWritingAtPath: "\(run)/valgrind.log")
+            try daemon.run()
+            let started = Date()
+            while !FileManager.default.fileExists(atPath: "\(run)/run/coinmechd.sock") {
+                guard daemon.isRunning, Date().timeIntervalSince(started) < 120 else {
+                    if daemon.isRunning { daemon.terminate() }
+                    let log = (try? String(contentsOfFile: "\(run)/valgrind.log", encoding: .utf8)) ?? ""
+                    throw ValidationError("coinmechd under valgrind did not open its socket in 120 s (is valgrind installed?):\n\(log.suffix(2000))")
+                }
+                usleep(50_000)
+            }
+            let truth = try simulate(bin: bin, dir: run, name: "truth", arguments: ["--coins", "\(readings)", "--lockstep"])
+            daemon.terminate()
+            daemon.waitUntilExit()
+            guard truth.outcomes.deadlineMisses == 0 else { throw ValidationError("\(truth.outcomes.deadlineMisses) deadline misses under valgrind: the counts would mix paths") }
+            let out = try String(contentsOfFile: "\(run)/callgrind.out", encoding: .utf8)
+            guard let line = out.split(separator: "\n").first(where: { $0.hasPrefix("totals:") || $0.hasPrefix("summary:") }),
+                  let count = Int(line.split(separator: " ").last ?? "") else { throw ValidationError("no totals in \(run)/callgrind.out") }
+            totals[readings] = count
+        }
+        let perReading = (totals[large]! - totals[small]!) / (large - small)
+        if json {
+            print("{\"instructions_per_reading\":\(perReading),\"readings\":[\(small),\(large)],\"instructions\":[\(totals[small]!),\(totals[large]!)]}")
+        } else {
+            print("""
+                callgrind: coinmechd executed \(totals[small]!) instructions for \(small) readings and \(totals[large]!) for \(large)
+                  instructions per reading (all threads, start-up and shutdown cancelled out): \(perReading)
+                """)
+        }
     }
 }
 

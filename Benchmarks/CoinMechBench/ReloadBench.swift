@@ -18,6 +18,7 @@ struct ReloadBench: ParsableCommand {
     @Flag(help: "Print one JSON object instead of a table.") var json = false
 
     final class Samples: @unchecked Sendable {
+        // @unchecked: filled by the deciding thread alone, read after it has been joined.
         var steady: [UInt64] = []
         var storm: [UInt64] = []
         init() {

@@ -149,14 +149,7 @@ public final class MechSimulator {
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
     public func run() throws(SimulatorError) -> GroundTruth {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-        let signalFD = cm_signalfd(&signals)
-        guard signalFD >= 0 else { throw .system("signalfd", errno) }
-        defer { close(signalFD) }
+        let signals = try SimulatorSignals()
         if let path = options.recordPath { recorder = try TraceWriter(path: path) }
         try openTerminal()
 
@@ -177,16 +170,9 @@ public final class MechSimulator {
                         poweredOffUntil, lingerUntil] {
                 if let due { wake = min(wake, due) }
             }
-            var timeout = timespec(tv_sec: Int(wake > now ? (wake - now) / 1_000_000_000 : 0),
-                                   tv_nsec: Int(wake > now ? (wake - now) % 1_000_000_000 : 0))
-            var fds = [pollfd(fd: terminal!.master, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)]
-            let ready = cm_ppoll(&fds, 2, &timeout)
-            if ready < 0 && errno != EINTR { throw .system("ppoll", errno) }
+            let turn = try signals.wait(master: terminal!.master, until: wake, now: now)
 
-            if fds[1].revents != 0 {
-                var info = [UInt8](repeating: 0, count: 128)
-                _ = read(signalFD, &info, info.count)
+            if turn.stop {
                 truth.ended = "signal"
                 if stoppingSince == nil { stoppingSince = Self.now() }
                 nextAction = nil
@@ -200,9 +186,8 @@ public final class MechSimulator {
                     if Self.now() >= lingerUntil! { break loop }
                 }
             }
-            let master = fds[0].revents
-            if master & Int16(POLLIN) != 0 { readFromHost() }
-            if master & Int16(POLLHUP) != 0 && master & Int16(POLLIN) == 0 {
+            if turn.readable { readFromHost() }
+            if turn.hungUp {
                 if connected {
                     connected = false
                     truth.connections.hangups += 1
@@ -212,7 +197,7 @@ public final class MechSimulator {
                 }
                 // Hang-up is reported at once on every poll while nobody has the device open.
                 usleep(5_000)
-            } else if !connected && ready >= 0 && master & Int16(POLLHUP) == 0 {
+            } else if !connected && turn.open {
                 connected = true
                 truth.connections.connects += 1
                 record(event: "connect")

@@ -62,6 +62,8 @@ public struct Scenario: Sendable {
 
     /// The mech's bias and drift, and the coins' mint spread (`mech` block; see MechErrors).
     public var mech = MechErrors()
+    /// The ccTalk acceptor `--protocol cctalk` plays (`cctalk` block; see CCTalkScenario).
+    public var cctalk = CCTalkScenario()
 
     public struct Burst: Sendable, Hashable {
         public var everySeconds: Double
@@ -99,7 +101,7 @@ public struct Scenario: Sendable {
 
     public static let topKeys: Set<String> = [
         "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
-        "bursts", "faults", "baud", "firmware", "mech",
+        "bursts", "faults", "baud", "firmware", "mech", "cctalk",
     ]
 
     /// Reads a scenario file; errors name the file, the line and the key.
@@ -205,6 +207,9 @@ public struct Scenario: Sendable {
         }
         if let mech = try table.table("mech") {
             s.mech = try MechErrors.parse(mech)
+        }
+        if let cctalk = try table.table("cctalk") {
+            s.cctalk = try CCTalkScenario.parse(cctalk)
         }
         return s
     }

@@ -8,6 +8,11 @@ public enum ScenarioLocator {
         var dirs: [String] = []
         if let env = ProcessInfo.processInfo.environment["COINSIM_SCENARIOS"] { dirs.append(env) }
         dirs.append(exeDir.deletingLastPathComponent().appendingPathComponent("share/coinmech/scenarios").path)
+        // Installed (make install, the .deb): <prefix>/lib/coinmech/bin/coinsim, <prefix>/share/coinmech/scenarios.
+        if exeDir.path.hasSuffix("/lib/coinmech/bin") {
+            let prefix = exeDir.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            dirs.append(prefix.appendingPathComponent("share/coinmech/scenarios").path)
+        }
         // In a source tree: <package>/Simulators/scenarios, found from this file's path.
         dirs.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("scenarios").path)

@@ -10,9 +10,18 @@ struct CoinSim: ParsableCommand {
         commandName: "coinsim",
         abstract: "A coin mech on a pseudo-terminal: plays the device side of the serial protocol.",
         discussion: """
-            Prints the device path (e.g. /dev/pts/4) as its first line of output, waits for a host
-            to open it, announces power-up, then inserts coins as the scenario says. At the end, or
-            on SIGTERM, it writes the ground truth (JSON) to --truth or to standard output.
+            coinsim prints the device path (e.g. /dev/pts/4) as its first line of output, waits \
+            for a host to open it, announces power-up, then inserts coins as the scenario says. \
+            At the end, or on SIGTERM, it writes the ground truth (JSON) to --truth or to \
+            standard output. Point coinmechd's source.device (or --link) at it to run the daemon \
+            without a mech:
+
+                coinsim --scenario default --coins 20 --link /tmp/mech
+
+            Scenarios are found by name in $COINSIM_SCENARIOS, then beside the installed \
+            program (/usr/share/coinmech/scenarios: default, eur-mix, faults, burst, soak), or \
+            given as a path to a .yaml file (/usr/share/doc/coinmech/SIMULATOR.md).
+
             Exit status: 0 done, 1 bad arguments or scenario, 2 system error, 3 no host came.
             """,
         subcommands: [Run.self, Replay.self, Edges.self],
@@ -44,32 +53,42 @@ struct SessionOptions: ParsableArguments {
     }
 
     func finish(_ simulator: MechSimulator) throws {
-        let truth: GroundTruth
+        try play(simulator.run, ended: \.ended) { truth in
+            let o = truth.outcomes
+            return """
+                \(truth.scenario): \(truth.sent.insertions) inserted, \(o.accepted) accepted (\(o.stored) stored, \(o.bounced) bounced, \
+                \(o.powerLost) lost with the power), \(o.returned) returned, \(o.deadlineMisses) deadline misses, \(o.corrupted) corrupted, \
+                \(o.inhibited) inhibited; \
+                latency p50 \(truth.latencyUs.p50) µs p99 \(truth.latencyUs.p99) µs (\(truth.ended))
+                """
+        }
+    }
+
+    /// Runs a session: its truth goes to `--truth` or standard output, its summary to standard
+    /// error. Exits 2 on a system error, 3 when no host came.
+    func play<Truth: Encodable>(_ run: () throws(SimulatorError) -> Truth, ended: (Truth) -> String, summary: (Truth) -> String) throws {
+        let truth: Truth
         do {
-            truth = try simulator.run()
+            truth = try run()
         } catch {
             FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        try write(truth)
+        FileHandle.standardError.write(Data("coinsim: \(summary(truth))\n".utf8))
+        if let link { unlink(link) }
+        if ended(truth) == "host_timeout" { throw ExitCode(3) }
+    }
+
+    /// Writes the ground truth to `--truth`, or to standard output.
+    func write(_ truth: some Encodable) throws {
         let json = try truthEncoder().encode(truth)
-        if let path = truth_path {
+        if let path = self.truth {
             try json.write(to: URL(fileURLWithPath: path), options: .atomic)
         } else {
             FileHandle.standardOutput.write(json + Data("\n".utf8))
         }
-        let o = truth.outcomes
-        FileHandle.standardError.write(Data("""
-            coinsim: \(truth.scenario): \(truth.sent.insertions) inserted, \(o.accepted) accepted (\(o.stored) stored, \(o.bounced) bounced, \
-            \(o.powerLost) lost with the power), \(o.returned) returned, \(o.deadlineMisses) deadline misses, \(o.corrupted) corrupted, \
-            \(o.inhibited) inhibited; \
-            latency p50 \(truth.latencyUs.p50) µs p99 \(truth.latencyUs.p99) µs (\(truth.ended))
-
-            """.utf8))
-        if let link { unlink(link) }
-        if truth.ended == "host_timeout" { throw ExitCode(3) }
     }
-
-    private var truth_path: String? { truth }
 }
 
 extension CoinSim {
@@ -84,6 +103,8 @@ extension CoinSim {
         var seed: UInt64?
         @Option(help: "Override the scenario's insertion rate (coins per second).")
         var rate: Double?
+        @Option(name: .customLong("protocol"), help: "The line protocol: serial (the raw-sensor mech) or cctalk (a ccTalk coin acceptor).")
+        var lineProtocol: LineProtocol = .serial
         @OptionGroup var session: SessionOptions
 
         func run() throws {
@@ -91,6 +112,10 @@ extension CoinSim {
             if let coins { loaded.coins = coins }
             if let seed { loaded.seed = seed }
             if let rate { loaded.ratePerSecond = rate }
+            if lineProtocol == .cctalk {
+                let announce: @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data("\($0)\n".utf8)) }
+                return try session.finishCCTalk(CCTalkSimulator(scenario: loaded, options: session.simulatorOptions, announce: announce))
+            }
             let simulator = MechSimulator(scenario: loaded, options: session.simulatorOptions) { path in
                 FileHandle.standardOutput.write(Data("\(path)\n".utf8))
             }
@@ -156,7 +181,8 @@ extension CoinSim {
 
 /// A scenario by name or path; a missing or bad one is reported and exits 1.
 func loadScenario(_ nameOrPath: String) throws -> Scenario {
-    let executable = CommandLine.arguments[0]
+    // The running file itself: argv[0] is only "coinsim" when it was found on PATH.
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     guard let path = ScenarioLocator.path(for: nameOrPath, executable: executable) else {
         let places = ScenarioLocator.searchDirectories(executable: executable).joined(separator: ", ")
         FileHandle.standardError.write(Data("coinsim: no scenario '\(nameOrPath)' (looked in \(places))\n".utf8))

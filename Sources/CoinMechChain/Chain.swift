@@ -17,7 +17,7 @@ public final class Chain: Sendable {
     public static var terminalLinkName: String { "unrecognized" }
     /// Names of the host's own pseudo-links in decisions: the source that could not measure a
     /// coin, the operator's inhibit, the mech's deadline, the terminal link. No link may take one.
-    public static let reservedLinkNames: Set<String> = ["source", "inhibit", "deadline", terminalLinkName]
+    public static let reservedLinkNames: Set<String> = ["source", "inhibit", "deadline", "teach", terminalLinkName]
     /// One walk in this many times its links.
     public static let timingSampleInterval: UInt64 = 64
 
@@ -32,28 +32,59 @@ public final class Chain: Sendable {
     /// What the walk touches, as plain values: no reference counting while deciding.
     /// Owned by this chain; the validators it points into are kept alive by `links`.
     private nonisolated(unsafe) let table: UnsafeMutableBufferPointer<LinkEntry>
+    /// Where each link call is announced: the breadcrumb's deciding slot, or `ownSlot`.
+    private nonisolated(unsafe) let slot: UnsafeMutablePointer<cm_crumb_slot>
+    /// A slot of this chain's own when it has no breadcrumb (tests, benches, tools).
+    private nonisolated(unsafe) let ownSlot: UnsafeMutablePointer<cm_crumb_slot>?
+    /// Keeps the breadcrumb mapped as long as the chain writes to it.
+    public let breadcrumb: PluginBreadcrumb?
 
     private struct LinkEntry {
         let call: ValidatorCall
         unowned(unsafe) let statistics: LinkStatistics
+        unowned(unsafe) let health: LinkHealth
+        /// `COINMECH_KINDS_*` the link handles.
+        let kinds: UInt32
+        /// Its breadcrumb word for validate, without the walk's bits.
+        let crumb: UInt64
     }
 
     /// What every accept must be to count (currency, code, value).
     public let acceptPolicy: AcceptPolicy
 
-    public init(generation: UInt64, links: [ChainLink], acceptPolicy: AcceptPolicy = .standard) {
+    /// `breadcrumb`: where the daemon's deciding thread announces each link call (a crash then
+    /// quarantines the link at the next start, and the hang watch sees a call over its budget).
+    public init(generation: UInt64, links: [ChainLink], acceptPolicy: AcceptPolicy = .standard, breadcrumb: PluginBreadcrumb? = nil) {
         self.generation = generation
         self.links = links
         self.acceptPolicy = acceptPolicy
+        self.breadcrumb = breadcrumb
         table = .allocate(capacity: links.count)
         for (index, link) in links.enumerated() {
-            (table.baseAddress! + index).initialize(to: LinkEntry(call: link.validator.call, statistics: link.statistics))
+            (table.baseAddress! + index).initialize(to: LinkEntry(
+                call: link.validator.call, statistics: link.statistics, health: link.health, kinds: link.origin.readingKinds,
+                crumb: PluginBreadcrumb.word(generation: generation, index: index, phase: .validate)))
         }
         linkNames = LinkNames(links.map(\.name))
+        if let breadcrumb {
+            slot = breadcrumb.decidingSlot
+            ownSlot = nil
+        } else {
+            let own = UnsafeMutablePointer<cm_crumb_slot>.allocate(capacity: 1)
+            own.initialize(to: cm_crumb_slot())
+            slot = own
+            ownSlot = own
+        }
     }
 
     deinit {
         table.deallocate()
+        ownSlot?.deallocate()
+    }
+
+    /// The links that are not ok, with why, in chain order.
+    public var problems: [(link: ChainLink, problem: LinkHealth.Problem)] {
+        links.compactMap { link in link.health.problem.map { (link, $0) } }
     }
 
     /// Walks the links in order and returns the first decisive verdict.
@@ -79,7 +110,8 @@ public final class Chain: Sendable {
         let decidedBy: Int = reading.sourceName.withCString { source in
             var cReading = reading.raw
             cReading.source = source
-            return timed ? walkLinks(&cReading, &decision.raw, timed: true) : walkLinks(&cReading, &decision.raw, timed: false)
+            return timed ? walkLinks(&cReading, &decision.raw, walk: walkNumber, timed: true)
+                : walkLinks(&cReading, &decision.raw, walk: walkNumber, timed: false)
         }
         // The decider is named by index; the names change (retain, release) only with the chain.
         if decision.linkNames !== linkNames { decision.linkNames = linkNames }
@@ -89,18 +121,39 @@ public final class Chain: Sendable {
         if decidedBy < 0 { terminalStatistics.recordReject() }
     }
 
-    /// Returns the index of the deciding link, or -1 when every link passed.
+    /// Returns the index of the deciding link, or -1 when every link passed. Each link is told
+    /// only the kinds of reading it declared; a hung or quarantined link is not called, and
+    /// rejects, as does one marked hung during its call. Every call is announced in the slot
+    /// (two plain stores).
     @inline(__always)
-    private func walkLinks(_ reading: inout coinmech_reading, _ decision: inout coinmech_decision, timed: Bool) -> Int {
+    private func walkLinks(_ reading: inout coinmech_reading, _ decision: inout coinmech_decision, walk: UInt64, timed: Bool) -> Int {
+        let kind = UInt32(1) << (reading.kind & 31)
+        let walkBits = PluginBreadcrumb.walkBits(walk)
+        // The hang watch sleeps while nothing is decided; this walk wakes it (rarely a syscall).
+        if cm_crumb_is_parked(slot) != 0 { cm_crumb_wake(slot) }
         for index in 0..<table.count {
             let entry = table[index]
+            guard entry.kinds & kind != 0 else { continue }
+            if entry.health.blocksCalls {
+                decision = Self.refusal(links[index])
+                entry.statistics.recordReject()
+                return index
+            }
             decision.verdict = COINMECH_VERDICT_PASS.rawValue
+            cm_crumb_store(slot, entry.crumb | walkBits)
             if timed {
                 let start = Self.monotonicNanoseconds()
                 entry.call.function(entry.call.context, &reading, &decision)
                 entry.statistics.recordSample(nanoseconds: Self.monotonicNanoseconds() &- start)
             } else {
                 entry.call.function(entry.call.context, &reading, &decision)
+            }
+            cm_crumb_store(slot, 0)
+            // Marked hung while this call ran (the hang watch): its answer came too late to trust.
+            if entry.health.blocksCalls {
+                decision = Self.refusal(links[index])
+                entry.statistics.recordReject()
+                return index
             }
             switch decision.verdict {
             case COINMECH_VERDICT_PASS.rawValue:
@@ -124,6 +177,13 @@ public final class Chain: Sendable {
             return index
         }
         return -1
+    }
+
+    /// The rejection of a link that is not called (hung or quarantined): fail closed.
+    static func refusal(_ link: ChainLink) -> coinmech_decision {
+        let problem = link.health.problem
+        let reason = problem?.state == .hung ? "plugin_hung" : "quarantined"
+        return .rejecting(reason: reason, message: "link '\(link.name)' is \(problem?.state.description ?? "quarantined"): \(problem?.reason ?? "")")
     }
 
     /// A link that answered nonsense rejects the coin: fail safe, and say whose fault it was.

@@ -31,6 +31,51 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
         self.channel = channel
     }
 
+    /// A coin acceptor's own classification (`COINMECH_READING_COIN_ID`): coin position, the
+    /// acceptor's id of it ("EU200A", at most 15 bytes) and the sorter path. No measurements.
+    public init(deviceSeq: UInt64, timestampNanoseconds: UInt64 = 0, coinPosition: UInt32, coinID: String, sorterPath: UInt32 = 0,
+                source: String = "test") {
+        self.init(deviceSeq: deviceSeq, timestampNanoseconds: timestampNanoseconds, source: source)
+        raw.kind = COINMECH_READING_COIN_ID.rawValue
+        raw.flags |= UInt32(COINMECH_READING_HAS_COIN_ID)
+        raw.coin_position = coinPosition
+        raw.sorter_path = sorterPath
+        withUnsafeMutableBytes(of: &raw.coin_id) { bytes in
+            let utf8 = Array(coinID.utf8.prefix(bytes.count - 1))
+            bytes.copyBytes(from: utf8)
+        }
+    }
+
+    /// A reading from the C struct a plugin host received (its `source` pointer is ignored).
+    public init(raw: coinmech_reading, source: SourceName) {
+        self.raw = raw
+        self.raw.source = nil
+        self.raw.size = UInt32(MemoryLayout<coinmech_reading>.size)
+        sourceName = source
+    }
+
+    /// Calls `body` with the reading as a plugin sees it (its source a C string), valid during the call.
+    @inlinable
+    public func withCReading<R>(_ body: (UnsafePointer<coinmech_reading>) throws -> R) rethrows -> R {
+        try sourceName.withCString { source in
+            var copy = raw
+            copy.source = source
+            return try body(&copy)
+        }
+    }
+
+    /// The C layout, without its source pointer (for copying across a process boundary).
+    public var cLayout: coinmech_reading { raw }
+
+    /// Measured figures, or an acceptor's coin id.
+    public var kind: coinmech_reading_kind { coinmech_reading_kind(rawValue: raw.kind) }
+
+    /// The acceptor's coin id ("EU200A"), for coin-id readings.
+    public var coinID: String? {
+        guard has(COINMECH_READING_HAS_COIN_ID) else { return nil }
+        return withUnsafeBytes(of: raw.coin_id) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+    }
+
     /// The mech's own sequence number (restarts when the mech powers up).
     public var deviceSeq: UInt64 {
         get { raw.device_seq }
@@ -79,6 +124,8 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
     public static func == (a: Reading, b: Reading) -> Bool {
         a.sourceName == b.sourceName && a.deviceSeq == b.deviceSeq && a.timestampNanoseconds == b.timestampNanoseconds
             && a.diameterMM == b.diameterMM && a.weightG == b.weightG && a.thicknessMM == b.thicknessMM && a.channel == b.channel
+            && a.raw.kind == b.raw.kind && a.coinID == b.coinID && a.raw.coin_position == b.raw.coin_position
+            && a.raw.sorter_path == b.raw.sorter_path
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -97,6 +144,7 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
         if let weightG { parts.append("w=\(weightG)g") }
         if let thicknessMM { parts.append("t=\(thicknessMM)mm") }
         if let channel { parts.append("ch=\(channel)") }
+        if let coinID { parts.append("coin=\(coinID)@\(raw.coin_position)") }
         return parts.joined(separator: " ")
     }
 }

@@ -23,6 +23,19 @@ public struct SourceName: Sendable, Hashable, CustomStringConvertible, Expressib
         withUnsafeMutableBytes(of: &storage) { $0.copyBytes(from: utf8) }
     }
 
+    /// A name from a C string (a reading's `source`), cut at `capacity` bytes, without making a
+    /// Swift string: for the deciding path.
+    public init(cString: UnsafePointer<CChar>?) {
+        guard let cString else { return }
+        withUnsafeMutableBytes(of: &storage) { bytes in
+            var index = 0
+            while index < Self.capacity, cString[index] != 0 {
+                bytes[index] = UInt8(bitPattern: cString[index])
+                index += 1
+            }
+        }
+    }
+
     public init(stringLiteral value: String) {
         self.init(value)
     }

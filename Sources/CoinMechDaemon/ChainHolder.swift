@@ -6,18 +6,28 @@ import Synchronization
 /// finish on it: it stays alive as long as they hold it.
 public final class ChainHolder: Sendable {
     private let chain: Mutex<Chain>
+    /// Where replaced chains go to die: their plugins' destroy() must not run on the deciding
+    /// thread (the threading contract), nor must an isolated link's host shutdown.
+    private let retirement: ChainRetirement?
+    /// Rung when a link's health changes; the deciding loop wakes on it.
+    public let alarm: PluginAlarm
 
-    public init(_ chain: Chain) { self.chain = Mutex(chain) }
+    public init(_ chain: Chain, retirement: ChainRetirement? = nil, alarm: PluginAlarm = PluginAlarm()) {
+        self.chain = Mutex(chain)
+        self.retirement = retirement
+        self.alarm = alarm
+    }
 
     public var current: Chain { chain.withLock { $0 } }
 
-    /// Installs `new` and returns the chain it replaced.
-    @discardableResult
-    public func swap(_ new: Chain) -> Chain {
-        chain.withLock { old in
+    /// Installs `new`; the chain it replaces is released by the retirement thread, if there is one.
+    public func swap(_ new: Chain) {
+        var previous: Chain? = chain.withLock { old in
             let previous = old
             old = new
             return previous
         }
+        if let retirement, let taken = previous.take() { retirement.retire(taken) }
+        previous = nil
     }
 }

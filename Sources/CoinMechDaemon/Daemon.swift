@@ -38,16 +38,19 @@ public final class Daemon: Sendable {
     public let chain: ChainHolder
     public let loop: DecidingLoop
     public let hub = EventHub()
+    /// What every chain of this daemon is built into: breadcrumb, quarantine, alarm, logs.
+    public let environment: ChainEnvironment
+    private let hangWatch: HangWatch?
     private let logger: Logger
     private let started = Date()
     private let pluginDirectoryOverride: String?
+    private let failpoints: Failpoints
 
     /// `pluginDirectoryOverride` is `--plugin-dir`, kept so reloads read the same directory.
     public init(configuration: DaemonConfiguration, pluginDirectoryOverride: String? = nil, logger: Logger) throws(DaemonError) {
         self.configuration = configuration
         self.pluginDirectoryOverride = pluginDirectoryOverride
         self.logger = logger
-        let failpoints: Failpoints
         do {
             failpoints = try Failpoints.fromEnvironment()
         } catch {
@@ -71,21 +74,32 @@ public final class Daemon: Sendable {
         do {
             // Generations continue across restarts, so a ledger entry's generation is unambiguous.
             generation = try ledger.chainGeneration() + 1
+            // A taught calibration recorded but not yet in place when the daemon stopped goes in first.
+            for note in CalibrationFiles.recover(try ledger.latestEvents(of: .teachCommit, limit: 16)) {
+                logger.notice("teach mode: \(note)")
+            }
         } catch {
             throw .ledger(error)
         }
-        let built = try Self.buildChain(configuration, generation: generation, logger: logger)
-        chain = ChainHolder(built)
+        let environment = Self.pluginEnvironment(configuration, logger: logger)
+        self.environment = environment
+        let built = try Self.buildChain(configuration, generation: generation, logger: logger, environment: environment)
+        let holder = ChainHolder(built, retirement: ChainRetirement(), alarm: environment.alarm ?? PluginAlarm())
+        chain = holder
+        if let breadcrumb = environment.breadcrumb, let quarantine = environment.quarantine {
+            hangWatch = HangWatch(breadcrumb: breadcrumb, chain: holder, quarantine: quarantine, logger: logger)
+        } else {
+            hangWatch = nil
+        }
         do {
             loop = try DecidingLoop(configuration: configuration, chain: chain, ledger: ledger, hub: hub, logger: logger, failpoints: failpoints)
             // Copies of plugin versions no longer deployed would otherwise pile up across deploys.
             let pruned = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
                 .pruneCopies(keeping: Set(built.links.map(\.origin.sha256)))
             if !pruned.isEmpty { logger.info("removed plugin copies no longer in use", metadata: ["count": "\(pruned.count)"]) }
-            try ledger.append([.event(.startup, source: nil, detail: [
-                "version": Self.version, "chain_generation": "\(generation)",
-                "links": built.links.map { "\($0.name)=\($0.origin.plugin)@\($0.origin.version)" }.joined(separator: ","),
-            ])])
+            try ledger.append([.note(.startup(
+                version: Self.version, chainGeneration: generation,
+                links: built.links.map { "\($0.name)=\($0.origin.plugin)@\($0.origin.version)" }.joined(separator: ",")))])
         } catch {
             throw .ledger(error)
         }
@@ -93,19 +107,27 @@ public final class Daemon: Sendable {
 
     /// "serial connected, 142 coins, chain gen 7" — for `STATUS=`.
     static func statusLine(loop: DecidingLoop, chain: ChainHolder) -> String {
-        let state = loop.state.withLock { $0 }
-        var parts = ["mech \(state.connected ? "connected" : "disconnected")",
-                     "\(loop.counters.credited.load(ordering: .relaxed)) coins credited", "chain gen \(chain.current.generation)"]
-        if state.inhibited { parts.append("inhibited") }
-        if state.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
+        let status = loop.status.withLock { $0 }
+        var parts = ["mech \(status.connected ? "connected" : "disconnected")",
+                     "\(status.core.counters.credited) coins credited", "chain gen \(chain.current.generation)"]
+        if status.core.inhibited { parts.append("inhibited") }
+        if let reason = status.core.pluginInhibit { parts.append("INHIBITED: \(reason)") }
+        if status.core.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
         return parts.joined(separator: ", ")
     }
 
-    /// Builds the configured chain; errors point at the configuration's lines.
-    public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?) throws(DaemonError) -> Chain {
+    /// Builds the configured chain; errors point at the configuration's lines. Tools build with the
+    /// standalone environment; the daemon with its breadcrumb, quarantine and alarm.
+    public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?,
+                                  environment: ChainEnvironment? = nil) throws(DaemonError) -> Chain {
         let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
+        var environment = environment ?? ChainEnvironment(isolation: configuration.plugins.supervision)
+        if environment.breadcrumb == nil, let logger {
+            environment.log = pluginLog(logger)
+            environment.report = linkReport(logger)
+        }
         do throws(ChainBuildError) {
-            return try ChainBuilder(loader: loader).build(generation: generation, links: configuration.chain.map(\.spec)) { warning in
+            return try ChainBuilder(loader: loader, environment: environment).build(generation: generation, links: configuration.chain.map(\.spec)) { warning in
                 logger?.warning("\(warning)")
             }
         } catch {
@@ -116,6 +138,9 @@ public final class Daemon: Sendable {
     /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.
     public func run() async throws {
         let (eventLoops, ownsEventLoops) = DaemonExecutor.socketEventLoops()
+        // Ledger reads and user lookups for clients: one thread, so no event loop ever blocks.
+        let blocking = NIOThreadPool(numberOfThreads: 1)
+        blocking.start()
         let policy = AccessPolicy(users: configuration.socket.controlUsers, groups: configuration.socket.controlGroups)
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
         let notifier = SystemdNotifier()
@@ -126,7 +151,7 @@ public final class Daemon: Sendable {
             loop.heartbeatMilliseconds = Int32(clamping: max(10, watchdog / 4000))
         }
         let reloader = Reloader(configPath: configuration.file, pluginDirectoryOverride: pluginDirectoryOverride, running: configuration,
-                                holder: chain, loop: loop, notifier: notifier, logger: logger)
+                                holder: chain, loop: loop, environment: environment, notifier: notifier, logger: logger)
         let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, reloader: reloader, started: started)
         let server: SocketServer
         do throws(SocketServerError) {
@@ -135,44 +160,65 @@ public final class Daemon: Sendable {
                 inheritedDescriptor: SocketServer.socketFromSystemd(),
                 context: PublisherContext(
                     ledger: ledger, control: control, hub: hub, policy: policy, daemonVersion: Self.version,
-                    maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger),
+                    maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger, blocking: blocking),
                 on: eventLoops)
         } catch {
+            try? await blocking.shutdownGracefully()
             if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
             throw DaemonError.socket(error.message)
         }
         logger.notice("listening", metadata: ["socket": "\(server.path)", "activated": "\(server.activated)"])
-        reloader.start()
+        failpoints.hit(.listening)
         let watchdog = Watchdog(notifier: notifier, loop: loop, logger: logger) { [loop, chain] in
             Self.statusLine(loop: loop, chain: chain)
         }
-        // The ledger is open, the chain built, the socket listening: ready.
-        notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
-        watchdog.start()
-        let deciding = DecidingService(loop: loop, notifier: notifier)
-        let signals = SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger)
+        let hangWatch = self.hangWatch
+        // One group owns every long-lived part. A graceful shutdown runs in the reverse order of
+        // this list: deciding stops (the batch in hand, the shutdown record) while the socket,
+        // the reloader and the watchdog are still up; TERM or INT end the signal service, which
+        // starts it.
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: deciding),
-                    // TERM or INT ends the signal service, which stops the rest gracefully.
-                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: LifetimeService(name: "socket server", start: {}, stop: { server.close() })),
+                    .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() })),
+                    .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() })),
+                    .init(service: LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() })),
+                    .init(service: DecidingService(loop: loop, notifier: notifier)),
+                    .init(service: SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger),
+                          successTerminationBehavior: .gracefullyShutdownGroup),
                 ],
                 logger: logger))
+        // The ledger is open, the chain built, the socket listening: ready.
+        notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
+        defer { logger.notice("stopped") }
         do {
             try await group.run()
         } catch {
-            watchdog.stop()
-            reloader.stop()
-            await server.close()
+            try? await blocking.shutdownGracefully()
             if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
             throw error
         }
-        watchdog.stop()
-        reloader.stop()
-        await server.close()
+        try await blocking.shutdownGracefully()
         if ownsEventLoops { try await eventLoops.shutdownGracefully() }
-        logger.notice("stopped")
+    }
+}
+
+/// A part with a thread or a socket of its own (the socket server, the reloader, the watchdog)
+/// as a service of the group: started when the group runs, stopped when it shuts down or is
+/// cancelled.
+struct LifetimeService: Service, CustomStringConvertible {
+    let name: String
+    let start: @Sendable () -> Void
+    let stop: @Sendable () -> Void
+
+    var description: String { name }
+
+    func run() async throws {
+        start()
+        defer { stop() }
+        // Returns at graceful shutdown; throws CancellationError when the group is cancelled.
+        try? await gracefulShutdown()
     }
 }
 
@@ -187,6 +233,8 @@ struct DecidingService: Service {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     _ = Thread.startNamed("deciding") { [loop] in
+                        // A crash in a link's validate is recorded from this thread's breadcrumb slot.
+                        PluginBreadcrumb.bindDecidingThread()
                         loop.run()
                         continuation.resume()
                     }

@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechCore
 import CoinMechGPIO
 import CoinMechHotplug
 import CoinMechPlugins
@@ -9,56 +10,7 @@ import Logging
 
 /// Everything `coinmechd` reads from its configuration file (docs/CONFIG.md).
 public struct DaemonConfiguration: Sendable {
-    public struct Source: Sendable, Equatable {
-        /// "serial", "gpio" (a pulse mech on GPIO lines) or "gpio-replay" (a recorded edge stream).
-        public var kind: String
-        /// The serial device, the GPIO chip, or the edge-stream file.
-        public var device: String
-        public var baud: Int
-        /// Name recorded in the ledger with each reading.
-        public var name: String
-        /// Pulse decoding, for a pulse mech ("gpio" and "gpio-replay").
-        public var pulse: PulseDecoder.Settings?
-        /// Light-gate decoding, for a light-gate mech (instead of `pulse`).
-        public var gates: LightGateDecoder.Settings?
-        /// An HX711 load cell under a light-gate mech: data and clock lines, calibration.
-        public var scale: Scale?
-
-        public struct Scale: Sendable, Equatable {
-            public var data: UInt32
-            public var clock: UInt32
-            public var decoder: HX711Decoder
-        }
-        /// Replay speed (2 = twice as fast), for "gpio-replay".
-        public var replaySpeed: Double = 1
-        /// Output lines, for "gpio".
-        public var acceptGateLine: UInt32?
-        public var acceptPulseMilliseconds: Double = 80
-        public var inhibitLine: UInt32?
-        public var inhibitActiveLow = false
-        /// Which udev device is the mech (default: the serial device's path, or the chip's label).
-        public var hotplug: DeviceMatch?
-        /// The mech's answer deadline (serial: 50 ms unless set; GPIO mechs: none unless set).
-        public var answerDeadline: AnswerDeadline?
-        /// The serial mech reports each accepted coin's fate (`$CMC`) and answers queries: a
-        /// coin is credited when the mech stores it. Off for firmware that cannot (then the
-        /// answer is taken for the coin). GPIO mechs: a pulse already means "stored".
-        public var confirmations = true
-        /// How long the mech takes at most to store or return an accepted coin.
-        public var confirmationWindowNanoseconds: UInt64 = 1_000_000_000
-
-        /// A fresh decoder for a GPIO mech's edges.
-        public var decoder: any CoinDecoder {
-            if let pulse { return PulseDecoder(settings: pulse) }
-            return LightGateDecoder(settings: gates!)
-        }
-
-        /// The GPIO input lines the decoder reads.
-        public var inputLines: [UInt32] {
-            if let pulse { return [pulse.line] }
-            return gates.map { [$0.gateA, $0.gateB] } ?? []
-        }
-    }
+    public typealias Source = SourceConfiguration
 
     public struct Socket: Sendable, Equatable {
         public var path: String
@@ -92,9 +44,34 @@ public struct DaemonConfiguration: Sendable {
     public var chain: [Link]
     /// Cap on the ledger's size in MiB (nil: the disk is the limit).
     public var ledgerMaxSizeMiB: Double?
+    /// How links run when they do not say (`plugins:`), and how isolated ones are supervised.
+    public var plugins: PluginSettings
+
+    /// The `plugins:` table: defaults for the chain's links, and the plugin hosts' supervision.
+    public struct PluginSettings: Sendable, Equatable {
+        /// `auto`: the shipped plugins in process, any other in a plugin host of its own.
+        public enum DefaultIsolation: String, Sendable, Equatable, CaseIterable {
+            case auto
+            case inProcess = "in-process"
+            case process
+        }
+
+        public var isolation: DefaultIsolation = .auto
+        public var budgetNanoseconds: UInt64 = LinkPolicy.defaultBudgetNanoseconds
+        public var supervision = IsolationSettings()
+
+        /// How a link of `plugin` runs when its entry names no isolation.
+        public func isolation(forPlugin plugin: String) -> LinkPolicy.Isolation {
+            switch isolation {
+            case .auto: ShippedPlugins.names.contains(plugin) ? .inProcess : .process
+            case .inProcess: .inProcess
+            case .process: .process
+            }
+        }
+    }
 
     public static let defaultPath = "/etc/coinmech/coinmechd.yaml"
-    static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "cache_dir", "socket", "ledger"]
+    static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "cache_dir", "socket", "ledger", "plugins"]
 
     /// Reads and checks `path`. Relative paths in it are relative to the file's directory.
     /// `pluginDirectory` overrides `plugin_dir` (the demo and tests use the build's own plugins).
@@ -118,45 +95,48 @@ public struct DaemonConfiguration: Sendable {
             "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
             "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms",
         ])
-        let kind = try sourceTable.string("kind") ?? "serial"
-        var source: Source
-        let name = try sourceTable.string("name") ?? kind
+        let kindName = try sourceTable.string("kind") ?? "serial"
+        let name = try sourceTable.string("name") ?? kindName
         guard !name.isEmpty, name.utf8.count <= SourceName.capacity else {
             throw sourceTable.error("name", "must be 1 to \(SourceName.capacity) bytes, got \(name.utf8.count)")
         }
-        switch kind {
+        let kind: Source.Kind
+        var hotplug: DeviceMatch?
+        switch kindName {
         case "serial":
             guard let device = try sourceTable.string("device"), !device.isEmpty else { throw sourceTable.error("device", "is required") }
             let baud = try sourceTable.int("baud") ?? 9600
             guard [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200].contains(baud) else {
                 throw sourceTable.error("baud", "must be one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200")
             }
-            source = Source(kind: kind, device: resolve(device), baud: baud, name: name)
-            source.hotplug = .serialPath(source.device)
-            source.confirmations = try sourceTable.bool("confirmations") ?? true
+            var serial = Source.Serial(device: resolve(device), baud: baud)
+            hotplug = .serialPath(serial.device)
+            serial.confirmations = try sourceTable.bool("confirmations") ?? true
             if let window = try sourceTable.double("confirm_window_ms") {
                 guard (50...60_000).contains(window) else { throw sourceTable.error("confirm_window_ms", "must be between 50 and 60000") }
-                source.confirmationWindowNanoseconds = UInt64(window * 1_000_000)
+                serial.confirmationWindow = .nanoseconds(Int64(window * 1e6))
             }
             if let usb = try sourceTable.table("usb") {
                 try usb.rejectUnknownKeys(["vendor", "product", "serial"])
                 guard let vendor = try usb.string("vendor"), let product = try usb.string("product") else {
                     throw usb.error("vendor and product (hex, as udevadm shows them) are required")
                 }
-                source.hotplug = .usb(vendor: vendor, product: product, serial: try usb.string("serial"))
+                hotplug = .usb(vendor: vendor, product: product, serial: try usb.string("serial"))
+                serial.followsDevnode = true
             }
+            kind = .serial(serial)
         case "gpio", "gpio-replay":
-            let key = kind == "gpio" ? "chip" : "file"
-            guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kind)") }
-            source = Source(kind: kind, device: kind == "gpio" ? device : resolve(device), baud: 0, name: name)
-            if kind == "gpio" { source.hotplug = .gpioChip(label: device) }
+            let key = kindName == "gpio" ? "chip" : "file"
+            guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kindName)") }
             for key in ["confirmations", "confirm_window_ms"] where sourceTable.keys.contains(key) {
                 throw sourceTable.error(key, "applies to serial mechs only: a GPIO mech's coin is credited with its answer")
             }
+            var pulseSettings: PulseDecoder.Settings?
+            var gateSettings: LightGateDecoder.Settings?
             if let pulse = try sourceTable.table("pulse") {
                 try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])
                 guard let line = try pulse.int("line"), line >= 0 else { throw pulse.error("line", "is required: the counting line's offset") }
-                source.pulse = PulseDecoder.Settings(
+                pulseSettings = PulseDecoder.Settings(
                     line: UInt32(line), activeLow: try pulse.bool("active_low") ?? true,
                     minimumPulseMilliseconds: try pulse.double("min_pulse_ms") ?? 10, gapMilliseconds: try pulse.double("gap_ms") ?? 150,
                     highestChannel: UInt32(max(1, try pulse.int("highest_channel") ?? 16)))
@@ -167,55 +147,65 @@ public struct DaemonConfiguration: Sendable {
                     throw gates.error("a and b, the two gates' line offsets, are required and must differ")
                 }
                 guard let distance = try gates.double("distance_mm"), distance > 0 else { throw gates.error("distance_mm", "is required and must be positive") }
-                source.gates = LightGateDecoder.Settings(
+                gateSettings = LightGateDecoder.Settings(
                     gateA: UInt32(a), gateB: UInt32(b), distanceMM: distance, activeLow: try gates.bool("active_low") ?? true,
                     minimumOcclusionMilliseconds: try gates.double("min_occlusion_ms") ?? 0.5)
             }
-            if let scale = try sourceTable.table("scale") {
-                try scale.rejectUnknownKeys(["data", "clock", "tare", "counts_per_gram"])
-                guard let data = try scale.int("data"), let clock = try scale.int("clock"), data >= 0, clock >= 0,
-                      let perGram = try scale.double("counts_per_gram"), perGram != 0 else {
-                    throw scale.error("data, clock and counts_per_gram (from a calibration) are required")
+            let decoding: Source.Decoding
+            switch (pulseSettings, gateSettings) {
+            case (let pulse?, nil): decoding = .pulse(pulse)
+            case (nil, let gates?): decoding = .gates(gates)
+            default: throw sourceTable.error("a \(kindName) source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}")
+            }
+            if kindName == "gpio-replay" {
+                var speed = 1.0
+                if let configured = try sourceTable.double("speed") {
+                    guard configured > 0, configured <= 1000 else { throw sourceTable.error("speed", "must be above 0 and at most 1000") }
+                    speed = configured
                 }
-                source.scale = Source.Scale(data: UInt32(data), clock: UInt32(clock),
-                                            decoder: HX711Decoder(tare: Int32(clamping: try scale.int("tare") ?? 0), countsPerGram: perGram))
-            }
-            guard (source.pulse == nil) != (source.gates == nil) else {
-                throw sourceTable.error("a \(kind) source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}")
-            }
-            if let speed = try sourceTable.double("speed") {
-                guard speed > 0, speed <= 1000 else { throw sourceTable.error("speed", "must be above 0 and at most 1000") }
-                source.replaySpeed = speed
-            }
-            if let gate = try sourceTable.table("accept_gate") {
-                try gate.rejectUnknownKeys(["line", "pulse_ms"])
-                guard let line = try gate.int("line"), line >= 0 else { throw gate.error("line", "is required") }
-                source.acceptGateLine = UInt32(line)
-                source.acceptPulseMilliseconds = try gate.double("pulse_ms") ?? 80
-            }
-            if let inhibit = try sourceTable.table("inhibit") {
-                try inhibit.rejectUnknownKeys(["line", "active_low"])
-                guard let line = try inhibit.int("line"), line >= 0 else { throw inhibit.error("line", "is required") }
-                source.inhibitLine = UInt32(line)
-                source.inhibitActiveLow = try inhibit.bool("active_low") ?? false
+                kind = .gpioReplay(Source.Replay(file: resolve(device), speed: speed, decoding: decoding))
+            } else {
+                var gpio = Source.GPIO(chip: device, decoding: decoding)
+                hotplug = .gpioChip(label: device)
+                if let scale = try sourceTable.table("scale") {
+                    try scale.rejectUnknownKeys(["data", "clock", "tare", "counts_per_gram"])
+                    guard let data = try scale.int("data"), let clock = try scale.int("clock"), data >= 0, clock >= 0,
+                          let perGram = try scale.double("counts_per_gram"), perGram != 0 else {
+                        throw scale.error("data, clock and counts_per_gram (from a calibration) are required")
+                    }
+                    gpio.scale = Source.Scale(data: UInt32(data), clock: UInt32(clock),
+                                              decoder: HX711Decoder(tare: Int32(clamping: try scale.int("tare") ?? 0), countsPerGram: perGram))
+                }
+                if let gate = try sourceTable.table("accept_gate") {
+                    try gate.rejectUnknownKeys(["line", "pulse_ms"])
+                    guard let line = try gate.int("line"), line >= 0 else { throw gate.error("line", "is required") }
+                    gpio.acceptGate = Source.Output(line: UInt32(line), pulseMilliseconds: try gate.double("pulse_ms") ?? 80, activeLow: false)
+                }
+                if let inhibit = try sourceTable.table("inhibit") {
+                    try inhibit.rejectUnknownKeys(["line", "active_low"])
+                    guard let line = try inhibit.int("line"), line >= 0 else { throw inhibit.error("line", "is required") }
+                    gpio.inhibit = Source.Output(line: UInt32(line), pulseMilliseconds: 0, activeLow: try inhibit.bool("active_low") ?? false)
+                }
+                kind = .gpio(gpio)
             }
         default:
-            throw sourceTable.error("kind", "unknown source kind '\(kind)' (known: serial, gpio, gpio-replay)")
+            throw sourceTable.error("kind", "unknown source kind '\(kindName)' (known: serial, gpio, gpio-replay)")
         }
+        var source = Source(name: name, kind: kind, hotplug: hotplug)
         // The serial protocol's mech returns a coin it hears nothing about within 50 ms; GPIO
         // mechs have no such protocol, so only a configured deadline applies to them.
-        if let deadline = try sourceTable.double("deadline_ms") ?? (kind == "serial" ? 50 : nil) {
+        if let deadline = try sourceTable.double("deadline_ms") ?? (kindName == "serial" ? 50 : nil) {
             guard (5...60_000).contains(deadline) else { throw sourceTable.error("deadline_ms", "must be between 5 and 60000") }
             let allowance = try sourceTable.double("commit_allowance_ms") ?? min(10, deadline / 2)
             guard allowance >= 0, allowance < deadline else {
                 throw sourceTable.error("commit_allowance_ms", "must be at least 0 and below deadline_ms (\(deadline))")
             }
-            if kind == "serial" {
+            if case .serial(let serial) = kind {
                 // An answer's bytes take time on the line, and the deadline covers them too.
                 // (An answer with a six-digit device sequence number: 18 bytes.)
-                let transit = Double(SerialMech.answerTransitNanoseconds(deviceSeq: 123_456, baud: source.baud)) / 1e6
+                let transit = LineTiming(baud: serial.baud).answerTransit(deviceSeq: 123_456).milliseconds
                 guard allowance + transit < deadline else {
-                    throw sourceTable.error("deadline_ms", "at \(source.baud) baud an answer takes \(String(format: "%.0f", transit)) ms on the line, which with commit_allowance_ms \(String(format: "%g", allowance)) leaves no time to decide within \(String(format: "%g", deadline)) ms; set deadline_ms to how long your mech waits")
+                    throw sourceTable.error("deadline_ms", "at \(serial.baud) baud an answer takes \(String(format: "%.0f", transit)) ms on the line, which with commit_allowance_ms \(String(format: "%g", allowance)) leaves no time to decide within \(String(format: "%g", deadline)) ms; set deadline_ms to how long your mech waits")
                 }
             }
             source.answerDeadline = AnswerDeadline(deadlineMilliseconds: deadline, commitAllowanceMilliseconds: allowance)
@@ -255,13 +245,38 @@ public struct DaemonConfiguration: Sendable {
             }
         }
 
+        var plugins = PluginSettings()
+        if let settings = try table.table("plugins") {
+            try settings.rejectUnknownKeys(["isolation", "budget_ms", "max_crashes", "crash_window_s", "start_timeout_s", "host"])
+            if let isolation = try settings.string("isolation") {
+                guard let value = PluginSettings.DefaultIsolation(rawValue: isolation) else {
+                    throw settings.error("isolation", "must be auto (shipped plugins in process, others isolated), in-process or process")
+                }
+                plugins.isolation = value
+            }
+            if let budget = try settings.double("budget_ms") { plugins.budgetNanoseconds = try Self.budget(budget, in: settings) }
+            if let crashes = try settings.int("max_crashes") {
+                guard (1...100).contains(crashes) else { throw settings.error("max_crashes", "must be between 1 and 100") }
+                plugins.supervision.maxCrashes = crashes
+            }
+            if let window = try settings.double("crash_window_s") {
+                guard (1...86_400).contains(window) else { throw settings.error("crash_window_s", "must be between 1 and 86400") }
+                plugins.supervision.crashWindowSeconds = window
+            }
+            if let timeout = try settings.double("start_timeout_s") {
+                guard (0.1...600).contains(timeout) else { throw settings.error("start_timeout_s", "must be between 0.1 and 600") }
+                plugins.supervision.startTimeoutSeconds = timeout
+            }
+            if let host = try settings.string("host") { plugins.supervision.hostExecutable = resolve(host) }
+        }
+
         guard let links = try table.tables("chain"), !links.isEmpty else {
             throw table.error("chain", "is required: a list of links, e.g. - plugin: sanity")
         }
         let loader = PluginLoader(directory: pluginDirectory, runtimeDirectory: cacheDirectory)
         var chain: [Link] = []
         for link in links {
-            try link.rejectUnknownKeys(["plugin", "name", "config"])
+            try link.rejectUnknownKeys(["plugin", "name", "config", "isolation", "budget_ms", "user"])
             guard let plugin = try link.string("plugin"), !plugin.isEmpty else { throw link.error("plugin", "is required") }
             let config = try link.table("config")
             do throws(PluginLoadError) {
@@ -273,12 +288,32 @@ public struct DaemonConfiguration: Sendable {
             if let clash = chain.first(where: { $0.spec.name == name }) {
                 throw link.error("name", "link name '\(name)' is used twice (also at line \(clash.line.map(String.init) ?? "?")); set a distinct 'name'")
             }
-            chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: config?.json() ?? "{}"),
+            var policy = LinkPolicy(isolation: plugins.isolation(forPlugin: plugin), budgetNanoseconds: plugins.budgetNanoseconds)
+            if let isolation = try link.string("isolation") {
+                guard let value = LinkPolicy.Isolation(rawValue: isolation) else { throw link.error("isolation", "must be in-process or process") }
+                policy.isolation = value
+            }
+            if let budget = try link.double("budget_ms") { policy.budgetNanoseconds = try Self.budget(budget, in: link) }
+            if let user = try link.string("user") {
+                guard policy.isolation == .process else { throw link.error("user", "needs isolation: process (a link in process runs as the daemon)") }
+                guard HostUser.named(user) != nil else { throw link.error("user", "no user '\(user)' on this system") }
+                policy.user = user
+            }
+            // Plugins get absolute paths: `${state_dir}` names the state directory (a calibration file there).
+            let configJSON = config?.json(substituting: ["${state_dir}": stateDirectory]) ?? "{}"
+            chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: configJSON, policy: policy),
                               line: link.line("plugin"), configLine: link.line("config"), nameLine: link.line("name")))
         }
         return DaemonConfiguration(
             file: table.file, logLevel: level, source: source, pluginDirectory: pluginDirectory, stateDirectory: stateDirectory,
-            runtimeDirectory: runtimeDirectory, cacheDirectory: cacheDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax)
+            runtimeDirectory: runtimeDirectory, cacheDirectory: cacheDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax,
+            plugins: plugins)
+    }
+
+    /// A link's time budget in ms, checked: a call may take 0.1 ms to 10 s.
+    static func budget(_ milliseconds: Double, in table: SettingsTable) throws(SettingsError) -> UInt64 {
+        guard (0.1...10_000).contains(milliseconds) else { throw table.error("budget_ms", "must be between 0.1 and 10000 (milliseconds per call)") }
+        return UInt64(milliseconds * 1_000_000)
     }
 
     /// A chain build error as a settings error, pointing at the failing link's lines.

@@ -1,7 +1,11 @@
 import CoinMechChain
+import CoinMechCore
 import CoinMechLedger
+import CoinMechPlugins
+import CoinMechPluginKit
 import CoinMechProtocol
 import CoinMechPublisher
+import CoinMechSources
 import Foundation
 
 /// The socket API's view of the daemon: reads state directly, sends changes to the
@@ -15,49 +19,55 @@ struct DaemonControl: ControlPlane {
     let started: Date
 
     func status() -> JSON {
-        let state = loop.state.withLock { $0 }
+        let status = loop.status.withLock { $0 }
         let chain = chainHolder.current
-        let counters = loop.counters
+        let c = status.core.counters
         var source: [String: JSON] = [
-            "kind": .string(configuration.source.kind), "device": .string(configuration.source.device),
-            "state": state.connected ? "connected" : "disconnected",
+            "kind": .string(configuration.source.kind.name), "device": .string(configuration.source.device),
+            "state": status.connected ? "connected" : "disconnected",
         ]
-        if let reason = state.disconnectedReason { source["reason"] = .string(reason) }
-        return [
+        if let reason = status.disconnectedReason { source["reason"] = .string(reason) }
+        let counters: [String: JSON] = [
+            "readings": .int(Int64(c.readings)), "accepted": .int(Int64(c.accepted)), "credited": .int(Int64(c.credited)),
+            "returned_after_accept": .int(Int64(c.returnedAfterAccept)), "unconfirmed": .int(Int64(c.unconfirmed)),
+            "queries": .int(Int64(c.queries)), "connects": .int(Int64(c.connects)), "reconnects": .int(Int64(c.reconnects)),
+            "rejected": .int(Int64(c.rejected)), "duplicates": .int(Int64(c.duplicates)), "protocol_errors": .int(Int64(c.protocolErrors)),
+            "deadline_passed": .int(Int64(c.deadlineWithdrawn)), "late_answers": .int(Int64(c.lateAnswers)),
+        ]
+        // Links that answered nonsense (their coins were returned as plugin_error).
+        let pluginErrors: [JSON] = chain.links.compactMap { link in
+            let stats = link.statistics.snapshot
+            guard stats.pluginErrors > 0 else { return nil }
+            return ["link": .string(link.name), "count": .int(Int64(stats.pluginErrors)), "last": .string(stats.lastPluginError ?? "")]
+        }
+        // How long ago the deciding loop last turned: it turns at least every second, so more
+        // means it is stuck (in a plugin, a commit); the watchdog stops then too.
+        let heartbeatAge = Int64((Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)) / 1_000_000)
+        var result: [String: JSON] = [
             "source": .object(source),
-            "inhibited": .bool(state.inhibited),
-            "pending": .int(Int64(state.pending)),
-            "ledger": state.ledgerFailing ? "failing" : "ok",
+            "inhibited": .bool(status.core.inhibited),
+            // Links out of service (hung, quarantined) or restarting their plugin host, and why.
+            "link_problems": .array(chain.problems.map { link, problem in Self.problem(link: link.name, problem) }),
+            "pending": .int(Int64(status.core.pending)),
+            "ledger": status.core.ledgerFailing ? "failing" : "ok",
             "chain_generation": .int(Int64(chain.generation)),
             "links": .int(Int64(chain.links.count)),
-            // Links that answered nonsense (their coins were returned as plugin_error).
-            "plugin_errors": .array(chain.links.compactMap { link -> JSON? in
-                let stats = link.statistics.snapshot
-                guard stats.pluginErrors > 0 else { return nil }
-                return ["link": .string(link.name), "count": .int(Int64(stats.pluginErrors)), "last": .string(stats.lastPluginError ?? "")]
-            }),
-            "counters": [
-                "readings": .int(Int64(counters.readings.load(ordering: .relaxed))),
-                "accepted": .int(Int64(counters.accepted.load(ordering: .relaxed))),
-                "credited": .int(Int64(counters.credited.load(ordering: .relaxed))),
-                "returned_after_accept": .int(Int64(counters.returnedAfterAccept.load(ordering: .relaxed))),
-                "unconfirmed": .int(Int64(counters.unconfirmed.load(ordering: .relaxed))),
-                "queries": .int(Int64(counters.queries.load(ordering: .relaxed))),
-                "connects": .int(Int64(counters.connects.load(ordering: .relaxed))),
-                "reconnects": .int(Int64(counters.reconnects.load(ordering: .relaxed))),
-                "rejected": .int(Int64(counters.rejected.load(ordering: .relaxed))),
-                "duplicates": .int(Int64(counters.duplicates.load(ordering: .relaxed))),
-                "protocol_errors": .int(Int64(counters.protocolErrors.load(ordering: .relaxed))),
-                "deadline_passed": .int(Int64(counters.deadlineWithdrawn.load(ordering: .relaxed))),
-                "late_answers": .int(Int64(counters.lateAnswers.load(ordering: .relaxed))),
-            ],
+            "plugin_errors": .array(pluginErrors),
+            "counters": .object(counters),
             "uptime_s": .double((Date().timeIntervalSince(started) * 10).rounded() / 10),
-            // How long ago the deciding loop last turned: it turns at least every second, so
-            // more means it is stuck (in a plugin, a commit); the watchdog stops then too.
-            "heartbeat_age_ms": .int(Int64((DecidingLoop.now() &- counters.heartbeat.load(ordering: .relaxed)) / 1_000_000)),
+            "heartbeat_age_ms": .int(heartbeatAge),
             "last_seq": .int((try? ledger.lastSeq()) ?? 0),
             "version": .string(Daemon.version),
         ]
+        // A link out of service keeps the mech inhibited whatever the operator said.
+        // (The chain's own word until the deciding loop has reviewed it, just after a start.)
+        if let reason = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain) { result["plugin_inhibit"] = .string(reason) }
+        return .object(result)
+    }
+
+    static func problem(link: String, _ problem: LinkHealth.Problem) -> JSON {
+        ["link": .string(link), "state": .string("\(problem.state)"), "cause": .string(problem.cause), "reason": .string(problem.reason),
+         "since": .double(problem.since)]
     }
 
     func chain() -> JSON {
@@ -67,6 +77,11 @@ struct DaemonControl: ControlPlane {
             var object: [String: JSON] = [
                 "name": .string(link.name), "plugin": .string(link.origin.plugin), "version": .string(link.origin.version),
                 "sha256": .string(link.origin.sha256), "loaded_at": .double(link.origin.loadedAt),
+                "license": .string(link.origin.license), "summary": .string(link.origin.summary),
+                "reading_kinds": .array(link.origin.readingKindNames.map { .string($0) }),
+                "abi": .string(PluginABI.text(link.origin.abiVersion)),
+                "isolation": .string(link.policy.isolation.rawValue), "budget_ms": .double(Double(link.policy.budgetNanoseconds) / 1e6),
+                "state": .string("\(link.health.current)"),
                 "statistics": [
                     "calls": .int(Int64(stats.calls)), "accepts": .int(Int64(stats.accepts)), "rejects": .int(Int64(stats.rejects)),
                     "passes": .int(Int64(stats.passes)), "mean_ns": .double(stats.meanNanoseconds.rounded()),
@@ -74,6 +89,7 @@ struct DaemonControl: ControlPlane {
                 ],
             ]
             if let last = stats.lastPluginError { object["last_plugin_error"] = .string(last) }
+            if let problem = link.health.problem { object["problem"] = Self.problem(link: link.name, problem) }
             if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
             return .object(object)
         }
@@ -91,5 +107,52 @@ struct DaemonControl: ControlPlane {
 
     func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         reloader.request(reason: "reload by \(peer.userName)", completion: completion)
+    }
+
+    func teachStatus() -> JSON {
+        let status = loop.status.withLock { $0 }
+        guard let session = status.core.teach else { return ["teaching": false] }
+        let request = session.request
+        // The windows around it as the running chain has them (none if the link changed meanwhile).
+        let target = try? TeachTarget.resolve(currency: request.currency, code: request.code, chain: chainHolder.current,
+                                              source: configuration.source.name, stateDirectory: configuration.stateDirectory).get()
+        let table = target.flatMap { $0.link == request.link && $0.file == request.file ? $0.table : nil }
+        return TeachReport(session: session, table: table, minimumSamples: CoinCalibration.minimumSamples)
+            .json(source: configuration.source.name, inhibited: status.core.inhibited, now: .now)
+    }
+
+    func teachStart(currency: String, code: String, coins: Int, by peer: PeerCredentials,
+                    completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        if let why = TeachTarget.unteachable(configuration.source) { return completion(.failure(CommandError(.failed, why))) }
+        switch TeachTarget.resolve(currency: currency, code: code, chain: chainHolder.current, source: configuration.source.name,
+                                   stateDirectory: configuration.stateDirectory) {
+        case .failure(let failure):
+            completion(.failure(CommandError(.failed, failure.message)))
+        case .success(let target):
+            let request = TeachRequest(currency: target.currency, code: target.code, coins: coins, link: target.link, file: target.file)
+            loop.submit(.teachStart(request, by: peer.userName, completion: completion))
+        }
+    }
+
+    /// Commits, then reloads so coin-table uses the taught window; the reply says both.
+    func teachCommit(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        let reloader = reloader
+        loop.submit(.teachCommit(by: peer.userName) { result in
+            guard case .success(.object(let committed)) = result else { return completion(result) }
+            reloader.request(reason: "teach commit by \(peer.userName)") { reloaded in
+                switch reloaded {
+                case .success(let reload):
+                    completion(.success(.object(committed.merging(["reload": reload]) { $1 })))
+                case .failure(let error):
+                    completion(.failure(CommandError(.failed, "the calibration is recorded (event #\(committed["seq"]?.int ?? 0)) and written to "
+                        + "\(committed["file"]?.string ?? "its file"), but the reload failed: \(error.message); coin-table keeps its previous "
+                        + "windows until a reload succeeds (coinctl reload)")))
+                }
+            }
+        })
+    }
+
+    func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        loop.submit(.teachAbort(by: peer.userName, completion: completion))
     }
 }

@@ -1,4 +1,5 @@
 import CLinux
+import CoinMechPlugins
 import Foundation
 import Logging
 import ServiceLifecycle

@@ -1,3 +1,4 @@
+import CLinux
 import CoinMechChain
 import CoinMechPlugins
 import CoinMechProtocol
@@ -12,6 +13,9 @@ import Synchronization
 /// batches and records the outcome. Deciding never waits on a reload, and any failure keeps
 /// the old chain deciding.
 public final class Reloader: @unchecked Sendable {
+    // @unchecked: `inotify` is set in `init`; `thread` and `lastGeneration` are written by
+    // `start()` before the reloader's thread exists and afterwards only by that thread; other threads use
+    // `request()` (a Mutex) and `stop()` (an Atomic and the wake pipe).
     public typealias Completion = @Sendable (Result<JSON, CommandError>) -> Void
 
     private let configPath: String
@@ -19,12 +23,13 @@ public final class Reloader: @unchecked Sendable {
     private let running: DaemonConfiguration
     private let holder: ChainHolder
     private let loop: DecidingLoop
+    private let environment: ChainEnvironment
     private let notifier: SystemdNotifier
     private let logger: Logger
     private let requests = Mutex<[(reason: String, completion: Completion?)]>([])
     private let stopping = Atomic<Bool>(false)
     private let wakePipe = WakePipe()
-    private var inotify: Int32 = -1
+    private let inotify: Int32
     private var thread: Thread?
     /// The last generation handed out: a reload built while the previous one still waits to be
     /// installed must not get the same number (the reloader's thread alone touches it).
@@ -33,7 +38,8 @@ public final class Reloader: @unchecked Sendable {
     static let debounceNanoseconds: UInt64 = 300_000_000
 
     public init(configPath: String, pluginDirectoryOverride: String?, running: DaemonConfiguration, holder: ChainHolder,
-                loop: DecidingLoop, notifier: SystemdNotifier = SystemdNotifier(environment: [:]), logger: Logger) {
+                loop: DecidingLoop, environment: ChainEnvironment, notifier: SystemdNotifier = SystemdNotifier(environment: [:]), logger: Logger) {
+        self.environment = environment
         self.notifier = notifier
         self.configPath = configPath
         self.pluginDirectoryOverride = pluginDirectoryOverride
@@ -41,6 +47,16 @@ public final class Reloader: @unchecked Sendable {
         self.holder = holder
         self.loop = loop
         self.logger = logger
+        // Watch from here, before the socket exists: a plugin deployed while the daemon starts
+        // (the moment a client can first connect) is seen, not lost to a watch added later.
+        inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB)
+        let configDirectory = (configPath as NSString).deletingLastPathComponent
+        for directory in Set([running.pluginDirectory, configDirectory.isEmpty ? "." : configDirectory]) {
+            if inotify_add_watch(inotify, directory, mask) < 0 {
+                logger.warning("cannot watch for changes", metadata: ["directory": "\(directory)", "error": "\(String(cString: strerror(errno)))"])
+            }
+        }
     }
 
     deinit {
@@ -55,14 +71,6 @@ public final class Reloader: @unchecked Sendable {
 
     /// Starts watching and serving requests on a thread of its own.
     public func start() {
-        inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB)
-        let configDirectory = (configPath as NSString).deletingLastPathComponent
-        for directory in Set([running.pluginDirectory, configDirectory.isEmpty ? "." : configDirectory]) {
-            if inotify_add_watch(inotify, directory, mask) < 0 {
-                logger.warning("cannot watch for changes", metadata: ["directory": "\(directory)", "error": "\(String(cString: strerror(errno)))"])
-            }
-        }
         thread = Thread.startNamed("reloader") { [self] in run() }
     }
 
@@ -78,20 +86,20 @@ public final class Reloader: @unchecked Sendable {
             var descriptors = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0), pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)]
             var timeout: Int32 = -1
             if let since = changedSince {
-                let now = DecidingLoop.now()
+                let now = cm_monotonic_ns()
                 let due = min(since + Self.debounceNanoseconds, firstChange + 4 * Self.debounceNanoseconds)
                 timeout = due > now ? Int32((due - now) / 1_000_000) + 1 : 0
             }
             _ = poll(&descriptors, 2, timeout)
             if descriptors[0].revents != 0 { wakePipe.drain() }
             if descriptors[1].revents != 0, relevantChange() {
-                let now = DecidingLoop.now()
+                let now = cm_monotonic_ns()
                 if changedSince == nil { firstChange = now }
                 changedSince = now
             }
             var batch = requests.withLock { queued in defer { queued.removeAll() }; return queued }
             if let since = changedSince {
-                let now = DecidingLoop.now()
+                let now = cm_monotonic_ns()
                 if now >= since + Self.debounceNanoseconds || now >= firstChange + 4 * Self.debounceNanoseconds {
                     changedSince = nil
                     batch.append(("files changed", nil))
@@ -151,7 +159,9 @@ public final class Reloader: @unchecked Sendable {
         let generation = lastGeneration
         let chain: Chain
         do {
-            chain = try Daemon.buildChain(configuration, generation: generation, logger: logger)
+            var environment = environment
+            environment.isolation = configuration.plugins.supervision
+            chain = try Daemon.buildChain(configuration, generation: generation, logger: logger, environment: environment)
         } catch {
             return fail("\(error)", completion)
         }

@@ -1,3 +1,4 @@
+import CoinMechSources
 import Foundation
 import Logging
 import Synchronization
@@ -6,6 +7,8 @@ import Synchronization
 /// own heartbeat is fresh: a stuck loop stops the pings, and systemd restarts the daemon.
 /// Also refreshes `STATUS=` with a line a person can read.
 final class Watchdog: @unchecked Sendable {
+    // @unchecked: every stored property is a `let` of a Sendable value or a Sendable closure;
+    // `stopping` is an Atomic. The thread `start()` makes is the only one that runs `run()`.
     private let notifier: SystemdNotifier
     private let loop: DecidingLoop
     private let status: @Sendable () -> String
@@ -35,7 +38,7 @@ final class Watchdog: @unchecked Sendable {
         while !stopping.load(ordering: .relaxed) {
             var message = ""
             if notifier.watchdogMicroseconds != nil {
-                let age = DecidingLoop.now() &- loop.counters.heartbeat.load(ordering: .relaxed)
+                let age = Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)
                 if age < intervalNanoseconds {
                     message += "WATCHDOG=1\n"
                     silent = false

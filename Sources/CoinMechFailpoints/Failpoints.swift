@@ -18,6 +18,8 @@ import Glibc
 public struct Failpoints: Sendable {
     /// The places, in the order a coin passes them.
     public enum Point: String, Sendable, CaseIterable {
+        /// The socket is bound and named, before the services start (hit once per start).
+        case listening
         /// A reading was parsed off the line, before it is decided.
         case readingParsed = "reading-parsed"
         /// The batch is decided, before its transaction.

@@ -4,6 +4,8 @@ public struct GateCoin: Sendable, Hashable {
     /// Speed through the gates, mm/s.
     public var speedMMPerSecond: Double
     public var enteredNanoseconds: UInt64
+    /// Kernel time the coin reached gate B: when it was measured, and its deadline's start.
+    public var measuredNanoseconds: UInt64
 }
 
 /// Turns two light gates' edges into diameters. Pure: edges in, coins out.
@@ -58,7 +60,8 @@ public struct LightGateDecoder: Sendable {
             aOcclusion = nil
             let transit = Double(b - a.start) / 1e9
             let speed = settings.distanceMM / transit
-            return GateCoin(diameterMM: speed * Double(a.end - a.start) / 1e9, speedMMPerSecond: speed, enteredNanoseconds: a.start)
+            return GateCoin(diameterMM: speed * Double(a.end - a.start) / 1e9, speedMMPerSecond: speed, enteredNanoseconds: a.start,
+                            measuredNanoseconds: b)
         }
         return nil
     }

@@ -5,6 +5,9 @@ public struct PulseCoin: Sendable, Hashable {
     /// Kernel time of the first and the last pulse's leading edge.
     public var firstPulseNanoseconds: UInt64
     public var lastPulseNanoseconds: UInt64
+    /// Kernel time the train ended (the last pulse's start plus the gap): when the coin could
+    /// first be known, and its deadline's start.
+    public var completedNanoseconds: UInt64
     /// Pulses came closer together than the train's own period suggests, or more of them
     /// than the highest channel: probably two coins' trains merged. Such a coin is not credited.
     public var suspectMerged: Bool
@@ -83,6 +86,7 @@ public struct PulseDecoder: Sendable {
             let median = periods[periods.count / 2]
             merged = merged || periods.last! > median * 2
         }
-        return PulseCoin(channel: UInt32(pulses.count), firstPulseNanoseconds: first, lastPulseNanoseconds: last, suspectMerged: merged)
+        return PulseCoin(channel: UInt32(pulses.count), firstPulseNanoseconds: first, lastPulseNanoseconds: last,
+                         completedNanoseconds: last + settings.gapNanoseconds, suspectMerged: merged)
     }
 }

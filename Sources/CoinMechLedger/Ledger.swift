@@ -1,6 +1,6 @@
-import CoinMechChain
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The durable record: every decision, credit and operator action, and the totals, in SQLite
 /// (WAL, `synchronous=FULL`) at `<state dir>/ledger.sqlite3`. The operator can read it with
@@ -48,7 +48,9 @@ public final class Ledger: Sendable {
         let now = Date().timeIntervalSince1970
         do {
             return try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA busy_timeout = \(max(0, busyTimeoutMilliseconds))")
+                // The C call, not a PRAGMA: a statement text that changes with every coin would be
+                // compiled for every coin.
+                sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: max(0, busyTimeoutMilliseconds)))
                 var result = AppendResult(outcomes: [], events: [])
                 try db.inTransaction(.immediate) {
                     var writer = LedgerWriter(db: db, time: now)

@@ -1,5 +1,3 @@
-import CoinMechChain
-
 /// Kinds of ledger events. Decisions, credits and operator actions share one sequence (`seq`).
 public enum EventKind: String, Sendable, Codable, CaseIterable {
     /// A reading and its verdict. An accept is `pending` until the mech confirms the coin.
@@ -30,6 +28,20 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     /// An accept reached the mech after its deadline (the commit overran). With confirmations
     /// the coin stays pending and the mech's answer settles it. Detail `epoch`, `devseq`, `late_by_ms`.
     case lateAnswer = "late_answer"
+    /// A link was taken out of service and the mech inhibited: it crashed too often in its plugin
+    /// host, crashed the daemon, or overran its budget in process. Detail `link`, `state`
+    /// (`quarantined` or `hung`), `cause`, `reason`, `generation`.
+    case quarantined
+    /// A reload with another plugin file or configuration put a quarantined link back; detail `link`.
+    case quarantineLifted = "quarantine_lifted"
+    /// Teach mode began (readings collected, every coin returned); detail `currency`, `code`,
+    /// `coins`, `link`, `file`, `by`.
+    case teachStart = "teach_start"
+    /// A taught denomination was written to its calibration file; detail `currency`, `code`,
+    /// `samples`, `left_out`, `file`, `sha256`, `diameter`, `weight`, `thickness` (mean±σ), `by`.
+    case teachCommit = "teach_commit"
+    /// Teach mode ended with nothing written; detail `currency`, `code`, `samples`, `by`.
+    case teachAbort = "teach_abort"
 
     /// The kinds that settle an accepted coin.
     public static let resolutions: Set<EventKind> = [.coin, .coinReturned, .coinUnconfirmed]
@@ -60,19 +72,19 @@ public enum Resolution: String, Sendable, Hashable, CaseIterable {
 }
 
 /// Something to record.
-public enum LedgerEntry: Sendable {
-    /// A reading and its decision; (`source`, `epoch`, `deviceSeq`) identifies the coin. An
-    /// accept is recorded `pending` (`.onConfirmation`) or credited at once (`.atOnce`, which
-    /// also records its `coin` event).
-    case decision(source: String, epoch: Int64, reading: Reading, decision: Decision, credit: CreditRule)
+public enum LedgerEntry: Sendable, Equatable {
+    /// A decided coin; (`source`, `epoch`, `deviceSeq`) identifies it. An accept is recorded
+    /// `pending` (`.onConfirmation`) or credited at once (`.atOnce`, which also records its
+    /// `coin` event).
+    case decision(DecisionRecord, credit: CreditRule)
     /// Settles the pending accept recorded as `decisionSeq`; `message` says why for people.
     /// Nothing is recorded if the coin is no longer pending.
     case resolve(decisionSeq: Int64, Resolution, message: String? = nil)
-    /// An event. `mechPowerUp` and `mechSession` with `epoch` (and `boot`) details move the
-    /// source's epoch and record its boot number.
-    case event(EventKind, source: String?, detail: [String: String] = [:])
-    /// Closes the cash-box period: records a `collect` event whose detail holds `by` and the
-    /// period's totals (`collected`, JSON), and resets the current period. Lifetime totals stay.
+    /// Anything else worth a record. A power-up or a session moves the source's epoch and records
+    /// its boot number; a startup or reload records the chain generation.
+    case note(Occurrence)
+    /// Closes the cash-box period: records a `collect` event (`by`) with the period's credited
+    /// totals and unconfirmed coins as its rows, and resets the current period. Lifetime totals stay.
     case collect(by: String)
 }
 

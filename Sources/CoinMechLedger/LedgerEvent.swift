@@ -26,6 +26,10 @@ public struct LedgerEvent: Sendable, Hashable, Codable {
     public var state: String?
     /// For `coin`, `coin_returned` and `coin_unconfirmed`: the `seq` of the decision they settle.
     public var refSeq: Int64?
+    /// For `collect`: the period's credited totals, and its unconfirmed coins (kept as rows of
+    /// their own, not inside the detail).
+    public var collected: [TotalsRow]?
+    public var collectedUnconfirmed: [TotalsRow]?
 
     public init(
         seq: Int64, time: Double, kind: String, source: String? = nil, epoch: Int64? = nil, deviceSeq: Int64? = nil,

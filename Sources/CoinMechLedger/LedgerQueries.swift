@@ -63,10 +63,30 @@ extension Ledger {
         }
     }
 
-    /// Events with `seq` greater than `since`, oldest first, at most `limit`.
+    /// The last `limit` events of `kind`, newest first (collections without their rows).
+    public func latestEvents(of kind: EventKind, limit: Int) throws(LedgerError) -> [LedgerEvent] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT \(LedgerQueries.eventColumns) FROM events WHERE kind = ? ORDER BY seq DESC LIMIT ?",
+                             arguments: [kind.rawValue, limit]).map(LedgerQueries.event)
+        }
+    }
+
+    /// Events with `seq` greater than `since`, oldest first, at most `limit`; a collection comes
+    /// with its rows.
     public func events(since: Int64, limit: Int = 1000) throws(LedgerError) -> [LedgerEvent] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit]).map(LedgerQueries.event)
+            var events = try Row.fetchAll(db, sql: "SELECT \(LedgerQueries.eventColumns) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                      arguments: [since, limit])
+                .map(LedgerQueries.event)
+            for index in events.indices where events[index].kind == EventKind.collect.rawValue {
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT state, currency, denomination, count, value_minor, weight_g FROM collections
+                    WHERE collect_seq = ? ORDER BY currency, value_minor DESC
+                    """, arguments: [events[index].seq])
+                events[index].collected = rows.filter { $0["state"] == "credited" }.map(LedgerQueries.row)
+                events[index].collectedUnconfirmed = rows.filter { $0["state"] == "unconfirmed" }.map(LedgerQueries.row)
+            }
+            return events
         }
     }
 }
@@ -92,13 +112,21 @@ enum LedgerQueries {
         FROM events WHERE \(openStates) AND state = ? AND kind = 'decision' GROUP BY currency, denomination ORDER BY currency, value_minor DESC
         """
 
+    /// The columns `event(_:)` reads, in its order: rows are read by position, since a lookup by
+    /// name folds the case of every name and cost more than the rest of the coin's path.
+    static let eventColumns = """
+        seq, time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel, verdict, currency,
+        denomination, value_minor, link, reason, message, chain_generation, detail, state, ref_seq
+        """
+
+    /// An event from a row selected as `SELECT \(eventColumns) FROM events`.
     static func event(_ row: Row) -> LedgerEvent {
         LedgerEvent(
-            seq: row["seq"], time: row["time"], kind: row["kind"], source: row["source"], epoch: row["epoch"],
-            deviceSeq: row["device_seq"], diameterMM: row["diameter_mm"], weightG: row["weight_g"], thicknessMM: row["thickness_mm"],
-            channel: row["channel"], verdict: row["verdict"], currency: row["currency"], denomination: row["denomination"],
-            valueMinor: row["value_minor"], link: row["link"], reason: row["reason"], message: row["message"],
-            chainGeneration: row["chain_generation"], detail: row["detail"], state: row["state"], refSeq: row["ref_seq"])
+            seq: row[0], time: row[1], kind: row[2], source: row[3], epoch: row[4],
+            deviceSeq: row[5], diameterMM: row[6], weightG: row[7], thicknessMM: row[8],
+            channel: row[9], verdict: row[10], currency: row[11], denomination: row[12],
+            valueMinor: row[13], link: row[14], reason: row[15], message: row[16],
+            chainGeneration: row[17], detail: row[18], state: row[19], refSeq: row[20])
     }
 
     static func totalsRows(_ db: Database, period: String) throws -> [TotalsRow] {

@@ -73,6 +73,32 @@ enum LedgerSchema {
                 );
                 """)
         }
+        // A collection's rows in a table of their own, not as JSON text inside the event's JSON.
+        migrator.registerMigration("v3-collections") { db in
+            try db.execute(sql: """
+                CREATE TABLE collections (
+                    collect_seq INTEGER NOT NULL REFERENCES events(seq),
+                    state TEXT NOT NULL CHECK (state IN ('credited', 'unconfirmed')),
+                    currency TEXT NOT NULL,
+                    denomination TEXT NOT NULL,
+                    count INTEGER NOT NULL,
+                    value_minor INTEGER NOT NULL,
+                    weight_g REAL NOT NULL,
+                    PRIMARY KEY (collect_seq, state, currency, denomination)
+                ) WITHOUT ROWID;
+                INSERT INTO collections (collect_seq, state, currency, denomination, count, value_minor, weight_g)
+                    SELECT e.seq, 'credited', json_extract(r.value, '$.currency'), json_extract(r.value, '$.denomination'),
+                           json_extract(r.value, '$.count'), json_extract(r.value, '$.value_minor'), json_extract(r.value, '$.weight_g')
+                    FROM events e, json_each(json_extract(e.detail, '$.collected')) r
+                    WHERE e.kind = 'collect' AND json_valid(json_extract(e.detail, '$.collected'));
+                INSERT INTO collections (collect_seq, state, currency, denomination, count, value_minor, weight_g)
+                    SELECT e.seq, 'unconfirmed', json_extract(r.value, '$.currency'), json_extract(r.value, '$.denomination'),
+                           json_extract(r.value, '$.count'), json_extract(r.value, '$.value_minor'), json_extract(r.value, '$.weight_g')
+                    FROM events e, json_each(json_extract(e.detail, '$.unconfirmed')) r
+                    WHERE e.kind = 'collect' AND json_valid(json_extract(e.detail, '$.unconfirmed'));
+                UPDATE events SET detail = json_remove(detail, '$.collected', '$.unconfirmed') WHERE kind = 'collect';
+                """)
+        }
         return migrator
     }
 }

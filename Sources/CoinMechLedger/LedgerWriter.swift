@@ -1,4 +1,3 @@
-import CoinMechChain
 import Foundation
 import GRDB
 
@@ -9,27 +8,28 @@ struct LedgerWriter {
 
     mutating func record(_ entry: LedgerEntry) throws -> EntryOutcome {
         switch entry {
-        case .decision(let source, let epoch, let reading, let decision, let credit):
-            return try insertDecision(source: source, epoch: epoch, reading: reading, decision: decision, credit: credit)
+        case .decision(let record, let credit):
+            return try insertDecision(record, credit: credit)
         case .resolve(let decisionSeq, let resolution, let message):
             return try resolve(decisionSeq: decisionSeq, resolution, message: message)
-        case .event(let kind, let source, let detail):
-            return .recorded([try insertEvent(kind: kind, source: source, detail: detail)])
+        case .note(let occurrence):
+            return .recorded([try insertNote(occurrence)])
         case .collect(let by):
             return .recorded([try collect(by: by)])
         }
     }
 
-    private func insertDecision(source: String, epoch: Int64, reading: Reading, decision: Decision, credit: CreditRule) throws -> EntryOutcome {
-        let verdict = decision.verdict
+    private func insertDecision(_ record: DecisionRecord, credit: CreditRule) throws -> EntryOutcome {
         var currency: String?, denomination: String?, value: Int64?, reason: String?, message: String?, state: String?
-        switch verdict {
-        case .accept(let d):
-            (currency, denomination, value) = (d.currency, d.code, d.valueMinor)
+        switch record.verdict {
+        case .accept(let c, let code, let v):
+            (currency, denomination, value) = (c, code, v)
             state = credit == .atOnce ? Resolution.credited.rawValue : "pending"
-        case .reject(let r):
-            (reason, message) = (r.reason, r.message)
+        case .reject(let r, let m):
+            (reason, message) = (r, m)
         }
+        let verdict = record.verdict.isAccept ? "accept" : "reject"
+        let deviceSeq = Int64(bitPattern: record.deviceSeq)
         // Cached statements: compiled once per connection, not per coin. A coin already on the
         // ledger (same source, epoch, device seq) conflicts with `events_reading` and is skipped.
         try db.cachedStatement(sql: """
@@ -38,26 +38,28 @@ struct LedgerWriter {
             VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
             """).execute(arguments: [
-                time, source, epoch, Int64(bitPattern: reading.deviceSeq), reading.diameterMM, reading.weightG, reading.thicknessMM,
-                reading.channel.map { Int64($0) }, verdict.isAccept ? "accept" : "reject", currency, denomination, value,
-                decision.linkName, reason, message, Int64(bitPattern: decision.chainGeneration), state,
+                time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
+                record.channel.map { Int64($0) }, verdict, currency, denomination, value,
+                record.link, reason, message, Int64(bitPattern: record.chainGeneration), state,
             ])
         guard db.changesCount == 1 else {
-            let existing = try Row.fetchOne(db, sql: """
+            let existing = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT seq, verdict FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
-                """, arguments: [source, epoch, Int64(bitPattern: reading.deviceSeq)])
-            guard let existing else { throw LedgerInconsistency(message: "decision for \(source)/\(epoch)/\(reading.deviceSeq) neither inserted nor found") }
+                """), arguments: [record.source, record.epoch, deviceSeq])
+            guard let existing else {
+                throw LedgerInconsistency(message: "decision for \(record.source)/\(record.epoch)/\(record.deviceSeq) neither inserted nor found")
+            }
             return .duplicate(seq: existing["seq"], accepted: existing["verdict"] == "accept")
         }
         let seq = db.lastInsertedRowID
-        try db.cachedStatement(sql: "INSERT INTO epochs (source, epoch) VALUES (?, ?) ON CONFLICT DO NOTHING").execute(arguments: [source, epoch])
+        try db.cachedStatement(sql: "INSERT INTO epochs (source, epoch) VALUES (?, ?) ON CONFLICT DO NOTHING").execute(arguments: [record.source, record.epoch])
         let recorded = LedgerEvent(
-            seq: seq, time: time, kind: EventKind.decision.rawValue, source: source, epoch: epoch,
-            deviceSeq: Int64(bitPattern: reading.deviceSeq), diameterMM: reading.diameterMM, weightG: reading.weightG,
-            thicknessMM: reading.thicknessMM, channel: reading.channel.map { Int64($0) }, verdict: verdict.isAccept ? "accept" : "reject",
-            currency: currency, denomination: denomination, valueMinor: value, link: decision.linkName, reason: reason,
-            message: message, chainGeneration: Int64(bitPattern: decision.chainGeneration), state: state)
-        guard verdict.isAccept, credit == .atOnce else { return .recorded([recorded]) }
+            seq: seq, time: time, kind: EventKind.decision.rawValue, source: record.source, epoch: record.epoch,
+            deviceSeq: deviceSeq, diameterMM: record.diameterMM, weightG: record.weightG, thicknessMM: record.thicknessMM,
+            channel: record.channel.map { Int64($0) }, verdict: verdict, currency: currency, denomination: denomination,
+            valueMinor: value, link: record.link, reason: reason, message: message,
+            chainGeneration: Int64(bitPattern: record.chainGeneration), state: state)
+        guard record.verdict.isAccept, credit == .atOnce else { return .recorded([recorded]) }
         return .recorded([recorded, try insertSettlement(of: seq, .credited, message: nil)])
     }
 
@@ -80,7 +82,10 @@ struct LedgerWriter {
             FROM events WHERE seq = ?
             """).execute(arguments: [time, resolution.kind.rawValue, message, decisionSeq])
         let seq = db.lastInsertedRowID
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE seq = ?", arguments: [seq]) else {
+        // Cached too: preparing this statement cost more than the rest of the coin's path
+        // (`coinmech-bench e2e --callgrind`).
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerQueries.eventColumns) FROM events WHERE seq = ?"),
+                                           arguments: [seq]) else {
             throw LedgerInconsistency(message: "settlement of decision \(decisionSeq) not found after insert")
         }
         let event = LedgerQueries.event(row)
@@ -96,38 +101,51 @@ struct LedgerWriter {
         return event
     }
 
-    private func insertEvent(kind: EventKind, source: String?, detail: [String: String]) throws -> LedgerEvent {
-        let json = detail.isEmpty ? nil : String(decoding: try JSONSerialization.data(withJSONObject: detail, options: [.sortedKeys]), as: UTF8.self)
-        let movesEpoch = kind == .mechPowerUp || kind == .mechSession
-        let epoch = movesEpoch ? detail["epoch"].flatMap { Int64($0) } : nil
-        try db.execute(sql: "INSERT INTO events (time, kind, source, epoch, detail) VALUES (?, ?, ?, ?, ?)",
-                       arguments: [time, kind.rawValue, source, epoch, json])
-        let seq = db.lastInsertedRowID
-        if let source, let epoch {
+    private func insertNote(_ occurrence: Occurrence) throws -> LedgerEvent {
+        let (event, _) = try insertEvent(kind: occurrence.kind, source: occurrence.source, detail: occurrence.detail,
+                                         epoch: occurrence.epoch?.epoch)
+        if let source = occurrence.source, let (epoch, boot) = occurrence.epoch {
             try db.execute(sql: "INSERT INTO sources (source, epoch) VALUES (?, ?) ON CONFLICT (source) DO UPDATE SET epoch = excluded.epoch",
                            arguments: [source, epoch])
-            let boot = detail["boot"].flatMap { Int64($0) }
             try db.execute(sql: """
                 INSERT INTO epochs (source, epoch, boot) VALUES (?, ?, ?)
                 ON CONFLICT (source, epoch) DO UPDATE SET boot = COALESCE(excluded.boot, boot)
-                """, arguments: [source, epoch, boot])
+                """, arguments: [source, epoch, boot.map { Int64($0) }])
         }
-        if kind == .startup || kind == .reload, let generation = (detail["chain_generation"] ?? detail["generation"]).flatMap({ Int64($0) }) {
+        if let generation = occurrence.chainGeneration {
             try db.execute(sql: """
                 INSERT INTO meta (key, value) VALUES ('chain_generation', ?)
                 ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)
-                """, arguments: [generation])
+                """, arguments: [Int64(bitPattern: generation)])
         }
-        return LedgerEvent(seq: seq, time: time, kind: kind.rawValue, source: source, epoch: epoch, detail: json)
+        return event
     }
 
+    private func insertEvent(kind: EventKind, source: String?, detail: [String: String], epoch: Int64? = nil) throws -> (LedgerEvent, Int64) {
+        let json = detail.isEmpty ? nil : String(decoding: try JSONSerialization.data(withJSONObject: detail, options: [.sortedKeys]), as: UTF8.self)
+        try db.cachedStatement(sql: "INSERT INTO events (time, kind, source, epoch, detail) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [time, kind.rawValue, source, epoch, json])
+        let seq = db.lastInsertedRowID
+        return (LedgerEvent(seq: seq, time: time, kind: kind.rawValue, source: source, epoch: epoch, detail: json), seq)
+    }
+
+    /// Records the period's credited totals and unconfirmed coins as the collection's rows, then
+    /// resets the current period.
     private func collect(by: String) throws -> LedgerEvent {
         let rows = try LedgerQueries.totalsRows(db, period: "current")
         let unconfirmed = try LedgerQueries.unconfirmedRows(db)
-        var detail = ["by": by, "collected": String(decoding: try JSONEncoder.sorted.encode(rows), as: UTF8.self)]
-        if !unconfirmed.isEmpty { detail["unconfirmed"] = String(decoding: try JSONEncoder.sorted.encode(unconfirmed), as: UTF8.self) }
-        let event = try insertEvent(kind: .collect, source: nil, detail: detail)
+        var (event, seq) = try insertEvent(kind: .collect, source: nil, detail: ["by": by])
+        for (state, list) in [("credited", rows), ("unconfirmed", unconfirmed)] {
+            for row in list {
+                try db.execute(sql: """
+                    INSERT INTO collections (collect_seq, state, currency, denomination, count, value_minor, weight_g)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [seq, state, row.currency, row.denomination, row.count, row.valueMinor, row.weightG])
+            }
+        }
         try db.execute(sql: "DELETE FROM totals WHERE period = 'current'")
+        event.collected = rows
+        event.collectedUnconfirmed = unconfirmed
         return event
     }
 }

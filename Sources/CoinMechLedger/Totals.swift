@@ -47,6 +47,13 @@ public struct SourceState: Sendable {
     public var lastDeviceSeq: UInt64?
     /// The latest decisions of the current epoch, oldest first.
     public var recent: [RecentDecision]
+
+    public init(epoch: Int64, boot: UInt64?, lastDeviceSeq: UInt64?, recent: [RecentDecision]) {
+        self.epoch = epoch
+        self.boot = boot
+        self.lastDeviceSeq = lastDeviceSeq
+        self.recent = recent
+    }
 }
 
 /// An accepted coin waiting for the mech to say what became of it.
@@ -59,6 +66,14 @@ public struct PendingRecord: Sendable, Hashable {
     public var deviceSeq: UInt64
     /// Seconds since 1970 of the decision's commit.
     public var time: Double
+
+    public init(seq: Int64, epoch: Int64, boot: UInt64?, deviceSeq: UInt64, time: Double) {
+        self.seq = seq
+        self.epoch = epoch
+        self.boot = boot
+        self.deviceSeq = deviceSeq
+        self.time = time
+    }
 }
 
 public struct RecentDecision: Sendable, Hashable {
@@ -68,4 +83,13 @@ public struct RecentDecision: Sendable, Hashable {
     public var thicknessMM: Double?
     public var channel: UInt32?
     public var accepted: Bool
+
+    public init(deviceSeq: UInt64, diameterMM: Double?, weightG: Double?, thicknessMM: Double?, channel: UInt32?, accepted: Bool) {
+        self.deviceSeq = deviceSeq
+        self.diameterMM = diameterMM
+        self.weightG = weightG
+        self.thicknessMM = thicknessMM
+        self.channel = channel
+        self.accepted = accepted
+    }
 }

@@ -48,13 +48,29 @@ public struct CoinCalibration: Sendable, Hashable, Codable {
 
         public var spread: CoinSpread { CoinSpread(diameter: diameter, weight: weight, thickness: thickness) }
 
+        /// The window `coin-table` matches with: the measured means, and each σ widened by its
+        /// own standard error (σ / √(2(n − 1)) for n sample coins), since a σ measured on 40
+        /// coins is 11 % too small as often as not, and a window that narrow returns genuine coins.
+        public var matchingSpread: CoinSpread {
+            let widen = 1 + 1 / (2 * Double(max(samples, 2) - 1)).squareRoot()
+            func axis(_ a: CoinSpread.Axis) -> CoinSpread.Axis { CoinSpread.Axis(mean: a.mean, sigma: a.sigma * widen) }
+            return CoinSpread(diameter: axis(diameter), weight: axis(weight), thickness: thickness.map(axis))
+        }
+
         /// Mean and sample standard deviation (n − 1) per axis of the readings of sample coins.
         /// Thickness is taught only when every sample has it. A σ is never below 0.05 % of its
         /// mean, so a sensor that rounds to the same figure every time still gives a window.
         public static func fit(_ samples: [(diameter: Double, weight: Double, thickness: Double?)]) throws(PluginConfigError) -> TaughtCoin {
-            guard samples.count >= CoinCalibration.minimumSamples else {
+            guard samples.count >= CoinCalibration.minimumSamples, let coin = measure(samples) else {
                 throw PluginConfigError("teaching needs at least \(CoinCalibration.minimumSamples) sample coins, got \(samples.count)")
             }
+            return coin
+        }
+
+        /// The same figures from any number of samples (nil for fewer than two): what teach
+        /// mode shows while coins are still coming. Only `fit` makes a window to commit.
+        public static func measure(_ samples: [(diameter: Double, weight: Double, thickness: Double?)]) -> TaughtCoin? {
+            guard samples.count >= 2 else { return nil }
             func axis(_ values: [Double]) -> CoinSpread.Axis {
                 let mean = values.reduce(0, +) / Double(values.count)
                 let variance = values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(values.count - 1)

@@ -11,6 +11,7 @@ public struct DecisionTemplate: Sendable {
     /// Accept as `code` of `currency` worth `valueMinor`.
     public static func accept(currency: String, code: String, valueMinor: Int64) -> DecisionTemplate {
         var decision = coinmech_decision()
+        decision.size = UInt32(MemoryLayout<coinmech_decision>.size)  // the helpers write only inside it
         coinmech_decision_accept(&decision, currency, code, valueMinor)
         return DecisionTemplate(template: decision)
     }
@@ -18,6 +19,7 @@ public struct DecisionTemplate: Sendable {
     /// Reject with a machine-readable `reason` and a `message` for people.
     public static func reject(reason: String, message: String) -> DecisionTemplate {
         var decision = coinmech_decision()
+        decision.size = UInt32(MemoryLayout<coinmech_decision>.size)  // the helpers write only inside it
         coinmech_decision_reject(&decision, reason, message)
         return DecisionTemplate(template: decision)
     }

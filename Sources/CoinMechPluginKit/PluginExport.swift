@@ -5,52 +5,70 @@ import CoinMechPluginABI
 ///     @_cdecl("coinmech_plugin_entry")
 ///     public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
 ///         PluginExport.fill(
-///             plugin, hostABI: hostABI, name: "coin", version: "1.0.0",
-///             create: { PluginExport.create(CoinValidator.self, $0, $1, $2) },
+///             plugin, hostABI: hostABI, name: "coin", version: "2.0.0", license: "MIT",
+///             description: "accepts one denomination inside its window",
+///             create: { PluginExport.create(CoinValidator.self, $0, $1, $2, $3) },
 ///             validate: { PluginExport.validate(CoinValidator.self, $0, $1, $2) })
-///
-/// Both closures name the concrete type, so the validate call is dispatched statically.
 ///     }
+///
+/// The closures name the concrete type, so the validate call is dispatched statically.
 public enum PluginExport {
     public typealias CreateFunction = @convention(c) (
-        UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int
+        UnsafePointer<coinmech_host>?, UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int
     ) -> UnsafeMutableRawPointer?
     public typealias ValidateFunction = @convention(c) (
         UnsafeMutableRawPointer?, UnsafePointer<coinmech_reading>?, UnsafeMutablePointer<coinmech_decision>?
     ) -> Void
+    public typealias ExplainFunction = @convention(c) (
+        UnsafeMutableRawPointer?, UnsafePointer<coinmech_reading>?, UnsafeMutablePointer<CChar>?, Int
+    ) -> Int
 
-    /// Fills the host's plugin struct; returns non-zero when the host speaks another ABI.
+    /// Fills the host's plugin struct (never past the size the host gave); returns non-zero when
+    /// the host speaks another major ABI version. `kinds` are the reading kinds the plugin handles
+    /// (`COINMECH_KINDS_*`); `concurrentInstances` promises that distinct instances may decide at
+    /// the same time on different threads (true when instances share no mutable state).
     public static func fill(
         _ plugin: UnsafeMutablePointer<coinmech_plugin>?, hostABI: UInt32, name: StaticString, version: StaticString,
-        create: CreateFunction, validate: ValidateFunction
+        license: StaticString, description: StaticString, kinds: UInt32 = COINMECH_KINDS_MEASURED,
+        concurrentInstances: Bool = true, create: CreateFunction, validate: ValidateFunction, explain: ExplainFunction? = nil
     ) -> Int32 {
         guard let plugin else { return -1 }
-        plugin.pointee.abi_version = COINMECH_PLUGIN_ABI_VERSION
-        plugin.pointee.size = UInt32(MemoryLayout<coinmech_plugin>.size)
-        guard hostABI == COINMECH_PLUGIN_ABI_VERSION else { return 1 }
-        plugin.pointee.name = UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
-        plugin.pointee.version = UnsafeRawPointer(version.utf8Start).assumingMemoryBound(to: CChar.self)
-        plugin.pointee.create = create
-        plugin.pointee.validate = validate
-        plugin.pointee.destroy = { context in
+        var mine = coinmech_plugin()
+        mine.abi_version = COINMECH_PLUGIN_ABI_VERSION
+        mine.size = UInt32(MemoryLayout<coinmech_plugin>.size)
+        mine.name = cString(name)
+        mine.version = cString(version)
+        mine.license = cString(license)
+        mine.description = cString(description)
+        mine.reading_kinds = kinds
+        mine.flags = concurrentInstances ? UInt32(COINMECH_PLUGIN_CONCURRENT_INSTANCES) : 0
+        mine.create = create
+        mine.validate = validate
+        mine.destroy = { context in
             guard let context else { return }
             Unmanaged<AnyObject>.fromOpaque(context).release()
         }
-        plugin.pointee.describe = { context, buffer, size in
+        mine.describe = { context, buffer, size in
             guard let context else { return 0 }
             let text = (Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as! any SwiftValidator).describe()
             return PluginExport.copy(text, to: buffer, size: size)
         }
-        return 0
+        mine.explain = explain
+        return coinmech_plugin_offer(hostABI, plugin, &mine)
+    }
+
+    private static func cString(_ text: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
     }
 
     /// Creates a `V` from the JSON the host passed; on error writes the message and returns nil.
     public static func create<V: SwiftValidator>(
-        _ type: V.Type, _ json: UnsafePointer<CChar>?, _ errorBuffer: UnsafeMutablePointer<CChar>?, _ errorSize: Int
+        _ type: V.Type, _ host: UnsafePointer<coinmech_host>?, _ json: UnsafePointer<CChar>?,
+        _ errorBuffer: UnsafeMutablePointer<CChar>?, _ errorSize: Int
     ) -> UnsafeMutableRawPointer? {
         let config = json.map { String(cString: $0) } ?? "{}"
         do throws(PluginConfigError) {
-            let validator = try V(configJSON: config.isEmpty ? "{}" : config)
+            let validator = try V(configJSON: config.isEmpty ? "{}" : config, host: PluginHost(host))
             return Unmanaged.passRetained(validator).toOpaque()
         } catch let configError {
             _ = copy(configError.message, to: errorBuffer, size: errorSize)
@@ -69,13 +87,8 @@ public enum PluginExport {
         Unmanaged<V>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.validate(ReadingView(reading), decision) }
     }
 
-    /// The optional explain symbol for a `V` instance. A plugin that explains exports it:
-    ///
-    ///     @_cdecl("coinmech_plugin_explain")
-    ///     public func coinmechPluginExplain(_ instance: UnsafeMutableRawPointer?, _ reading: UnsafePointer<coinmech_reading>?,
-    ///                                       _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int {
-    ///         PluginExport.explain(CoinTableValidator.self, instance, reading, buffer, size)
-    ///     }
+    /// The optional `explain` function for a `V` instance: pass
+    /// `explain: { PluginExport.explain(CoinTableValidator.self, $0, $1, $2, $3) }` to `fill`.
     public static func explain<V: SwiftValidator>(
         _ type: V.Type, _ context: UnsafeMutableRawPointer?, _ reading: UnsafePointer<coinmech_reading>?,
         _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int

@@ -1,6 +1,8 @@
 import CoinMechChain
+import CoinMechPluginABI
 
-/// One link as configuration describes it: which plugin, under what name, with what settings.
+/// One link as configuration describes it: which plugin, under what name, with what settings,
+/// and how it runs.
 public struct LinkSpec: Sendable, Hashable {
     /// The link's name in decisions and statistics (unique within a chain).
     public var name: String
@@ -8,11 +10,20 @@ public struct LinkSpec: Sendable, Hashable {
     public var plugin: String
     /// The link's own configuration as a JSON object.
     public var configJSON: String
+    /// In process or isolated, and the time budget per call.
+    public var policy: LinkPolicy
 
-    public init(name: String? = nil, plugin: String, configJSON: String = "{}") {
+    public init(name: String? = nil, plugin: String, configJSON: String = "{}", policy: LinkPolicy = LinkPolicy()) {
         self.name = name ?? plugin
         self.plugin = plugin
         self.configJSON = configJSON
+        self.policy = policy
+    }
+
+    /// SHA-256 of everything but the plugin file that makes the link what it is: its
+    /// configuration, isolation, budget and user. A quarantine holds while this stays the same.
+    public var configSHA256: String {
+        SHA256.hex(Array("\(configJSON)\n\(policy.isolation.rawValue)\n\(policy.budgetNanoseconds)\n\(policy.user ?? "")".utf8))
     }
 }
 
@@ -51,15 +62,23 @@ public struct ChainBuildError: Error, Sendable, Equatable, CustomStringConvertib
 /// Builds a complete chain off to the side: every link loaded and created, or an error and nothing.
 public struct ChainBuilder: Sendable {
     public let loader: PluginLoader
+    public let environment: ChainEnvironment
 
-    public init(loader: PluginLoader) { self.loader = loader }
+    public init(loader: PluginLoader, environment: ChainEnvironment = .standalone) {
+        self.loader = loader
+        self.environment = environment
+    }
 
-    /// Loads and instantiates every link in order; the result is ready to swap in.
-    /// Warnings the plugins report (e.g. overlapping windows) go to `warn`.
+    /// Loads and instantiates every link in order; the result is ready to swap in. Warnings the
+    /// plugins report (overlapping windows) and quarantines lifted by a changed plugin or
+    /// configuration go to `warn`. A link still quarantined is built as a stand-in that rejects
+    /// every reading: its plugin is not loaded.
     public func build(generation: UInt64, links specs: [LinkSpec], warn: (String) -> Void = { _ in }) throws(ChainBuildError) -> Chain {
         guard !specs.isEmpty else { throw ChainBuildError(position: 0, link: "", cause: .empty) }
         var links: [ChainLink] = []
         var names: Set<String> = []
+        /// Quarantines the new chain lifts: only once every link is built.
+        var lifts: [(link: String, position: Int, record: QuarantineRecord)] = []
         for (offset, spec) in specs.enumerated() {
             let position = offset + 1
             guard !Chain.reservedLinkNames.contains(spec.name) else {
@@ -69,8 +88,8 @@ public struct ChainBuilder: Sendable {
                 throw ChainBuildError(position: position, link: spec.name, cause: .duplicateName)
             }
             do throws(PluginLoadError) {
-                let image = try loader.load(plugin: spec.plugin)
-                let link = try image.instantiate(configJSON: spec.configJSON).link(named: spec.name)
+                let (link, lifted) = try build(spec, site: PluginBreadcrumb.Site(generation: generation, index: offset))
+                if let lifted { lifts.append((spec.name, position, lifted)) }
                 for warning in PluginDescription.warnings(in: link.origin.description) {
                     warn("chain link \(position) '\(spec.name)': \(warning)")
                 }
@@ -79,6 +98,54 @@ public struct ChainBuilder: Sendable {
                 throw ChainBuildError(position: position, link: spec.name, cause: .plugin(error))
             }
         }
-        return Chain(generation: generation, links: links)
+        for lift in lifts {
+            environment.quarantine?.lift(lift.link)
+            warn("chain link \(lift.position) '\(lift.link)': quarantine lifted: the link's plugin file or configuration changed since it was \(lift.record.problem.state) (\(lift.record.problem.reason))")
+        }
+        return Chain(generation: generation, links: links, breadcrumb: environment.breadcrumb)
     }
+
+    /// The link, and the quarantine record it lifts (another plugin file or configuration), if any.
+    private func build(_ spec: LinkSpec, site: PluginBreadcrumb.Site) throws(PluginLoadError) -> (ChainLink, QuarantineRecord?) {
+        let file = try loader.prepare(plugin: spec.plugin)
+        let identity = LinkIdentity(name: spec.name, plugin: spec.plugin, sha256: file.sha256, configSHA256: spec.configSHA256,
+                                    budgetNanoseconds: spec.policy.budgetNanoseconds)
+        var lifted: QuarantineRecord?
+        if let record = environment.quarantine?.record(for: spec.name) {
+            if record.holds(for: identity) { return (Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm), nil) }
+            lifted = record
+        }
+        environment.breadcrumb?.record(generation: site.generation, index: site.index, link: identity)
+        let health = LinkHealth(alarm: environment.alarm)
+        switch spec.policy.isolation {
+        case .inProcess:
+            // The entry runs in this process too: mark it as the link's create.
+            let image = try PluginBreadcrumb.around(site, phase: .create) { () throws(PluginLoadError) in try PluginLoader.image(of: file) }
+            let link = try image.instantiate(configJSON: spec.configJSON, instanceName: spec.name, log: environment.log, site: site)
+                .link(named: spec.name, policy: spec.policy, health: health)
+            return (link, lifted)
+        case .process:
+            let validator = try IsolatedValidator(file: file, spec: spec, identity: identity, health: health, environment: environment)
+            let origin = LinkOrigin(metadata: validator.ready.metadata, sha256: file.sha256, loadedAt: LinkHealth.wallClock(),
+                                    description: validator.ready.description)
+            return (ChainLink(name: spec.name, origin: origin, validator: validator, policy: spec.policy, health: health), lifted)
+        }
+    }
+
+    /// A quarantined link: its plugin is not loaded; the chain does not call it and rejects for it.
+    private static func standIn(for spec: LinkSpec, file: PluginFile, record: QuarantineRecord, alarm: PluginAlarm?) -> ChainLink {
+        // Every kind, so that no reading gets past a link that is out of service.
+        let origin = LinkOrigin(plugin: spec.plugin, version: "(not loaded)", sha256: file.sha256, loadedAt: LinkHealth.wallClock(),
+                                readingKinds: PluginABI.knownKinds)
+        return ChainLink(name: spec.name, origin: origin, validator: QuarantinedValidator(), policy: spec.policy,
+                         health: LinkHealth(alarm: alarm, initial: record.problem))
+    }
+}
+
+/// What stands in for a quarantined link: rejects every reading (the chain does not even call it).
+final class QuarantinedValidator: Validator {
+    let call = ValidatorCall(function: { _, _, decision in
+        guard let decision else { return }
+        coinmech_decision_reject(decision, "quarantined", "the link is quarantined")
+    }, context: nil)
 }

@@ -10,56 +10,52 @@ import Glibc
 /// Immutable after loading. A Swift image stays mapped for the life of the process; a plain
 /// C image is closed when this object (held by every instance made from it) goes away.
 public final class PluginImage: @unchecked Sendable {
-    /// The file the operator installed.
-    public let sourcePath: String
-    /// The private, content-addressed copy that was actually loaded.
-    public let loadedPath: String
-    public let sha256: String
-    /// Plugin name and version as the plugin reports them (copied).
-    public let name: String
-    public let version: String
+    // @unchecked: every stored property is set once in init; `api` holds C function pointers
+    // and static strings of the mapped image, which stays mapped while this object lives.
+    public let file: PluginFile
+    /// What the plugin says about itself (copied).
+    public let metadata: PluginMetadata
     /// Seconds since 1970 when it was loaded.
     public let loadedAt: Double
     let api: coinmech_plugin
-    /// The optional `COINMECH_PLUGIN_EXPLAIN_SYMBOL`, if the image exports it.
-    let explain: coinmech_plugin_explain_fn?
     private let handle: UnsafeMutableRawPointer
-    /// True for plain C images, which are closed on release.
-    public let unloadable: Bool
 
-    init(sourcePath: String, loadedPath: String, sha256: String, api: coinmech_plugin, handle: UnsafeMutableRawPointer, unloadable: Bool) {
-        self.handle = handle
-        self.unloadable = unloadable
-        self.sourcePath = sourcePath
-        self.loadedPath = loadedPath
-        self.sha256 = sha256
+    init(file: PluginFile, api: coinmech_plugin, metadata: PluginMetadata, handle: UnsafeMutableRawPointer) {
+        self.file = file
         self.api = api
-        explain = dlsym(handle, COINMECH_PLUGIN_EXPLAIN_SYMBOL).map { unsafeBitCast($0, to: coinmech_plugin_explain_fn.self) }
-        name = String(cString: api.name!)
-        version = String(cString: api.version!)
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        loadedAt = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        self.metadata = metadata
+        self.handle = handle
+        loadedAt = LinkHealth.wallClock()
     }
 
     deinit {
         if unloadable { dlclose(handle) }
     }
 
-    /// Creates one instance with the link's JSON configuration ("{}" when it has none).
-    public func instantiate(configJSON: String) throws(PluginLoadError) -> PluginInstance {
+    /// The file the operator installed.
+    public var sourcePath: String { file.sourcePath }
+    /// The private, content-addressed copy that was actually loaded.
+    public var loadedPath: String { file.copyPath }
+    public var sha256: String { file.sha256 }
+    public var name: String { metadata.name }
+    public var version: String { metadata.version }
+    /// True for plain C images, which are closed on release.
+    public var unloadable: Bool { !file.usesSwift }
+
+    /// Creates one instance with the link's JSON configuration ("{}" when it has none), giving it
+    /// the host's services under `instanceName`. `site` marks the calls in the breadcrumb.
+    public func instantiate(configJSON: String, instanceName: String = "", log: @escaping PluginLogSink = PluginLog.standardError,
+                            site: PluginBreadcrumb.Site? = nil) throws(PluginLoadError) -> PluginInstance {
+        let services = HostServices(instanceName: instanceName.isEmpty ? name : instanceName, sink: log)
         var error = [CChar](repeating: 0, count: 1024)
-        let context = configJSON.withCString { json in api.create!(json, &error, error.count) }
+        let context = PluginBreadcrumb.around(site, phase: .create) {
+            configJSON.withCString { json in api.create!(services.pointer, json, &error, error.count) }
+        }
         guard let context else {
             error[error.count - 1] = 0
             let message = String(nulTerminated: error)
             throw .createFailed(path: sourcePath, plugin: name, message: message.isEmpty ? "no message given" : message)
         }
-        return PluginInstance(image: self, context: context)
-    }
-
-    /// The origin record for a link built from this image.
-    func origin(description: String?) -> LinkOrigin {
-        LinkOrigin(plugin: name, version: version, sha256: sha256, loadedAt: loadedAt, description: description)
+        return PluginInstance(image: self, context: context, services: services, site: site)
     }
 }

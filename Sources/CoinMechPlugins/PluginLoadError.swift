@@ -1,5 +1,5 @@
 /// Why a plugin could not be loaded or instantiated. Every case names the file.
-public enum PluginLoadError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum PluginLoadError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
     /// No plugin file by that name in the plugin directory (the paths tried are listed).
     case notFound(name: String, tried: [String])
     case unreadable(path: String, reason: String)
@@ -9,11 +9,20 @@ public enum PluginLoadError: Error, Equatable, Sendable, CustomStringConvertible
     case dlopenFailed(path: String, message: String)
     case missingEntrySymbol(path: String)
     case entryRefused(path: String, code: Int32)
+    /// Another major ABI version than the host's (`found`, `expected`: version words).
     case abiMismatch(path: String, found: UInt32, expected: UInt32)
+    /// The host's major, but a higher minor than the host knows.
+    case newerMinor(path: String, found: UInt32, host: UInt32)
     case structTooSmall(path: String, size: UInt32, expected: UInt32)
     case incompletePlugin(path: String, missing: String)
+    /// The plugin declares no reading kind, or only kinds this host does not know.
+    case noReadingKinds(path: String, declared: UInt32)
     case createFailed(path: String, plugin: String, message: String)
     case copyFailed(path: String, reason: String)
+    /// An isolated link's plugin host could not be started, or broke the host protocol.
+    case hostFailed(path: String, message: String)
+    /// An isolated link's plugin host died while loading or creating the instance.
+    case hostCrashed(path: String, message: String)
 
     public var description: String {
         switch self {
@@ -30,17 +39,31 @@ public enum PluginLoadError: Error, Equatable, Sendable, CustomStringConvertible
         case .missingEntrySymbol(let path):
             "\(path): no entry symbol 'coinmech_plugin_entry': not a CoinMech plugin"
         case .entryRefused(let path, let code):
-            "\(path): plugin refused host ABI \(hostABIVersion) (entry returned \(code))"
+            "\(path): plugin refused host ABI \(PluginABI.text(hostABIVersion)) (entry returned \(code))"
         case .abiMismatch(let path, let found, let expected):
-            "\(path): plugin ABI version \(found) where \(expected) was expected"
+            if found == 0 {
+                "\(path): plugin wrote no ABI version: not built against coinmech_plugin.h"
+            } else if PluginABI.major(found) < PluginABI.major(expected) {
+                "\(path): plugin built for plugin ABI \(PluginABI.text(found)); this coinmechd speaks ABI \(PluginABI.text(expected)): rebuild it against this coinmech_plugin.h (docs/PLUGINS.md, 'Porting a plugin from ABI 1')"
+            } else {
+                "\(path): plugin built for plugin ABI \(PluginABI.text(found)); this coinmechd speaks ABI \(PluginABI.text(expected)): upgrade coinmechd, or use a build of the plugin for ABI \(PluginABI.major(expected))"
+            }
+        case .newerMinor(let path, let found, let host):
+            "\(path): plugin needs plugin ABI \(PluginABI.text(found)); this coinmechd speaks ABI \(PluginABI.text(host)), an older minor: upgrade coinmechd, or rebuild the plugin against this coinmech_plugin.h"
         case .structTooSmall(let path, let size, let expected):
             "\(path): plugin struct is \(size) bytes where at least \(expected) were expected"
         case .incompletePlugin(let path, let missing):
             "\(path): plugin did not fill '\(missing)'"
+        case .noReadingKinds(let path, let declared):
+            "\(path): plugin declares no reading kind this coinmechd knows (reading_kinds 0x\(String(declared, radix: 16))): set COINMECH_KINDS_MEASURED"
         case .createFailed(let path, let plugin, let message):
             "\(path): plugin '\(plugin)' create failed: \(message)"
         case .copyFailed(let path, let reason):
             "\(path): cannot make private copy: \(reason)"
+        case .hostFailed(let path, let message):
+            "\(path): plugin host: \(message)"
+        case .hostCrashed(let path, let message):
+            "\(path): the plugin host crashed: \(message)"
         }
     }
 }

@@ -4,9 +4,6 @@ import CoinMechPluginABI
 import Glibc
 #endif
 
-/// The ABI version this host speaks.
-public let hostABIVersion: UInt32 = COINMECH_PLUGIN_ABI_VERSION
-
 /// Finds plugin files, checks who may write them, and loads each version from a private,
 /// content-addressed copy with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)`.
 ///
@@ -46,42 +43,41 @@ public struct PluginLoader: Sendable {
 
     /// Loads the plugin file at `path`.
     public func load(path: String) throws(PluginLoadError) -> PluginImage {
+        try Self.image(of: try prepare(path: path))
+    }
+
+    /// Checks plugin `name`'s file and makes its private copy, without loading it.
+    public func prepare(plugin name: String) throws(PluginLoadError) -> PluginFile {
+        try prepare(path: try path(forPlugin: name))
+    }
+
+    /// Checks the file at `path` (who may write it, that it is ELF) and makes its private,
+    /// content-addressed copy. Nothing of it runs.
+    public func prepare(path: String) throws(PluginLoadError) -> PluginFile {
         try FileTrust(trustedOwners: trustedOwners).check(file: path)
         let bytes = try Self.readFile(path)
         guard bytes.starts(with: [0x7F, 0x45, 0x4C, 0x46]) else { throw .notSharedObject(path: path) }
         let sha256 = SHA256.hex(bytes)
         let copy = try privateCopy(of: path, bytes: bytes, sha256: sha256)
+        return PluginFile(sourcePath: path, copyPath: copy, sha256: sha256, usesSwift: Self.linksSwiftRuntime(bytes))
+    }
 
-        let usesSwift = Self.linksSwiftRuntime(bytes)
-        guard let handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL | (usesSwift ? RTLD_NODELETE : 0)) else {
+    /// Maps a prepared file with `dlopen(RTLD_NOW | RTLD_LOCAL)` (and `RTLD_NODELETE` for a Swift
+    /// image) and performs the handshake; a refused C image is closed again.
+    public static func image(of file: PluginFile) throws(PluginLoadError) -> PluginImage {
+        let path = file.sourcePath
+        guard let handle = dlopen(file.copyPath, RTLD_NOW | RTLD_LOCAL | (file.usesSwift ? RTLD_NODELETE : 0)) else {
             throw .dlopenFailed(path: path, message: dlerror().map { String(cString: $0) } ?? "unknown error")
         }
         // From here on, a refused C image is closed again; a Swift image stays (it must).
         var accepted = false
-        defer { if !accepted && !usesSwift { dlclose(handle) } }
+        defer { if !accepted && !file.usesSwift { dlclose(handle) } }
         guard let symbol = dlsym(handle, COINMECH_PLUGIN_ENTRY_SYMBOL) else {
             throw .missingEntrySymbol(path: path)
         }
-        let entry = unsafeBitCast(symbol, to: coinmech_plugin_entry_fn.self)
-        var api = coinmech_plugin()
-        let status = entry(hostABIVersion, &api)
-        if api.abi_version != 0 && api.abi_version != hostABIVersion {
-            throw .abiMismatch(path: path, found: api.abi_version, expected: hostABIVersion)
-        }
-        guard status == 0 else { throw .entryRefused(path: path, code: status) }
-        guard api.abi_version == hostABIVersion else {
-            throw .abiMismatch(path: path, found: api.abi_version, expected: hostABIVersion)
-        }
-        let required = UInt32(MemoryLayout<coinmech_plugin>.size)
-        guard api.size >= required else { throw .structTooSmall(path: path, size: api.size, expected: required) }
-        for (field, present) in [
-            ("name", api.name != nil), ("version", api.version != nil), ("create", api.create != nil),
-            ("validate", api.validate != nil), ("destroy", api.destroy != nil),
-        ] where !present {
-            throw .incompletePlugin(path: path, missing: field)
-        }
+        let (api, metadata) = try PluginHandshake.perform(unsafeBitCast(symbol, to: coinmech_plugin_entry_fn.self), path: path)
         accepted = true
-        return PluginImage(sourcePath: path, loadedPath: copy, sha256: sha256, api: api, handle: handle, unloadable: !usesSwift)
+        return PluginImage(file: file, api: api, metadata: metadata, handle: handle)
     }
 
     /// Whether an ELF image needs the Swift runtime: its dynamic section names `libswiftCore.so`.

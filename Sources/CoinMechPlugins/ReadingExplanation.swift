@@ -3,7 +3,7 @@ import Foundation
 
 /// How every link of a chain judges one reading, for an operator who wants to know why a coin
 /// was returned (`coinmechd --explain-reading`). Each link is asked once, in order; a plugin
-/// that exports the optional explain symbol adds its own lines (coin-table: the normalised
+/// that provides the optional explain function adds its own lines (coin-table: the normalised
 /// distance to each nearby denomination).
 public struct ReadingExplanation: Sendable {
     /// One link's answer.

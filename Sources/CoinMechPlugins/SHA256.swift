@@ -1,8 +1,8 @@
 import COpenSSL
 
 /// SHA-256 of a byte buffer as lowercase hex, through libcrypto.
-enum SHA256 {
-    static func hex(_ bytes: [UInt8]) -> String {
+public enum SHA256 {
+    public static func hex(_ bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = bytes.withUnsafeBytes { input in

@@ -11,11 +11,16 @@ public struct ClientRequest: Sendable, Equatable {
         case totals
         /// `since` ≥ 0, `limit` 1…1000.
         case events(since: Int64, limit: Int64)
-        /// `since` ≥ 0, or nil for "from the last event".
+        /// `since` ≥ 0, or nil for "from the last event" (no `since`, or -1).
         case subscribe(since: Int64?, pending: Bool)
         case inhibit(Bool)
         case collect
         case reload
+        case teachStatus
+        /// `coins` within `ClientProtocol.teachCoins`.
+        case teachStart(currency: String, code: String, coins: Int)
+        case teachCommit
+        case teachAbort
     }
 
     /// Why a line is refused, with the request's `id` when it had one.
@@ -59,8 +64,9 @@ public struct ClientRequest: Sendable, Equatable {
             return .events(since: try integer(fields, "since", default: 0, range: 0...Int64.max, id: id),
                            limit: try integer(fields, "limit", default: 100, range: 1...1000, id: id))
         case "subscribe":
-            let since: Int64? = fields["since"] == nil || fields["since"] == .null
-                ? nil : try integer(fields, "since", default: 0, range: 0...Int64.max, id: id)
+            // -1 (or no `since`) starts after the last event.
+            let requested = try integer(fields, "since", default: -1, range: -1...Int64.max, id: id)
+            let since: Int64? = requested >= 0 ? requested : nil
             guard let pending = fields["pending"].map({ $0 == .null ? false : $0.bool }) ?? false else {
                 throw Failure(id: id, .badRequest, "\"pending\" must be true or false")
             }
@@ -70,6 +76,18 @@ public struct ClientRequest: Sendable, Equatable {
             return .inhibit(on)
         case "collect": return .collect
         case "reload": return .reload
+        case "teach_status": return .teachStatus
+        case "teach_start":
+            guard let currency = fields["currency"]?.string, !currency.isEmpty else {
+                throw Failure(id: id, .badRequest, "\"currency\" must be a currency code such as \"EUR\"")
+            }
+            guard let code = fields["code"]?.string, !code.isEmpty else {
+                throw Failure(id: id, .badRequest, "\"code\" must be a denomination code such as \"EUR_50c\"")
+            }
+            let coins = try integer(fields, "coins", default: ClientProtocol.teachDefaultCoins, range: ClientProtocol.teachCoins, id: id)
+            return .teachStart(currency: currency, code: code, coins: Int(coins))
+        case "teach_commit": return .teachCommit
+        case "teach_abort": return .teachAbort
         default:
             let known = ClientProtocol.readCommands.union(ClientProtocol.controlCommands).sorted().joined(separator: ", ")
             throw Failure(id: id, .unknownCommand, "unknown command '\(name)' (known: \(known))")

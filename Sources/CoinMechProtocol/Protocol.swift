@@ -21,8 +21,12 @@ public enum ClientProtocol {
         case failed
     }
 
-    public static let readCommands: Set<String> = ["status", "totals", "chain", "events", "subscribe"]
-    public static let controlCommands: Set<String> = ["inhibit", "collect", "reload"]
+    public static let readCommands: Set<String> = ["status", "totals", "chain", "events", "subscribe", "teach_status"]
+    public static let controlCommands: Set<String> = ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort"]
+
+    /// Sample coins `teach_start` may ask for (fewer than 10 cannot be committed), and its default.
+    public static let teachCoins: ClosedRange<Int64> = 10...1000
+    public static let teachDefaultCoins: Int64 = 20
 
     /// A reply to request `id`.
     public static func reply(id: JSON?, result: JSON) -> JSON {

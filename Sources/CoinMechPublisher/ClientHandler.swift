@@ -3,6 +3,7 @@ import CoinMechProtocol
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 
 /// What every client connection shares.
 public struct PublisherContext: Sendable {
@@ -14,11 +15,14 @@ public struct PublisherContext: Sendable {
     /// Events a subscriber may have waiting before it is cut off with `overflow`.
     public let maximumQueuedEvents: Int
     public let logger: Logger
+    /// Where blocking work runs (ledger reads, user and group lookups): never on an event loop.
+    public let blocking: NIOThreadPool
 
     public init(
         ledger: Ledger, control: any ControlPlane, hub: EventHub, policy: AccessPolicy, daemonVersion: String,
-        maximumQueuedEvents: Int = ClientProtocol.maximumQueuedEvents, logger: Logger
+        maximumQueuedEvents: Int = ClientProtocol.maximumQueuedEvents, logger: Logger, blocking: NIOThreadPool
     ) {
+        self.blocking = blocking
         self.maximumQueuedEvents = maximumQueuedEvents
         self.ledger = ledger
         self.control = control
@@ -36,8 +40,14 @@ final class ClientHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     private let shared: PublisherContext
-    private let peer: PeerCredentials
+    private var peer: PeerCredentials
+    /// Whether the peer may use control commands (looked up once, off the event loop).
+    private var mayControl = false
     private var context: ChannelHandlerContext?
+    /// Request lines in arrival order; one is handled at a time, so replies keep their order
+    /// while a request's blocking part runs in the thread pool.
+    private var requests: [RequestLine] = []
+    private var handling = true  // until the hello is sent
 
     private enum Subscription {
         case none
@@ -55,6 +65,8 @@ final class ClientHandler: ChannelInboundHandler {
     /// Live events that arrived while the history was being read.
     private var heldLive: [LedgerEvent] = []
     private var replayCaughtUp = false
+    /// A page of history is being read in the thread pool.
+    private var replayReading = false
     private var closing = false
     /// The subscriber asked for accepted decisions too (coins pending the mech's confirmation);
     /// otherwise money arrives as `coin` events only.
@@ -73,10 +85,32 @@ final class ClientHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        let seq = (try? shared.ledger.lastSeq()) ?? 0
-        send(["type": "hello", "protocol": .int(ClientProtocol.version), "daemon": "coinmechd",
-              "version": .string(shared.daemonVersion), "seq": .int(seq)])
+        // The peer's name and rights (NSS lookups) and the last seq (a ledger read) are found in
+        // the thread pool; requests that arrive meanwhile wait for the hello.
+        let (ledger, policy, peer) = (shared.ledger, shared.policy, peer)
+        offload({ () -> (Int64, PeerCredentials, Bool) in
+            var named = peer
+            named.resolveName()
+            return ((try? ledger.lastSeq()) ?? 0, named, policy.allowsControl(named))
+        }) { handler, result in
+            guard case .success(let (seq, named, allowed)) = result else { return }
+            handler.peer = named
+            handler.mayControl = allowed
+            handler.send(["type": "hello", "protocol": .int(ClientProtocol.version), "daemon": "coinmechd",
+                          "version": .string(handler.shared.daemonVersion), "seq": .int(seq)])
+            handler.next()
+        }
         context.fireChannelActive()
+    }
+
+    /// Runs `work` in the thread pool, then `done` on this connection's event loop.
+    private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T, _ done: @escaping (ClientHandler, Result<T, any Error>) -> Void) {
+        guard let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let then = NIOLoopBound(done, eventLoop: context.eventLoop)
+        shared.blocking.runIfActive(eventLoop: context.eventLoop, work).whenComplete { result in
+            then.value(bound.value, result)
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -96,11 +130,41 @@ final class ClientHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .tooLong:
-            send(ClientProtocol.error(id: nil, .lineTooLong, "request longer than \(ClientProtocol.maximumRequestLength) bytes; skipped"))
-        case .line(let text):
-            guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { return }
-            handle(text)
+        case .line(let text) where text.trimmingCharacters(in: .whitespaces).isEmpty:
+            return
+        case let line:
+            requests.append(line)
+            if !handling { next() }
+        }
+    }
+
+    /// Handles the next waiting request, if none is being handled.
+    private func next() {
+        handling = false
+        while !handling, !requests.isEmpty, !closing {
+            switch requests.removeFirst() {
+            case .tooLong:
+                send(ClientProtocol.error(id: nil, .lineTooLong, "request longer than \(ClientProtocol.maximumRequestLength) bytes; skipped"))
+            case .line(let text):
+                handle(text)
+            }
+        }
+    }
+
+    /// A request whose answer needs blocking work: the reply comes from the thread pool, and
+    /// the next request waits for it.
+    private func reply<T: Sendable>(_ id: JSON?, _ work: @escaping @Sendable () throws(CommandError) -> T, _ answer: @escaping (ClientHandler, T) -> JSON?) {
+        handling = true
+        offload({ () throws -> T in try work() }) { handler, result in
+            switch result {
+            case .success(let value):
+                if let reply = answer(handler, value) { handler.send(reply) }
+            case .failure(let error as CommandError):
+                handler.send(ClientProtocol.error(id: id, error.code, error.message))
+            case .failure(let error):
+                handler.send(ClientProtocol.error(id: id, .unavailable, "\(error)"))
+            }
+            handler.next()
         }
     }
 
@@ -113,52 +177,63 @@ final class ClientHandler: ChannelInboundHandler {
         case .failure(let failure): return send(ClientProtocol.error(id: failure.id, failure.code, failure.message))
         }
         let id = request.id
-        if ClientProtocol.controlCommands.contains(request.name), !shared.policy.allowsControl(peer) {
+        if ClientProtocol.controlCommands.contains(request.name), !mayControl {
             shared.logger.notice("control command refused", metadata: ["peer": "\(peer)", "cmd": "\(request.name)"])
             return send(ClientProtocol.error(id: id, .forbidden, "\(peer.userName) may not use '\(request.name)'"))
         }
         do throws(CommandError) {
-            // A subscription starts after the last event unless it says otherwise: the ledger is
-            // read before its arguments are checked.
-            let last = request.name == "subscribe" ? try ledger { try $0.lastSeq() } : 0
             let command: ClientRequest.Command
             switch request.command {
             case .success(let checked): command = checked
             case .failure(let failure): throw CommandError(failure.code, failure.message)
             }
+            let (ledger, control) = (shared.ledger, shared.control)
             switch command {
             case .status:
-                send(ClientProtocol.reply(id: id, result: shared.control.status()))
+                reply(id, { control.status() }) { _, status in ClientProtocol.reply(id: id, result: status) }
             case .chain:
-                send(ClientProtocol.reply(id: id, result: shared.control.chain()))
+                send(ClientProtocol.reply(id: id, result: control.chain()))
             case .totals:
-                send(ClientProtocol.reply(id: id, result: try ledger { try $0.totals() }.json))
+                reply(id, { () throws(CommandError) in try Self.read { try ledger.totals() } }) { _, totals in ClientProtocol.reply(id: id, result: totals.json) }
             case .events(let since, let limit):
-                let events = try ledger { try $0.events(since: since, limit: Int(limit)) }
-                let last = try ledger { try $0.lastSeq() }
-                send(ClientProtocol.reply(id: id, result: ["events": .array(events.map { $0.json }), "last_seq": .int(last)]))
+                reply(id, { () throws(CommandError) in
+                    (try Self.read { try ledger.events(since: since, limit: Int(limit)) }, try Self.read { try ledger.lastSeq() })
+                }) { _, found in
+                    ClientProtocol.reply(id: id, result: ["events": .array(found.0.map { $0.json }), "last_seq": .int(found.1)])
+                }
             case .subscribe(let requested, let pending):
-                let since = requested ?? last
                 guard case .none = subscription else { throw CommandError(.badRequest, "already subscribed on this connection") }
-                includePending = pending
-                send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last), "pending": .bool(pending)]))
-                subscribe(since: since)
+                reply(id, { () throws(CommandError) in try Self.read { try ledger.lastSeq() } }) { handler, last in
+                    let since = requested ?? last
+                    handler.includePending = pending
+                    handler.send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last), "pending": .bool(pending)]))
+                    handler.subscribe(since: since)
+                    return nil
+                }
             case .inhibit(let on):
-                shared.control.inhibit(on, by: peer, completion: replier(id))
+                control.inhibit(on, by: peer, completion: replier(id))
             case .collect:
-                shared.control.collect(by: peer, completion: replier(id))
+                control.collect(by: peer, completion: replier(id))
             case .reload:
-                shared.control.reload(by: peer, completion: replier(id))
+                control.reload(by: peer, completion: replier(id))
+            case .teachStatus:
+                reply(id, { control.teachStatus() }) { _, status in ClientProtocol.reply(id: id, result: status) }
+            case .teachStart(let currency, let code, let coins):
+                control.teachStart(currency: currency, code: code, coins: coins, by: peer, completion: replier(id))
+            case .teachCommit:
+                control.teachCommit(by: peer, completion: replier(id))
+            case .teachAbort:
+                control.teachAbort(by: peer, completion: replier(id))
             }
         } catch {
             send(ClientProtocol.error(id: id, error.code, error.message))
         }
     }
 
-    /// A ledger read; a failure becomes `unavailable`.
-    private func ledger<T>(_ body: (Ledger) throws -> T) throws(CommandError) -> T {
+    /// A ledger read (in the thread pool); a failure becomes `unavailable`.
+    private static func read<T>(_ body: () throws -> T) throws(CommandError) -> T {
         do {
-            return try body(shared.ledger)
+            return try body()
         } catch {
             throw CommandError(.unavailable, "\(error)")
         }
@@ -208,17 +283,25 @@ final class ClientHandler: ChannelInboundHandler {
     }
 
     private func replayNextPage() {
-        guard case .replaying = subscription, !closing else { return }
-        let page: [LedgerEvent]
-        do {
-            page = try shared.ledger.events(since: queuedThrough, limit: replayPageSize)
-        } catch {
-            send(ClientProtocol.error(id: nil, .unavailable, "\(error)"))
-            context?.close(promise: nil)
-            return
+        guard case .replaying = subscription, !closing, !replayReading else { return }
+        replayReading = true
+        let (ledger, since, size) = (shared.ledger, queuedThrough, replayPageSize)
+        offload({ try ledger.events(since: since, limit: size) }) { handler, result in
+            handler.replayReading = false
+            switch result {
+            case .success(let page):
+                handler.replayed(page, pageSize: size)
+            case .failure(let error):
+                handler.send(ClientProtocol.error(id: nil, .unavailable, "\(error)"))
+                handler.context?.close(promise: nil)
+            }
         }
+    }
+
+    private func replayed(_ page: [LedgerEvent], pageSize: Int) {
+        guard case .replaying = subscription, !closing else { return }
         enqueue(page)
-        if page.count < replayPageSize {
+        if page.count < pageSize {
             // Caught up with the ledger: what arrived meanwhile follows, without repeats.
             subscription = .live
             let held = heldLive
@@ -254,10 +337,7 @@ final class ClientHandler: ChannelInboundHandler {
         }
         if wrote { context.flush() }
         if queue.count > shared.maximumQueuedEvents { return overflow() }
-        if case .replaying = subscription, queue.count < replayPageSize {
-            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            context.eventLoop.execute { bound.value.replayNextPage() }
-        }
+        if case .replaying = subscription, queue.count < replayPageSize { replayNextPage() }
     }
 
     /// The client fell too far behind: tell it where to resume and hang up.

@@ -21,4 +21,11 @@ public protocol ControlPlane: Sendable {
     func inhibit(_ on: Bool, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
     func collect(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
     func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    /// Teach mode's figures so far: `{"teaching": false}` when not teaching.
+    func teachStatus() -> JSON
+    /// Teach mode: start teaching one denomination, commit what was taught (then reload), or end it.
+    func teachStart(currency: String, code: String, coins: Int, by peer: PeerCredentials,
+                    completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    func teachCommit(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
 }

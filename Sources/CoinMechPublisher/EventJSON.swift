@@ -26,6 +26,8 @@ extension LedgerEvent {
         put("state", state.map(JSON.string))
         put("ref_seq", refSeq.map(JSON.int))
         if let detail, let parsed = JSON.parse(detail) { object["detail"] = parsed }
+        if let collected { object["collected"] = .array(collected.map(\.json)) }
+        if let collectedUnconfirmed, !collectedUnconfirmed.isEmpty { object["unconfirmed"] = .array(collectedUnconfirmed.map(\.json)) }
         return .object(object)
     }
 }

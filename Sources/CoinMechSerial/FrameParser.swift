@@ -68,6 +68,13 @@ public struct FrameParser: Sendable {
 
     /// Parses `bytes`, reporting each sentence or error in stream order.
     public mutating func feed(_ bytes: some Sequence<UInt8>, _ emit: (FrameEvent) -> Void) {
+        // The byte loop runs over a buffer, not through the generic sequence: unspecialised
+        // across modules, the generic loop cost hundreds of instructions a byte.
+        let fed: Void? = bytes.withContiguousStorageIfAvailable { feed(buffer: $0, emit) }
+        if fed == nil { Array(bytes).withUnsafeBufferPointer { feed(buffer: $0, emit) } }
+    }
+
+    private mutating func feed(buffer bytes: UnsafeBufferPointer<UInt8>, _ emit: (FrameEvent) -> Void) {
         for byte in bytes {
             if skippingOverlong > 0 {
                 // Inside an overlong sentence: drop everything up to its end or the next `$`.
@@ -126,14 +133,14 @@ public struct FrameParser: Sendable {
     private mutating func parse(_ raw: [UInt8]) -> FrameEvent {
         var line = raw
         if line.last == UInt8(ascii: "\r") { line.removeLast() }
-        let shown = text(line)
+        var shown: String { text(line) }
         guard line.count >= 4, let star = line.lastIndex(of: UInt8(ascii: "*")), line.count - star == 3,
               let expected = Self.hexValue(line[star + 1], line[star + 2]) else {
             return failure(.malformed(sentence: shown, reason: "no *HH checksum"))
         }
         let body = line[1..<star]
         guard SerialFrame.checksum(body) == expected else { return failure(.badChecksum(sentence: shown)) }
-        let fields = text(Array(body)).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let fields = body.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false).map { text($0) }
         do throws(FieldError) {
             let frame = try Self.frame(fields)
             return .frame(frame)
@@ -232,7 +239,8 @@ public struct FrameParser: Sendable {
         return h << 4 | l
     }
 
-    func text(_ bytes: [UInt8]) -> String {
-        String(decoding: bytes.map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    func text(_ bytes: some Collection<UInt8>) -> String {
+        if bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: bytes.map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 }

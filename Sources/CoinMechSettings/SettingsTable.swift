@@ -170,15 +170,16 @@ public struct SettingsTable {
     /// break (and an empty value there) on a line of its own.
     func clamped(_ line: Int?) -> Int? { line.map { min($0, lastLine) } }
 
-    /// This table as a JSON object, for handing to a plugin.
-    public func json() -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: Self.plain(node), options: [.sortedKeys])) ?? Data("{}".utf8)
+    /// This table as a JSON object, for handing to a plugin; in its strings, each key of
+    /// `substituting` (such as `${state_dir}`) is replaced by its value.
+    public func json(substituting substitutions: [String: String] = [:]) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: Self.plain(node, substitutions), options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
     // MARK: Helpers
 
-    static func plain(_ node: Node) -> Any {
+    static func plain(_ node: Node, _ substitutions: [String: String] = [:]) -> Any {
         switch node {
         case .scalar(let scalar):
             if scalar.style == .plain {
@@ -187,13 +188,13 @@ public struct SettingsTable {
                 if let int = node.int { return int }
                 if let double = node.float { return double }
             }
-            return scalar.string
+            return substitutions.reduce(scalar.string) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
         case .mapping(let mapping):
             var object: [String: Any] = [:]
-            for (key, value) in mapping { object[key.string ?? "\(key)"] = plain(value) }
+            for (key, value) in mapping { object[key.string ?? "\(key)"] = plain(value, substitutions) }
             return object
         case .sequence(let sequence):
-            return sequence.map(plain)
+            return sequence.map { plain($0, substitutions) }
         case .alias:
             return NSNull()
         }

@@ -52,6 +52,9 @@ public struct DecodedCoin: Sendable, Hashable {
     public var measurement: Measurement
     /// A reason code when the coin must be returned without walking the chain.
     public var rejection: String?
+    /// When the coin was complete, on the edges' clock (the kernel's timestamps): its deadline
+    /// runs from here, not from when the loop got round to it.
+    public var completedAt: UInt64
 }
 
 extension PulseDecoder: CoinDecoder {
@@ -60,13 +63,16 @@ extension PulseDecoder: CoinDecoder {
 
     static func coin(_ coin: PulseCoin) -> DecodedCoin {
         DecodedCoin(measurement: Measurement(diameterMM: nil, weightG: nil, thicknessMM: nil, channel: coin.channel),
-                    rejection: coin.suspectMerged ? "merged_train" : nil)
+                    rejection: coin.suspectMerged ? "merged_train" : nil, completedAt: coin.completedNanoseconds)
     }
 }
 
 extension LightGateDecoder: CoinDecoder {
     public mutating func decode(_ edge: EdgeEvent) -> DecodedCoin? {
-        feed(edge).map { DecodedCoin(measurement: Measurement(diameterMM: $0.diameterMM, weightG: nil, thicknessMM: nil, channel: nil)) }
+        feed(edge).map {
+            DecodedCoin(measurement: Measurement(diameterMM: $0.diameterMM, weightG: nil, thicknessMM: nil, channel: nil),
+                        completedAt: $0.measuredNanoseconds)
+        }
     }
     public mutating func decode(now: UInt64) -> DecodedCoin? { nil }
     public var deadline: UInt64? { nil }
@@ -99,12 +105,16 @@ public final class GPIOMech: Mech {
     /// Edges too short to count (bounce, static, dust), since the start.
     public var glitches: Int { decoder.glitches }
 
-    public var nextWake: UInt64? {
-        guard connected else { return nextAttempt }
-        return [input.nextWake, decoder.deadline.map { input.wallTime(stream: $0) }].compactMap { $0 }.min()
+    public var nextWake: Instant? {
+        guard connected else { return Instant(nanoseconds: nextAttempt) }
+        return [input.nextWake, decoder.deadline.map { input.wallTime(stream: $0) }].compactMap { $0 }.min().map(Instant.init(nanoseconds:))
     }
 
-    public func poll(now: UInt64) -> [MechEvent] {
+    /// A GPIO line acts the moment the answer is given.
+    public var lineBaud: Int? { nil }
+
+    public func poll(now instant: Instant) -> [MechEvent] {
+        let now = instant.nanoseconds
         var events: [MechEvent] = []
         if !connected {
             guard now >= nextAttempt else { return [] }
@@ -126,10 +136,10 @@ public final class GPIOMech: Mech {
         return events
     }
 
-    public func readEvents(now: UInt64, hungUp: Bool) -> [MechEvent] {
+    public func readEvents(now instant: Instant, hungUp: Bool) -> [MechEvent] {
         guard connected else { return [] }
-        if hungUp { return disconnect(reason: "the GPIO line went away", now: now) }
-        return decode(input.edges(now: now), now: now)
+        if hungUp { return disconnect(reason: "the GPIO line went away", now: instant) }
+        return decode(input.edges(now: instant.nanoseconds), now: instant.nanoseconds)
     }
 
     private func decode(_ edges: [EdgeEvent], now: UInt64) -> [MechEvent] {
@@ -141,7 +151,10 @@ public final class GPIOMech: Mech {
         var measurement = coin.measurement
         // A light-gate coin lands on the scale: weigh it (mechs without a scale say nil).
         if measurement.diameterMM != nil, measurement.weightG == nil { measurement.weightG = input.weigh() }
-        return .reading(MechReading(deviceSeq: lastSeq, measurement: measurement, sentAt: now, rejection: coin.rejection))
+        // Sent when the kernel saw it complete (never later than now: a clock step is not a coin
+        // from the future).
+        let sentAt = min(input.wallTime(stream: coin.completedAt), now)
+        return .reading(MechReading(deviceSeq: lastSeq, measurement: measurement, sentAt: Instant(nanoseconds: sentAt), rejection: coin.rejection))
     }
 
     @discardableResult
@@ -151,30 +164,29 @@ public final class GPIOMech: Mech {
         return true
     }
 
-    /// The accept gate is driven the moment the answer is given.
-    public func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64 { 0 }
 
     public func setInhibit(_ on: Bool) {
         inhibited = on
         if connected { input.setInhibit(on) }
     }
 
-    public func hotplug(_ change: HotplugTracker.Change, now: UInt64) -> [MechEvent] {
+    public func hotplug(_ change: HotplugTracker.Change, now instant: Instant) -> [MechEvent] {
+        let now = instant.nanoseconds
         switch change {
         case .vanished:
-            return disconnect(reason: "GPIO chip removed", now: now)
+            return disconnect(reason: "GPIO chip removed", now: instant)
         case .appeared:
             nextAttempt = now
-            return poll(now: now)
+            return poll(now: instant)
         }
     }
 
-    public func disconnect(reason: String, now: UInt64) -> [MechEvent] {
+    public func disconnect(reason: String, now: Instant) -> [MechEvent] {
         guard connected else { return [] }
         input.setInhibit(true)
         input.close()
         connected = false
-        nextAttempt = now + 1_000_000_000
+        nextAttempt = now.nanoseconds + 1_000_000_000
         return [.lost(path: input.location, reason: reason)]
     }
 }

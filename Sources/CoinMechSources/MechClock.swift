@@ -21,9 +21,13 @@ public struct MechClock: Sendable {
 
     public init() {}
 
-    /// When a reading stamped `mechMilliseconds` by the mech, and read at `readAt`
-    /// (CLOCK_MONOTONIC ns), left the mech. Never later than `readAt`.
-    public mutating func sentAt(mechMilliseconds: UInt64, readAt: UInt64) -> UInt64 {
+    /// When a reading stamped `mechMilliseconds` by the mech, and read at `readAt`, left the
+    /// mech. Never later than `readAt`.
+    public mutating func sentAt(mechMilliseconds: UInt64, readAt: Instant) -> Instant {
+        Instant(nanoseconds: sentAt(mechMilliseconds: mechMilliseconds, readAt: readAt.nanoseconds))
+    }
+
+    mutating func sentAt(mechMilliseconds: UInt64, readAt: UInt64) -> UInt64 {
         let mech = mechMilliseconds &* 1_000_000
         let sample = Int64(bitPattern: readAt &- mech)
         if offset == nil || mech < lastMechNanoseconds {

@@ -1,4 +1,3 @@
-import CLinux
 import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechSerial
@@ -11,7 +10,7 @@ import Glibc
 /// answers readings, and reconnects with backoff when the device goes away (USB adapters do).
 ///
 /// Owned by the deciding loop's thread; not thread-safe.
-public final class SerialMech: Mech {
+public final class SerialMech: ConfirmingMech, FramedMech {
     /// The device opened: the configured path, or the node udev reported for a USB match.
     public private(set) var path: String
     /// Follow udev's device node (the match is by USB identity, not by path).
@@ -23,13 +22,13 @@ public final class SerialMech: Mech {
     private var clock = MechClock()
     private var port: SerialPort?
     private var parser = FrameParser()
-    private var nextAttempt: UInt64 = 0
-    private var backoffNanoseconds: UInt64 = SerialMech.minimumBackoff
+    private var nextAttempt = Instant(nanoseconds: 0)
+    private var backoff: Duration = SerialMech.minimumBackoff
     private var inhibited = false
     private var lastOpenError: String?
 
-    static let minimumBackoff: UInt64 = 100_000_000
-    static let maximumBackoff: UInt64 = 2_000_000_000
+    static let minimumBackoff: Duration = .milliseconds(100)
+    static let maximumBackoff: Duration = .seconds(2)
 
     public init(path: String, baud: Int, confirmsCoins: Bool = true, failpoints: Failpoints = .none) {
         self.path = path
@@ -41,24 +40,25 @@ public final class SerialMech: Mech {
     public var location: String { path }
     /// The descriptor to poll for input, while connected.
     public var descriptor: Int32? { port?.descriptor }
-    public var nextWake: UInt64? { nextReconnect }
+    public var nextWake: Instant? { nextReconnect }
+    public var lineBaud: Int? { baud }
 
-    public func poll(now: UInt64) -> [MechEvent] { connectIfDue(now: now) }
+    public func poll(now: Instant) -> [MechEvent] { connectIfDue(now: now) }
     public var isConnected: Bool { port != nil }
     /// Frames the parser skipped since start, by kind.
     public var frameErrors: FrameErrorCounts { parser.errors }
-    /// When the next reconnect attempt is due (CLOCK_MONOTONIC ns), while disconnected.
-    public var nextReconnect: UInt64? { port == nil ? nextAttempt : nil }
+    /// When the next reconnect attempt is due, while disconnected.
+    public var nextReconnect: Instant? { port == nil ? nextAttempt : nil }
     /// Why the last open failed, while disconnected.
     public var disconnectedReason: String? { port == nil ? lastOpenError : nil }
 
     /// Opens the device if disconnected and an attempt is due.
-    public func connectIfDue(now: UInt64) -> [MechEvent] {
+    public func connectIfDue(now: Instant) -> [MechEvent] {
         guard port == nil, now >= nextAttempt else { return [] }
         do throws(SerialPortError) {
             port = try SerialPort(path: path, baud: baud)
             parser = FrameParser(continuingCountsOf: parser)
-            backoffNanoseconds = Self.minimumBackoff
+            backoff = Self.minimumBackoff
             lastOpenError = nil
             if inhibited { _ = port?.write(SerialFrame.inhibit(true).bytes) }
             // Which session is the mech in? Its answer ($CMS,SESSION,<boot>) tells the host
@@ -67,15 +67,15 @@ public final class SerialMech: Mech {
             return [.connected(path: path)]
         } catch {
             lastOpenError = error.description
-            nextAttempt = now + backoffNanoseconds
-            backoffNanoseconds = min(backoffNanoseconds * 2, Self.maximumBackoff)
+            nextAttempt = now + backoff
+            backoff = min(backoff * 2, Self.maximumBackoff)
             return []
         }
     }
 
     /// Reads everything waiting and returns what it meant. `hungUp` is poll's POLLHUP/POLLERR:
     /// once the waiting bytes are read, the device is gone.
-    public func readEvents(now: UInt64, hungUp: Bool = false) -> [MechEvent] {
+    public func readEvents(now: Instant, hungUp: Bool = false) -> [MechEvent] {
         guard let port else { return [] }
         var events: [MechEvent] = []
         while true {
@@ -86,7 +86,7 @@ public final class SerialMech: Mech {
                 return events + disconnect(reason: reason, now: now)
             case .bytes(let bytes):
                 // When the read returned: the kernel does not time-stamp serial bytes.
-                let readAt = cm_monotonic_ns()
+                let readAt = Instant.now
                 parser.feed(bytes) { event in
                     if let translated = translate(event, readAt: readAt) { events.append(translated) }
                 }
@@ -94,7 +94,7 @@ public final class SerialMech: Mech {
         }
     }
 
-    private func translate(_ event: FrameEvent, readAt: UInt64) -> MechEvent? {
+    private func translate(_ event: FrameEvent, readAt: Instant) -> MechEvent? {
         switch event {
         case .frame(.reading(let reading)):
             failpoints.hit(.readingParsed)
@@ -138,43 +138,29 @@ public final class SerialMech: Mech {
         if confirmsCoins { _ = port?.write(SerialFrame.hello.bytes) }
     }
 
-    public func answerTransitNanoseconds(deviceSeq: UInt64) -> UInt64 {
-        Self.answerTransitNanoseconds(deviceSeq: deviceSeq, baud: baud)
-    }
-
-    /// An answer's bytes on the wire: 10 bits each (8N1) at `baud`.
-    public static func answerTransitNanoseconds(deviceSeq: UInt64, baud: Int) -> UInt64 {
-        transitNanoseconds(bytes: SerialFrame.decision(deviceSeq: deviceSeq, accept: true).bytes.count, baud: baud)
-    }
-
-    /// Time `bytes` take on an 8N1 line at `baud`.
-    public static func transitNanoseconds(bytes: Int, baud: Int) -> UInt64 {
-        UInt64(bytes) * 10 * 1_000_000_000 / UInt64(max(baud, 1))
-    }
-
     /// Inhibits the mech (it returns coins by itself) or lifts it; repeated after a reconnect.
     public func setInhibit(_ on: Bool) {
         inhibited = on
         _ = port?.write(SerialFrame.inhibit(on).bytes)
     }
 
-    public func hotplug(_ change: HotplugTracker.Change, now: UInt64) -> [MechEvent] {
+    public func hotplug(_ change: HotplugTracker.Change, now: Instant) -> [MechEvent] {
         switch change {
         case .vanished:
             return disconnect(reason: "device removed", now: now)
         case .appeared(let devnode):
             if followsDevnode { path = devnode }
             nextAttempt = now
-            backoffNanoseconds = Self.minimumBackoff
+            backoff = Self.minimumBackoff
             return connectIfDue(now: now)
         }
     }
 
     /// Closes the device (also used at shutdown).
-    public func disconnect(reason: String, now: UInt64) -> [MechEvent] {
+    public func disconnect(reason: String, now: Instant) -> [MechEvent] {
         guard port != nil else { return [] }
         port = nil
-        nextAttempt = now + backoffNanoseconds
+        nextAttempt = now + backoff
         return [.lost(path: path, reason: reason)]
     }
 }

@@ -72,15 +72,20 @@ public final class SerialPort {
 
     /// Reads what is waiting, without blocking.
     public func read(max: Int = 4096) -> ReadResult {
-        var buffer = [UInt8](repeating: 0, count: max)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        if count > 0 { return .bytes(Array(buffer[..<count])) }
+        // Read straight into the array's storage: no zero-filled buffer and no copy per read.
+        var count = 0, failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: max) { buffer, initialized in
+            count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
+            if count < 0 { failure = errno }
+            initialized = Swift.max(0, count)
+        }
+        if count > 0 { return .bytes(bytes) }
         // With VMIN = 0 a tty read returns 0 when nothing is waiting; a hang-up shows as EIO
         // (or POLLHUP, which the caller checks).
         if count == 0 { return .nothing }
-        switch errno {
+        switch failure {
         case EAGAIN, EINTR: return .nothing
-        default: return .hangUp(reason: String(cString: strerror(errno)))
+        default: return .hangUp(reason: String(cString: strerror(failure)))
         }
     }
 

@@ -13,12 +13,22 @@ struct CoinCtl: ParsableCommand {
         commandName: "coinctl",
         abstract: "Talk to coinmechd: totals, coins as they come, the chain, and control.",
         discussion: """
-            Exit status: 0 success; 1 the daemon refused the command (its message is printed);
-            2 the daemon is not running or cannot be reached; 3 permission denied (socket or
-            control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage error.
+            coinctl talks to coinmechd over its Unix socket. Reading (status, totals, watch, \
+            events, chain, teach status) needs access to the socket: root, or a member of its \
+            group (coinmech). Control (inhibit, collect, reload, teach start, commit and abort) \
+            also needs a user or group the daemon's \
+            configuration permits (socket.control_users and socket.control_groups: by default \
+            root and the coinmech-admin group). Tables are for people; --json prints one JSON \
+            object per line for scripts (the protocol: /usr/share/doc/coinmech/PROTOCOL.md).
+
             The socket is --socket, else $COINMECH_SOCKET, else /run/coinmech/coinmechd.sock.
+
+            Exit status: 0 success; 1 the daemon refused the command (its message is printed); 2 \
+            the daemon is not running or cannot be reached; 3 permission denied (socket or \
+            control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
+            error.
             """,
-        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Inhibit.self, Collect.self, Reload.self])
+        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {

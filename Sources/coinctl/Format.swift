@@ -23,9 +23,14 @@ enum Format {
         let source = s["source"]
         let counters = s["counters"]
         let uptime = Int(s["uptime_s"]?.double ?? 0)
+        var inhibited = s["inhibited"]?.bool == true ? "yes (operator)" : "no"
+        if let reason = s["plugin_inhibit"]?.string { inhibited = "YES: \(reason)" }
+        let problems = (s["link_problems"]?.array ?? []).map { problem in
+            "\n            link        \(problem["link"]?.string ?? "?") \((problem["state"]?.string ?? "?").uppercased()) (\(problem["cause"]?.string ?? "?")): \(problem["reason"]?.string ?? "")"
+        }.joined()
         return """
             source      \(source?["kind"]?.string ?? "?") \(source?["device"]?.string ?? "?") (\(source?["state"]?.string ?? "?"))
-            inhibited   \(s["inhibited"]?.bool == true ? "yes" : "no")
+            inhibited   \(inhibited)\(problems)
             ledger      \(s["ledger"]?.string ?? "?")
             chain       generation \(s["chain_generation"]?.int ?? 0), \(s["links"]?.int ?? 0) links
             readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0), too late to accept \(counters?["deadline_passed"]?.int ?? 0), late answers \(counters?["late_answers"]?.int ?? 0))
@@ -65,10 +70,16 @@ enum Format {
 
     static func chain(_ c: JSON) -> String {
         var lines = ["chain generation \(c["generation"]?.int ?? 0)",
-                     "\(pad("#", 3))\(pad("link", 14))\(pad("plugin", 14))\(pad("version", 9))\(pad("sha256", 14))\(pad("calls", 8, right: true))\(pad("accept", 8, right: true))\(pad("reject", 8, right: true))\(pad("pass", 8, right: true))\(pad("mean ns", 9, right: true))"]
+                     "\(pad("#", 3))\(pad("link", 14))\(pad("plugin", 14))\(pad("version", 13))\(pad("sha256", 14))\(pad("state", 12))\(pad("calls", 8, right: true))\(pad("accept", 8, right: true))\(pad("reject", 8, right: true))\(pad("pass", 8, right: true))\(pad("mean ns", 9, right: true))"]
         for (index, link) in (c["links"]?.array ?? []).enumerated() {
             let stats = link["statistics"]
-            lines.append("\(pad("\(index + 1)", 3))\(pad(link["name"]?.string ?? "?", 14))\(pad(link["plugin"]?.string ?? "?", 14))\(pad(link["version"]?.string ?? "?", 9))\(pad(String((link["sha256"]?.string ?? "").prefix(12)), 14))\(pad("\(stats?["calls"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["accepts"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["rejects"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["passes"]?.int ?? 0)", 8, right: true))\(pad(String(format: "%.0f", stats?["mean_ns"]?.double ?? 0), 9, right: true))")
+            lines.append("\(pad("\(index + 1)", 3))\(pad(link["name"]?.string ?? "?", 14))\(pad(link["plugin"]?.string ?? "?", 14))\(pad(link["version"]?.string ?? "?", 13))\(pad(String((link["sha256"]?.string ?? "").prefix(12)), 14))\(pad(link["state"]?.string ?? "?", 12))\(pad("\(stats?["calls"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["accepts"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["rejects"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["passes"]?.int ?? 0)", 8, right: true))\(pad(String(format: "%.0f", stats?["mean_ns"]?.double ?? 0), 9, right: true))")
+            // How it runs and what it is, from the plugin's own metadata.
+            let kinds = (link["reading_kinds"]?.array ?? []).compactMap(\.string).joined(separator: ", ")
+            lines.append("   \(link["isolation"]?.string ?? "?"), budget \(String(format: "%g", link["budget_ms"]?.double ?? 0)) ms, ABI \(link["abi"]?.string ?? "?"), \(kinds) readings, \(link["license"]?.string ?? "?"): \(link["summary"]?.string ?? "")")
+            if let problem = link["problem"] {
+                lines.append("   \((problem["state"]?.string ?? "?").uppercased()) (\(problem["cause"]?.string ?? "?")): \(problem["reason"]?.string ?? "")")
+            }
         }
         if let terminal = c["terminal"] { lines.append("\(pad("", 3))\(pad("unrecognized", 14))(host)\(pad("", 37))\(pad("\(terminal["rejects"]?.int ?? 0)", 24, right: true))") }
         return lines.joined(separator: "\n")

@@ -13,8 +13,25 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
         commandName: "coinmechd",
         abstract: "The CoinMech daemon: reads a coin mech, validates each coin through plugins, records every decision.",
         discussion: """
-            Exit status: 0 stopped cleanly (SIGTERM, SIGINT) or --check-config passed; 1 configuration error;
-            2 the ledger or a directory could not be opened.
+            coinmechd reads each coin from the mech the configuration names (a serial raw-sensor \
+            mech, or a GPIO pulse or light-gate mech), decides it through the chain of validator \
+            plugins, records the decision in the SQLite ledger before it tells the mech to accept \
+            the coin, and publishes coins and totals to local clients as JSON lines on a Unix \
+            socket (coinctl is one).
+
+            Files, as the default configuration names them: /etc/coinmech/coinmechd.yaml (the \
+            configuration), /usr/lib/coinmech/plugins (the plugins, writable by root only), \
+            /var/lib/coinmech/ledger.sqlite3 (the ledger), /var/cache/coinmech (private copies of \
+            the loaded plugins), /run/coinmech/coinmechd.sock (the client socket). The manual is \
+            /usr/share/doc/coinmech (CONFIG.md, OPERATIONS.md, PLUGINS.md, PROTOCOL.md).
+
+            Signals: SIGHUP re-reads the configuration and rebuilds the chain (systemctl reload \
+            coinmechd); SIGTERM and SIGINT stop it after the batch in hand. Under systemd it \
+            reports readiness, reloads and watchdog pings through $NOTIFY_SOCKET, and takes a \
+            listening socket from coinmechd.socket.
+
+            Exit status: 0 stopped cleanly (SIGTERM, SIGINT) or --check-config passed; 1 \
+            configuration error; 2 the ledger or a directory could not be opened.
             """,
         version: Daemon.version)
 

@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinFacts
 import CoinMechChain
 import CoinMechPluginKit
@@ -313,7 +314,7 @@ struct CoinTableMatchingTests {
     }
 }
 
-@Suite("Explaining a reading: the optional explain symbol through the real loader")
+@Suite("Explaining a reading: the optional explain function through the real loader")
 struct ExplainTests {
     @Test("coin-table explains each nearby candidate's distance and the decision")
     func coinTableExplains() throws {
@@ -332,19 +333,19 @@ struct ExplainTests {
         #expect(explanation.decidedBy == "eur")
         #expect(explanation.verdict == .reject(Rejection(reason: "ambiguous", message: "could be EUR_50c or EUR_1: too close to both to tell, returned")))
         #expect(explanation.links.map(\.verdict.isPass) == [true, false])
-        #expect(explanation.links[0].details.isEmpty)  // sanity exports no explain symbol
-        #expect(explanation.text.contains("2 eur (coin-table 1.1.0): reject ambiguous: could be EUR_50c or EUR_1"))
+        #expect(explanation.links[0].details.isEmpty)  // sanity has no explain function
+        #expect(explanation.text.contains("2 eur (coin-table 2.1.0): reject ambiguous: could be EUR_50c or EUR_1"))
         #expect(explanation.text.hasSuffix("decision: reject (ambiguous) by eur"))
     }
 
-    @Test("a plain C plugin has no explain symbol: no details, and its verdict still shows")
+    @Test("a plain C plugin without an explain function: no details, and its verdict still shows")
     func pluginWithoutExplain() throws {
         let chain = try TestSupport.chain([LinkSpec(plugin: "weight-floor", configJSON: #"{"min_weight_g": 3.0}"#)])
         let instance = try #require(chain.links[0].validator as? PluginInstance)
         #expect(instance.explain(.coin(19.05, 2.5)) == nil)
         let explanation = ReadingExplanation(reading: .coin(19.05, 2.5), chain: chain)
         #expect(explanation.verdict.rejectionReason == "too_light")
-        #expect(explanation.text.contains("1 weight-floor (weight-floor 1.0.0): reject too_light"))
+        #expect(explanation.text.contains("1 weight-floor (weight-floor 2.0.0): reject too_light"))
     }
 
     @Test("coinmechd --explain-reading prints every link's verdict; bad figures are refused")
@@ -369,7 +370,7 @@ struct ExplainTests {
         }
         let (status, out, _) = try run("23.75,7.65,2.355")
         #expect(status == 0)
-        #expect(out.hasPrefix("reading: diameter 23.75 mm, weight 7.65 g, thickness 2.355 mm\n1 sanity (sanity 1.0.0): pass\n2 eur (coin-table 1.1.0): reject ambiguous"))
+        #expect(out.hasPrefix("reading: diameter 23.75 mm, weight 7.65 g, thickness 2.355 mm\n1 sanity (sanity 2.0.0): pass\n2 eur (coin-table 2.1.0): reject ambiguous"))
         #expect(out.contains("    EUR_50c "))
         #expect(out.hasSuffix("decision: reject (ambiguous) by eur"))
         let (accepted, acceptOut, _) = try run("24.25,7.8")

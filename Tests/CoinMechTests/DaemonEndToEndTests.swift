@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinMechClient
 import CoinMechLedger
 import CoinSimCore
@@ -40,7 +41,8 @@ struct DaemonEndToEndTests {
         let plugins = TestSupport.temporaryDirectory("slow-plugins")
         _ = try TestSupport.compileFixture("misbehaving", into: plugins)
         try TestSupport.copyBuiltPlugin("coin-table", into: plugins)
-        let chain = "chain:\n  - {plugin: misbehaving, config: {mode: slow}}\n  - {name: usd, plugin: coin-table, config: {currency: USD}}\n"
+        // In process, with a budget that allows its 80 ms: this test is about the mech's deadline, not containment.
+        let chain = "chain:\n  - {plugin: misbehaving, config: {mode: slow}, isolation: in-process, budget_ms: 200}\n  - {name: usd, plugin: coin-table, config: {currency: USD}}\n"
         let scenario = "coins: 6\nrate_per_s: 4\nseed: 3\nmix: {quarter: 1}\n"
 
         // The mech waits 50 ms; every decision takes 80: the mech returns every coin itself.
@@ -123,8 +125,10 @@ struct DaemonEndToEndTests {
         #expect(counts["overlong"] == "\(truth.faultsInjected.overlong)")
         #expect(counts["truncated"] == "\(truth.faultsInjected.truncated)")
         #expect(counts["duplicates"] == "\(truth.faultsInjected.duplicates)")
-        // The power cycle and the disconnect are on record.
-        #expect(events.filter { $0.kind == "mech_power_up" }.count == 2)
+        // The power cycle and the disconnect are on record (the mech's first announcement is of the
+        // session its hello already named, and starts no epoch).
+        #expect(events.filter { $0.kind == "mech_power_up" }.count == 1)
+        #expect(Set(decisions.compactMap(\.epoch)).count == 2)
         #expect(events.filter { $0.kind == "source_lost" }.count >= 2)  // the disconnect, and the end
         #expect(events.filter { $0.kind == "mech_status" }.count == 1)
     }
@@ -333,12 +337,17 @@ struct DaemonConfigurationTests {
     static let valid = "source: {device: /dev/null}\nchain:\n  - plugin: sanity\n"
 
     @Test("each configuration error names the file, the line and the key, and exits 1", arguments: [
-        ("sorce: {device: x}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'sorce': unknown key (known here: cache_dir, chain, ledger, log_level, plugin_dir, runtime_dir, socket, source, state_dir)"),
+        ("sorce: {device: x}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'sorce': unknown key (known here: cache_dir, chain, ledger, log_level, plugin_dir, plugins, runtime_dir, socket, source, state_dir)"),
         ("source: {device: x, baud: fast}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.baud': must be a whole number, got 'fast'"),
         ("source: {device: x}\nchain:\n  - plugin: sanity\n  - plugin: nope\n", "coinmechd: coinmechd.yaml:4: key 'chain[1].plugin': plugin 'nope' not found (tried"),
         ("source: {device: x}\nlog_level: loud\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'log_level': must be one of trace, debug, info, notice, warning, error, critical"),
         ("source: {device: x}\n", "coinmechd: coinmechd.yaml:1: key 'chain': is required: a list of links, e.g. - plugin: sanity"),
-        ("source: {device: x}\nchain:\n  - plugin: sanity\n    confg: {}\n", "coinmechd: coinmechd.yaml:4: key 'chain[0].confg': unknown key (known here: config, name, plugin)"),
+        ("source: {device: x}\nchain:\n  - plugin: sanity\n    confg: {}\n", "coinmechd: coinmechd.yaml:4: key 'chain[0].confg': unknown key (known here: budget_ms, config, isolation, name, plugin, user)"),
+        ("source: {device: x}\nchain:\n  - {plugin: sanity, isolation: sideways}\n", "coinmechd: coinmechd.yaml:3: key 'chain[0].isolation': must be in-process or process"),
+        ("source: {device: x}\nchain:\n  - {plugin: sanity, user: nobody}\n", "coinmechd: coinmechd.yaml:3: key 'chain[0].user': needs isolation: process (a link in process runs as the daemon)"),
+        ("source: {device: x}\nchain:\n  - {plugin: sanity, budget_ms: 0}\n", "coinmechd: coinmechd.yaml:3: key 'chain[0].budget_ms': must be between 0.1 and 10000 (milliseconds per call)"),
+        ("source: {device: x}\nplugins: {isolation: maybe}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'plugins.isolation': must be auto (shipped plugins in process, others isolated), in-process or process"),
+        ("source: {device: x}\nplugins: {max_crashes: 0}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'plugins.max_crashes': must be between 1 and 100"),
         ("source: {device: x\nchain: []\n", "coinmechd: coinmechd.yaml:2: not valid YAML"),
         ("source: {device: x}\nsocket: {mode: rw}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:2: key 'socket.mode': must be an octal file mode such as \"0660\""),
         ("source: {device: x, name: a-name-that-is-far-too-long-for-a-reading}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.name': must be 1 to 31 bytes, got 41"),
@@ -348,7 +357,7 @@ struct DaemonConfigurationTests {
         ("source: {kind: gpio-replay, file: e.txt, commit_allowance_ms: 5, pulse: {line: 0}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.commit_allowance_ms': needs deadline_ms: this source kind has no answer deadline unless one is set"),
         ("source: {kind: gpio-replay, file: e.txt}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source': a gpio-replay source needs exactly one of 'pulse' {line: N} or 'gates' {a, b, distance_mm}"),
         ("source: {kind: gpio, chip: c, gates: {a: 1, b: 1, distance_mm: 50}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.gates': a and b, the two gates' line offsets, are required and must differ"),
-        ("source: {device: x}\nchain:\n  - plugin: sanity\n  - name: deadline\n    plugin: sanity\n", "coinmechd: coinmechd.yaml:4: key 'chain[1].name': chain link 2 'deadline': the host names its own decisions so (reserved: deadline, inhibit, source, unrecognized); give the link another name"),
+        ("source: {device: x}\nchain:\n  - plugin: sanity\n  - name: deadline\n    plugin: sanity\n", "coinmechd: coinmechd.yaml:4: key 'chain[1].name': chain link 2 'deadline': the host names its own decisions so (reserved: deadline, inhibit, source, teach, unrecognized); give the link another name"),
         ("source: {device: x, confirm_window_ms: 10}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.confirm_window_ms': must be between 50 and 60000"),
         ("source: {kind: gpio-replay, file: e.txt, confirmations: true, pulse: {line: 0}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.confirmations': applies to serial mechs only: a GPIO mech's coin is credited with its answer"),
     ])

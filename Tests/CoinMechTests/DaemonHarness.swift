@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinMechAudit
 import CoinMechLedger
 import CoinSimCore

@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinMechClient
 import CoinMechLedger
 import CoinSimCore

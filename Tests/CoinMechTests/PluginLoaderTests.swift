@@ -1,16 +1,25 @@
 import CoinMechChain
+import CoinMechPluginABI
 import CoinMechPlugins
 import Foundation
 import Testing
 
 @Suite("Plugin loader: real dlopen of the plugins the build produced")
 struct PluginLoaderTests {
-    @Test("every shipped plugin loads and names itself", arguments: ["coin", "coin-table", "sanity", "repeat-guard", "weight-floor"])
+    @Test("every shipped plugin loads and describes itself: name, version, license, summary, reading kinds",
+          arguments: ["coin", "coin-table", "sanity", "repeat-guard", "weight-floor", "channel-map"])
     func shippedPluginsLoad(name: String) throws {
         let image = try TestSupport.loader().load(plugin: name)
         #expect(image.name == name)
-        #expect(image.version == (name == "coin-table" ? "1.1.0" : "1.0.0"))  // coin-table 1.1: noise-aware matching
+        // 2.x: built for plugin ABI 2 (coin-table 2.1: noise-aware matching came in 1.1).
+        #expect(image.version == (name == "coin-table" ? "2.1.0" : "2.0.0"))
         #expect(image.sha256.count == 64)
+        #expect(image.metadata.abiVersion == COINMECH_PLUGIN_ABI_VERSION)
+        #expect(image.metadata.license == "LicenseRef-CoinMech")
+        #expect(image.metadata.summary.count > 20)
+        #expect(image.metadata.readingKinds == COINMECH_KINDS_MEASURED)
+        #expect(image.metadata.concurrentInstances)
+        #expect(ShippedPlugins.names.contains(name))
     }
 
     @Test("each version is loaded from a private content-addressed copy")
@@ -46,15 +55,22 @@ struct PluginLoaderTests {
         #expect(try loader.load(plugin: "marginal").loadedPath == current.loadedPath)
     }
 
-    @Test("a plugin for another ABI version is refused with both versions named")
+    @Test("a plugin of ABI 1, of a newer minor or of another major is refused before it is called, both versions named")
     func abiMismatch() throws {
         let dir = TestSupport.temporaryDirectory("abi")
-        let path = try TestSupport.compileFixture("abi_mismatch", into: dir)
-        #expect(throws: PluginLoadError.abiMismatch(path: path, found: 99, expected: 1)) {
-            try TestSupport.loader(directory: dir).load(path: path)
-        }
-        #expect(PluginLoadError.abiMismatch(path: path, found: 99, expected: 1).description
-            == "\(path): plugin ABI version 99 where 1 was expected")
+        // ABI 1: this host does not load it (the major changed), and says how to port it.
+        let v1 = try TestSupport.compileFixture("abi_mismatch", into: dir, as: "v1.so", defines: ["FOUND=1u"])
+        #expect(throws: PluginLoadError.abiMismatch(path: v1, found: 1, expected: 0x2_0000)) { try TestSupport.loader(directory: dir).load(path: v1) }
+        #expect(PluginLoadError.abiMismatch(path: v1, found: 1, expected: 0x2_0000).description
+            == "\(v1): plugin built for plugin ABI 1; this coinmechd speaks ABI 2.0: rebuild it against this coinmech_plugin.h (docs/PLUGINS.md, 'Porting a plugin from ABI 1')")
+        // 2.7: the right major, but it may rely on what this host does not know.
+        let newer = try TestSupport.compileFixture("abi_mismatch", into: dir, as: "newer.so", defines: ["FOUND=0x20007u"])
+        #expect(throws: PluginLoadError.newerMinor(path: newer, found: 0x2_0007, host: 0x2_0000)) { try TestSupport.loader(directory: dir).load(path: newer) }
+        #expect(PluginLoadError.newerMinor(path: newer, found: 0x2_0007, host: 0x2_0000).description
+            == "\(newer): plugin needs plugin ABI 2.7; this coinmechd speaks ABI 2.0, an older minor: upgrade coinmechd, or rebuild the plugin against this coinmech_plugin.h")
+        let v3 = try TestSupport.compileFixture("abi_mismatch", into: dir, as: "v3.so", defines: ["FOUND=0x30000u"])
+        #expect(throws: PluginLoadError.abiMismatch(path: v3, found: 0x3_0000, expected: 0x2_0000)) { try TestSupport.loader(directory: dir).load(path: v3) }
+        #expect(PluginLoadError.abiMismatch(path: v3, found: 0x3_0000, expected: 0x2_0000).description.contains("plugin built for plugin ABI 3.0; this coinmechd speaks ABI 2.0: upgrade coinmechd"))
     }
 
     @Test("a shared object without the entry symbol is refused")
@@ -173,9 +189,16 @@ struct PluginExampleTests {
         try process.run()
         process.waitUntilExit()
         try #require(process.terminationStatus == 0)
-        let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir)).build(generation: 1, links: [LinkSpec(plugin: "minimal")])
+        let lines = LogLines()
+        let environment = ChainEnvironment(log: { link, level, message in lines.append("\(link) \(level): \(message)") })
+        let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir), environment: environment)
+            .build(generation: 1, links: [LinkSpec(name: "quarters", plugin: "minimal")])
         #expect(chain.decide(.coin(24.3, 5.6)).denomination == Denomination(currency: "USD", code: "quarter", valueMinor: 25))
         #expect(chain.decide(.coin(19.05, 2.5)).rejection?.reason == "unrecognized")
+        // Its create() logged through the host, under the link's name.
+        #expect(lines.all == ["quarters info: quarter window ±5.0 %"])
+        #expect(chain.links[0].origin.license == "MIT-0")
+        #expect(chain.links[0].origin.summary == "accepts a US quarter inside a window of its diameter and weight")
     }
 
     @Test("the minimal Swift plugin loads and rejects heavy coins")

@@ -13,10 +13,7 @@ struct PulseMechTests {
         var connected = false
         let deadline = Date().addingTimeInterval(5)
         while readings.count < 3, Date() < deadline {
-            var time = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &time)
-            let now = UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-            for event in mech.poll(now: now) {
+            for event in mech.poll(now: .now) {
                 switch event {
                 case .connected: connected = true
                 case .reading(let reading): readings.append((reading.deviceSeq, reading.measurement.channel))

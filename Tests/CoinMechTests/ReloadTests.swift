@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinMechChain
 import CoinMechClient
 import CoinMechLedger
@@ -15,16 +16,17 @@ struct ReloadTests {
         let plugins: String
         let builds: String
 
-        init(rate: Double = 20) throws {
+        init(rate: Double = 20, environment: [String: String] = [:]) throws {
             plugins = TestSupport.temporaryDirectory("plugins")
             builds = TestSupport.temporaryDirectory("builds")
             _ = try TestSupport.compileFixture("marginal", into: builds, as: "v1.so", defines: ["TOLERANCE=0.05"])
             _ = try TestSupport.compileFixture("marginal", into: builds, as: "v2.so", defines: ["TOLERANCE=0.01"])
-            harness = try DaemonHarness(chain: "chain:\n  - plugin: marginal\n", extra: "plugin_dir: \(plugins)")
+            // In process: these tests are about swapping chains; isolated links reload in IsolationEndToEndTests.
+            harness = try DaemonHarness(chain: "chain:\n  - {plugin: marginal, isolation: in-process}\n", extra: "plugin_dir: \(plugins)")
             try deploy("v1.so")
             // 20 coins/s need a faster line than 9600 baud (a reading and a confirmation take 55 ms there).
             try harness.startSimulator("coins: 0\nrate_per_s: \(rate)\nseed: 12\nmix: {quarter: 1}\nnoise: {diameter: 0.015, weight: 0.015}\nbaud: 115200\n")
-            try harness.startDaemon(pluginDirectory: nil)
+            try harness.startDaemon(pluginDirectory: nil, environment: environment)
             _ = try harness.socketWhenUp()
         }
 
@@ -123,6 +125,20 @@ struct ReloadTests {
         #expect(rig.harness.daemon!.isRunning)
         _ = try rig.harness.stopDaemon()
         #expect(rig.harness.daemonLog.contains("reloading the chain reason=SIGHUP"))
+    }
+
+    @Test("a plugin deployed while the daemon starts is picked up: the watch exists before the socket")
+    func deployDuringStartup() throws {
+        // The daemon stalls 2 s with its socket bound and its chain built from v1, before its
+        // services start: a client can connect, and an operator can deploy, in that window.
+        let rig = try Rig(rate: 5, environment: ["COINMECH_FAILPOINTS": "listening=sleep:2000"])
+        try rig.deploy("v2.so")
+        let client = try CoinMechConnection(path: rig.harness.socket)
+        try TestSupport.waitUntil("the reload of the plugin deployed during start-up") {
+            try client.request("chain")["links"]?.array?.first?["version"] == "tolerance-0.01"
+        }
+        _ = try rig.harness.stopDaemon()
+        #expect(rig.harness.daemonLog.contains("reloading the chain reason=files changed"))
     }
 
     @Test("a plugin renamed into the directory is picked up by inotify, once after a burst")

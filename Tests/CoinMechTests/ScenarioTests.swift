@@ -45,7 +45,7 @@ struct ScenarioTests {
     }
 
     @Test("bad scenario files give errors that name the file, the line and the key", arguments: [
-        ("coins: 3\nrate: 4\n", "t.yaml:2: key 'rate': unknown key (known here: baud, bursts, coins, currency, deadline_ms, faults, firmware, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
+        ("coins: 3\nrate: 4\n", "t.yaml:2: key 'rate': unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
         ("rate_per_s: fast\n", "t.yaml:1: key 'rate_per_s': must be a number, got 'fast'"),
         ("currency: XXX\n", "t.yaml:1: key 'currency': no coin table for 'XXX' (known: USD, EUR, GBP)"),
         ("mix:\n  quarter: 1\n  loonie: 2\n", "t.yaml:3: key 'mix.loonie': not a USD denomination (known: cent, nickel, dime, quarter)"),

@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinSimCore
 import Foundation
 import Testing

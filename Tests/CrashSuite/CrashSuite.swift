@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChildProcesses
 import CoinMechAudit
 import CoinMechClient
 import CoinMechFailpoints
@@ -73,8 +74,8 @@ final class Run {
     let bin: String
     let dir: String
     var random: SplitMix64
-    private var simulator: Child?
-    private var daemon: Child?
+    private var simulator: ChildProcess?
+    private var daemon: ChildProcess?
     private var daemonStarts = 0
 
     var config: String { "\(dir)/coinmechd.yaml" }
@@ -121,10 +122,10 @@ final class Run {
     }
 
     func play(failpoints: Bool, kills: Int, stalls: Int) throws -> Verdict {
-        let sim = try Child("\(bin)/coinsim", ["--scenario", "\(dir)/crash.yaml", "--link", "\(dir)/mech", "--truth", "\(dir)/truth.json",
-                                               "--linger-ms", "3000"], log: "\(dir)/coinsim.log")
+        let sim = try ChildProcess(path: "\(bin)/coinsim", ["--scenario", "\(dir)/crash.yaml", "--link", "\(dir)/mech", "--truth", "\(dir)/truth.json",
+                                               "--linger-ms", "3000"], stderrPath: "\(dir)/coinsim.log")
         simulator = sim
-        guard sim.firstLine(timeout: 20) != nil else { throw CrashSuiteError("coinsim printed no device: see \(dir)/coinsim.log") }
+        guard sim.readLine(timeout: 20) != nil else { throw CrashSuiteError("coinsim printed no device: see \(dir)/coinsim.log") }
         var verdict = Verdict(audit: MoneyAudit(truths: [], events: [], boots: [:]))
 
         if failpoints {
@@ -160,25 +161,26 @@ final class Run {
 
     /// Starts the daemon armed at `point` and waits for it to die there (SIGKILL from itself).
     private func failpoint(_ point: Failpoints.Point) throws {
-        let hit = Int.random(in: 1...3, using: &random)
+        let drawn = Int.random(in: 1...3, using: &random)
+        let hit = point == .listening ? 1 : drawn  // hit once per start
         let daemon = try startDaemon(environment: ["COINMECH_FAILPOINTS": "\(point.rawValue)=kill@\(hit)"])
         switch point {
         case .reloadSwap:
             try waitForSocket(daemon)
-            for _ in 0..<hit where daemon.running {
+            for _ in 0..<hit where daemon.isRunning {
                 daemon.signal(SIGHUP)
                 usleep(300_000)
             }
         case .collect:
             try waitForSocket(daemon)
-            for _ in 0..<hit where daemon.running { _ = try? CoinMechConnection(path: socket).request("collect") }
+            for _ in 0..<hit where daemon.isRunning { _ = try? CoinMechConnection(path: socket).request("collect") }
         default:
             break
         }
         guard let status = daemon.wait(timeout: 60) else {
-            throw CrashSuiteError("the daemon never reached failpoint \(point.rawValue) (hit \(hit)) in 60 s: see \(daemon.logPath)")
+            throw CrashSuiteError("the daemon never reached failpoint \(point.rawValue) (hit \(hit)) in 60 s: see \(daemon.stderrPath)")
         }
-        guard status == 128 + SIGKILL else { throw CrashSuiteError("failpoint \(point.rawValue): the daemon exited with \(status), not by SIGKILL: see \(daemon.logPath)") }
+        guard status == 128 + SIGKILL else { throw CrashSuiteError("failpoint \(point.rawValue): the daemon exited with \(status), not by SIGKILL: see \(daemon.stderrPath)") }
         print("failpoint \(point.rawValue) (hit \(hit)): killed there")
     }
 
@@ -191,7 +193,7 @@ final class Run {
         daemon.signal(SIGKILL)
         let status = daemon.wait(timeout: 30)
         print("kill after \(after) ms: \(status.map { $0 == 137 ? "killed" : "had exited with \($0)" } ?? "still running")")
-        if let status, status != 137 { throw CrashSuiteError("the daemon exited by itself with \(status) before the kill: see \(daemon.logPath)") }
+        if let status, status != 137 { throw CrashSuiteError("the daemon exited by itself with \(status) before the kill: see \(daemon.stderrPath)") }
     }
 
     /// Pauses a running daemon for longer than the mech's 50 ms deadline, lets it go on, then
@@ -206,7 +208,7 @@ final class Run {
         daemon.signal(SIGCONT)
         usleep(useconds_t(Int.random(in: 300...1000, using: &random)) * 1000)
         daemon.signal(SIGTERM)
-        guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("after a stall the daemon did not stop cleanly: see \(daemon.logPath)") }
+        guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("after a stall the daemon did not stop cleanly: see \(daemon.stderrPath)") }
         print("stall of \(pause) ms: the daemon carried on and stopped cleanly")
     }
 
@@ -220,28 +222,28 @@ final class Run {
         sim.signal(SIGTERM)
         let client = try CoinMechConnection(path: socket)
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, sim.running {
+        while Date() < deadline, sim.isRunning {
             if (try? client.request("status")["pending"]?.int) == 0 { break }
             usleep(50_000)
         }
         guard sim.wait(timeout: 30) == 0 else { throw CrashSuiteError("coinsim did not finish: see \(dir)/coinsim.log") }
         daemon.signal(SIGTERM)
-        guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("the last daemon did not stop cleanly: see \(daemon.logPath)") }
+        guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("the last daemon did not stop cleanly: see \(daemon.stderrPath)") }
     }
 
-    private func startDaemon(environment: [String: String] = [:]) throws -> Child {
+    private func startDaemon(environment: [String: String] = [:]) throws -> ChildProcess {
         daemonStarts += 1
-        let child = try Child("\(bin)/coinmechd", ["--config", config, "--plugin-dir", bin], environment: environment,
-                              log: "\(dir)/coinmechd-\(daemonStarts).log")
+        let child = try ChildProcess(path: "\(bin)/coinmechd", ["--config", config, "--plugin-dir", bin], environment: environment,
+                              stderrPath: "\(dir)/coinmechd-\(daemonStarts).log")
         daemon = child
         return child
     }
 
-    private func waitForSocket(_ daemon: Child) throws {
+    private func waitForSocket(_ daemon: ChildProcess) throws {
         let deadline = Date().addingTimeInterval(30)
         while !FileManager.default.fileExists(atPath: socket) || (try? CoinMechConnection(path: socket)) == nil {
-            guard daemon.running else { throw CrashSuiteError("the daemon exited during start-up: see \(daemon.logPath)") }
-            guard Date() < deadline else { throw CrashSuiteError("the daemon's socket did not appear in 30 s: see \(daemon.logPath)") }
+            guard daemon.isRunning else { throw CrashSuiteError("the daemon exited during start-up: see \(daemon.stderrPath)") }
+            guard Date() < deadline else { throw CrashSuiteError("the daemon's socket did not appear in 30 s: see \(daemon.stderrPath)") }
             usleep(10_000)
         }
     }

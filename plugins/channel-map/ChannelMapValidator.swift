@@ -20,7 +20,7 @@ final class ChannelMapValidator: SwiftValidator {
     private let unknown = DecisionTemplate.reject(reason: "unknown_channel", message: "pulse count matches no configured channel")
     private let table: [String: String]
 
-    init(configJSON: String) throws(PluginConfigError) {
+    init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
         guard config.currency.utf8.count == 3 else { throw PluginConfigError("key 'currency' must be a 3-letter ISO 4217 code") }
         guard !config.channels.isEmpty else { throw PluginConfigError("key 'channels' must map at least one channel") }
@@ -47,7 +47,8 @@ final class ChannelMapValidator: SwiftValidator {
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
     PluginExport.fill(
-        plugin, hostABI: hostABI, name: "channel-map", version: "1.0.0",
-        create: { PluginExport.create(ChannelMapValidator.self, $0, $1, $2) },
+        plugin, hostABI: hostABI, name: "channel-map", version: "2.0.0", license: "LicenseRef-CoinMech",
+        description: "for pulse mechs: accepts a configured pulse count as its denomination, rejects unknown ones",
+        create: { PluginExport.create(ChannelMapValidator.self, $0, $1, $2, $3) },
         validate: { PluginExport.validate(ChannelMapValidator.self, $0, $1, $2) })
 }

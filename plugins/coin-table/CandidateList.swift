@@ -5,6 +5,8 @@ import Foundation
 /// Everything a coin-table link scores readings against, built from its configuration: its own
 /// denominations (nominal or taught windows) and the foreign coins that could come near them.
 struct CandidateList {
+    /// ISO 4217 code of the link's own denominations.
+    let currency: String
     let own: [Candidate]
     let foreign: [Candidate]
     let noise: SensorNoise
@@ -72,10 +74,11 @@ struct CandidateList {
             let limit = config.tolerances?[spec.code]
             return Candidate(
                 spec: spec, origin: taught[spec.code] == nil ? .nominal : .taught,
-                spread: taught[spec.code].map(Self.taughtSpread) ?? Self.nominalSpread(spec, noise),
+                spread: taught[spec.code]?.matchingSpread ?? Self.nominalSpread(spec, noise),
                 limit: (limit?.diameter ?? config.tolerance, limit?.weight ?? config.tolerance, limit?.thickness ?? config.tolerance))
         }
         self.own = own
+        self.currency = currency
         guard own.count <= MatchTable.maxRows / 2 else { throw PluginConfigError("a coin table has at most \(MatchTable.maxRows / 2) denominations") }
 
         // Taught windows show the mech's bias; foreign coins are read through the same sensors.
@@ -137,15 +140,6 @@ struct CandidateList {
     static func nominalSpread(_ spec: CoinSpec, _ noise: SensorNoise) -> CoinSpread {
         let sigma = MintTolerance.standardDeviation(of: spec)
         return .nominal(diameter: spec.diameterMM, weight: spec.weightG, thickness: spec.thicknessMM, mintSigma: sigma, sensorNoise: noise)
-    }
-
-    /// A taught denomination's window: the measured means, and each σ widened by its own
-    /// standard error (σ / √(2(n − 1)) for n sample coins), since a σ measured on 40 coins is
-    /// 11 % too small as often as not, and a window that narrow returns genuine coins.
-    static func taughtSpread(_ coin: CoinCalibration.TaughtCoin) -> CoinSpread {
-        let widen = 1 + 1 / (2 * Double(coin.samples - 1)).squareRoot()
-        func axis(_ a: CoinSpread.Axis) -> CoinSpread.Axis { CoinSpread.Axis(mean: a.mean, sigma: a.sigma * widen) }
-        return CoinSpread(diameter: axis(coin.diameter), weight: axis(coin.weight), thickness: coin.thickness.map(axis))
     }
 
     /// Whether foreign coin `f` can ever be the nearest or the runner-up to a reading inside own

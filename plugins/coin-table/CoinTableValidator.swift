@@ -12,7 +12,7 @@ final class CoinTableValidator: SwiftValidator {
     let candidates: CandidateList
     private let table: MatchTable
 
-    init(configJSON: String) throws(PluginConfigError) {
+    init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         candidates = try CandidateList(CoinTableConfig.decode(configJSON))
         table = MatchTable(candidates)
     }
@@ -45,15 +45,9 @@ final class CoinTableValidator: SwiftValidator {
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
     PluginExport.fill(
-        plugin, hostABI: hostABI, name: "coin-table", version: "1.1.0",
-        create: { PluginExport.create(CoinTableValidator.self, $0, $1, $2) },
-        validate: { PluginExport.validate(CoinTableValidator.self, $0, $1, $2) })
-}
-
-/// The optional explain symbol (`COINMECH_PLUGIN_EXPLAIN_SYMBOL`).
-@_cdecl("coinmech_plugin_explain")
-public func coinmechPluginExplain(
-    _ instance: UnsafeMutableRawPointer?, _ reading: UnsafePointer<coinmech_reading>?, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int
-) -> Int {
-    PluginExport.explain(CoinTableValidator.self, instance, reading, buffer, size)
+        plugin, hostABI: hostABI, name: "coin-table", version: "2.1.0", license: "LicenseRef-CoinMech",
+        description: "matches a reading against a whole currency with each axis's noise in mind; returns a coin that could be two as ambiguous",
+        create: { PluginExport.create(CoinTableValidator.self, $0, $1, $2, $3) },
+        validate: { PluginExport.validate(CoinTableValidator.self, $0, $1, $2) },
+        explain: { PluginExport.explain(CoinTableValidator.self, $0, $1, $2, $3) })
 }

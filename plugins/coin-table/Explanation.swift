@@ -114,6 +114,7 @@ struct Description: Encodable {
         let only_with_thickness: Bool?
     }
 
+    let currency: String
     let window: Double
     let margin: Double
     let sensor_noise: SensorNoise
@@ -125,6 +126,7 @@ struct Description: Encodable {
     let warnings: [String]
 
     init(_ list: CandidateList) {
+        currency = list.currency
         window = list.window
         margin = list.margin
         sensor_noise = list.noise

@@ -25,7 +25,7 @@ final class CoinValidator: SwiftValidator {
     let window: CoinWindow
     let accept: DecisionTemplate
 
-    init(configJSON: String) throws(PluginConfigError) {
+    init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
         guard config.currency.utf8.count == 3 else { throw PluginConfigError("key 'currency' must be a 3-letter ISO 4217 code") }
         guard !config.code.isEmpty, config.code.utf8.count < 32 else { throw PluginConfigError("key 'code' must be 1 to 31 bytes") }
@@ -49,7 +49,8 @@ final class CoinValidator: SwiftValidator {
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
     PluginExport.fill(
-        plugin, hostABI: hostABI, name: "coin", version: "1.0.0",
-        create: { PluginExport.create(CoinValidator.self, $0, $1, $2) },
+        plugin, hostABI: hostABI, name: "coin", version: "2.0.0", license: "LicenseRef-CoinMech",
+        description: "accepts one denomination inside its diameter, weight and thickness window; passes anything else",
+        create: { PluginExport.create(CoinValidator.self, $0, $1, $2, $3) },
         validate: { PluginExport.validate(CoinValidator.self, $0, $1, $2) })
 }

@@ -29,7 +29,7 @@ final class RepeatGuardValidator: SwiftValidator {
     let repeated: DecisionTemplate
     let tooFast: DecisionTemplate
 
-    init(configJSON: String) throws(PluginConfigError) {
+    init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
         let window = config.window_ms ?? 500, interval = config.min_interval_ms ?? 20, tolerance = config.tolerance ?? 0.002
         let history = config.history ?? 8
@@ -74,7 +74,8 @@ final class RepeatGuardValidator: SwiftValidator {
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
     PluginExport.fill(
-        plugin, hostABI: hostABI, name: "repeat-guard", version: "1.0.0",
-        create: { PluginExport.create(RepeatGuardValidator.self, $0, $1, $2) },
+        plugin, hostABI: hostABI, name: "repeat-guard", version: "2.0.0", license: "LicenseRef-CoinMech",
+        description: "rejects a coin on a string: the same reading again within a window, or readings faster than a mech delivers coins",
+        create: { PluginExport.create(RepeatGuardValidator.self, $0, $1, $2, $3) },
         validate: { PluginExport.validate(RepeatGuardValidator.self, $0, $1, $2) })
 }

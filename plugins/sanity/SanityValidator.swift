@@ -41,7 +41,7 @@ final class SanityValidator: SwiftValidator {
     let thickness: Axis
     let empty = DecisionTemplate.reject(reason: "empty_reading", message: "reading carries no measurement")
 
-    init(configJSON: String) throws(PluginConfigError) {
+    init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
         let minDiameter = config.min_diameter_mm ?? 5, maxDiameter = config.max_diameter_mm ?? 50
         let minWeight = config.min_weight_g ?? 0.1, maxWeight = config.max_weight_g ?? 50
@@ -73,7 +73,8 @@ final class SanityValidator: SwiftValidator {
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
     PluginExport.fill(
-        plugin, hostABI: hostABI, name: "sanity", version: "1.0.0",
-        create: { PluginExport.create(SanityValidator.self, $0, $1, $2) },
+        plugin, hostABI: hostABI, name: "sanity", version: "2.0.0", license: "LicenseRef-CoinMech",
+        description: "rejects readings no coin could produce: not finite, zero or negative, or outside physical limits",
+        create: { PluginExport.create(SanityValidator.self, $0, $1, $2, $3) },
         validate: { PluginExport.validate(SanityValidator.self, $0, $1, $2) })
 }

@@ -52,7 +52,8 @@ static int parse_config(const char *json, double *min_weight, char *error, size_
     return 0;
 }
 
-static void *create(const char *config_json, char *error, size_t error_size) {
+static void *create(const coinmech_host *host, const char *config_json, char *error, size_t error_size) {
+    (void)host;
     double min_weight = 0;
     if (parse_config(config_json, &min_weight, error, error_size) != 0) return NULL;
     weight_floor *self = calloc(1, sizeof *self);
@@ -76,16 +77,21 @@ static size_t describe(void *instance, char *buf, size_t size) {
     return n < 0 ? 0 : (size_t)n;
 }
 
+static const coinmech_plugin weight_floor_plugin = {
+    .abi_version = COINMECH_PLUGIN_ABI_VERSION,
+    .size = sizeof(coinmech_plugin),
+    .name = "weight-floor",
+    .version = "2.0.0",
+    .license = "LicenseRef-CoinMech",
+    .description = "rejects readings lighter than a configured weight: washers, plastic tokens, foil",
+    .reading_kinds = COINMECH_KINDS_MEASURED,
+    .flags = COINMECH_PLUGIN_CONCURRENT_INSTANCES,
+    .create = create,
+    .validate = validate,
+    .destroy = destroy,
+    .describe = describe,
+};
+
 int coinmech_plugin_entry(uint32_t host_abi_version, coinmech_plugin *plugin) {
-    if (!plugin) return -1;
-    plugin->abi_version = COINMECH_PLUGIN_ABI_VERSION;
-    plugin->size = sizeof *plugin;
-    if (host_abi_version != COINMECH_PLUGIN_ABI_VERSION) return 1;
-    plugin->name = "weight-floor";
-    plugin->version = "1.0.0";
-    plugin->create = create;
-    plugin->validate = validate;
-    plugin->destroy = destroy;
-    plugin->describe = describe;
-    return 0;
+    return coinmech_plugin_offer(host_abi_version, plugin, &weight_floor_plugin);
 }

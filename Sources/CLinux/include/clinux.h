@@ -7,6 +7,9 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "cm_breadcrumb.h"
+#include "cm_sandbox.h"
+
 /* signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK): a descriptor that becomes readable on the signals in mask. */
 int cm_signalfd(const sigset_t *mask);
 /* Reads one pending signal from a signalfd; returns its number, or -1. */
@@ -31,6 +34,9 @@ int cm_epoll_add_input(int epfd, int fd);
    returned to the system when freed. Setting it also stops glibc from raising the threshold after
    each large free (up to 32 MiB), which let freed large blocks stay in the heap. 1 on success. */
 int cm_malloc_mmap_threshold(size_t bytes);
+
+/* Bytes the allocator has handed out and not taken back (mallinfo2's uordblks + hblkhd). */
+uint64_t cm_heap_in_use(void);
 
 /* pipe2(fds, O_CLOEXEC): a pipe whose ends are not inherited by exec'd programs. */
 int cm_pipe_cloexec(int fds[2]);

@@ -10,7 +10,10 @@
 #define STR(x) STR2(x)
 
 static int instance;
-static void *create(const char *config, char *error, size_t size) { (void)config; (void)error; (void)size; return &instance; }
+static void *create(const coinmech_host *host, const char *config, char *error, size_t size) {
+    (void)host; (void)config; (void)error; (void)size;
+    return &instance;
+}
 static void destroy(void *ctx) { (void)ctx; }
 static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d) {
     (void)ctx;
@@ -20,14 +23,19 @@ static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d)
         coinmech_decision_reject(d, "outside_window", "outside the quarter window of " STR(TOLERANCE));
 }
 
+static const coinmech_plugin marginal = {
+    .abi_version = COINMECH_PLUGIN_ABI_VERSION,
+    .size = sizeof(coinmech_plugin),
+    .name = "marginal",
+    .version = "tolerance-" STR(TOLERANCE),
+    .license = "MIT-0",
+    .description = "a quarter window compiled in, for reload tests",
+    .reading_kinds = COINMECH_KINDS_MEASURED,
+    .create = create,
+    .validate = validate,
+    .destroy = destroy,
+};
+
 int coinmech_plugin_entry(uint32_t host_abi_version, coinmech_plugin *plugin) {
-    plugin->abi_version = COINMECH_PLUGIN_ABI_VERSION;
-    plugin->size = sizeof *plugin;
-    if (host_abi_version != COINMECH_PLUGIN_ABI_VERSION) return 1;
-    plugin->name = "marginal";
-    plugin->version = "tolerance-" STR(TOLERANCE);
-    plugin->create = create;
-    plugin->validate = validate;
-    plugin->destroy = destroy;
-    return 0;
+    return coinmech_plugin_offer(host_abi_version, plugin, &marginal);
 }

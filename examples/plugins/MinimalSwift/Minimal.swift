@@ -12,7 +12,7 @@ final class HeavyGuard: SwiftValidator {
     let limit: Double
     let tooHeavy = DecisionTemplate.reject(reason: "too_heavy", message: "heavier than any accepted coin")
 
-    init(configJSON: String) throws(PluginConfigError) {
+    init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         limit = try Config.decode(configJSON).max_weight_g
     }
 
@@ -24,7 +24,8 @@ final class HeavyGuard: SwiftValidator {
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
     PluginExport.fill(
-        plugin, hostABI: hostABI, name: "heavy-guard", version: "1.0.0",
-        create: { PluginExport.create(HeavyGuard.self, $0, $1, $2) },
+        plugin, hostABI: hostABI, name: "heavy-guard", version: "1.0.0", license: "MIT-0",
+        description: "rejects coins heavier than a configured limit (the Swift example of docs/PLUGINS.md)",
+        create: { PluginExport.create(HeavyGuard.self, $0, $1, $2, $3) },
         validate: { PluginExport.validate(HeavyGuard.self, $0, $1, $2) })
 }

@@ -1,0 +1,348 @@
+import CLinux
+import CoinMechCCTalk
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Plays a ccTalk coin acceptor (`CCTalkAcceptor`) on a pseudo-terminal from a scenario, and
+/// reports the ground truth (`CCTalkGroundTruth`): `coinsim --protocol cctalk`.
+///
+/// Coins go in at the scenario's rate from `cctalk.start_ms` after the host opened the
+/// device; the acceptor decides them itself and puts an event in its buffer. The host's
+/// requests are answered after `cctalk.reply_ms`, bytes taking their time at the scenario's
+/// baud rate both ways; replies to buffer polls are lost, refused, BUSY or damaged as the
+/// faults say; the line echoes the host's bytes when `cctalk.echo` is set.
+///
+/// Single-threaded: one `ppoll` loop over the pty and a signalfd, like `MechSimulator`.
+public final class CCTalkSimulator {
+    public typealias Options = MechSimulator.Options
+
+    private struct Outgoing {
+        var deliverAt: UInt64
+        var bytes: [UInt8]
+        /// The events an intact buffer reply carries.
+        var reported: [CCTalkAcceptor.EventKey]
+        /// The acknowledged request was a reset: the acceptor restarts once it is out.
+        var resets: Bool
+    }
+
+    private let options: Options
+    private let scenario: Scenario
+    private let settings: CCTalkScenario
+    private let announce: @Sendable (String) -> Void
+    private var generator: InsertionGenerator
+    private var acceptor: CCTalkAcceptor
+    private var truth: CCTalkGroundTruth
+    private var faultRandom: SplitMix64
+    private var parser: CCTalkParser
+    private let positions: [CoinID: Int]
+    private var terminal: PseudoTerminal?
+    private var connected = false
+    private var outgoing: [Outgoing] = []
+    /// When the acceptor → host line is free again, and the host → acceptor line.
+    private var lineFreeAt: UInt64 = 0
+    private var hostLineFreeAt: UInt64 = 0
+    private var eventIndex: [CCTalkAcceptor.EventKey: Int] = [:]
+    /// Events that left the buffer while a reply carrying them was on its way, and how.
+    private var leftInFlight: [CCTalkAcceptor.EventKey: String] = [:]
+    private var coinIndex: [CCTalkAcceptor.EventKey: Int] = [:]
+    private var poweredOffUntil: UInt64?
+    private var lastRequestAt: UInt64?
+    /// Insertion numbers whose reset or power cycle was already played.
+    private var played: Set<Int> = []
+    private var recorder: TraceWriter?
+    private let start: UInt64
+
+    public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        self.scenario = scenario
+        settings = scenario.cctalk
+        self.announce = announce
+        generator = InsertionGenerator(scenario: scenario)
+        faultRandom = SplitMix64(seed: scenario.seed ^ 0xCC7A_1C00_5EED_0001)
+        var device = CCTalkAcceptor.Settings()
+        device.address = settings.address
+        device.checksum = settings.checksum
+        device.manufacturer = settings.manufacturer
+        device.productCode = settings.productCode
+        device.serialNumber = settings.serialNumber
+        device.coinIDs = settings.coinIDs(currency: scenario.currency)
+        device.sorterPath = settings.sorterPath
+        device.selfInhibitNanoseconds = UInt64(settings.selfInhibitMilliseconds * 1e6)
+        acceptor = settings.counter > 0 ? CCTalkAcceptor(settings: device, runningWithCounter: settings.counter) : CCTalkAcceptor(settings: device)
+        positions = Dictionary(device.coinIDs.map { ($0.value, $0.key) }, uniquingKeysWith: min)
+        parser = CCTalkParser(checksum: settings.checksum, destinations: [settings.address, CCTalkFrame.broadcastAddress])
+        truth = CCTalkGroundTruth(scenario: scenario.name, seed: scenario.seed, device: CCTalkGroundTruth.Device(
+            address: settings.address, checksum: settings.checksum.rawValue, echo: settings.echo, serialNumber: settings.serialNumber,
+            coinIds: Dictionary(uniqueKeysWithValues: device.coinIDs.map { ("\($0.key)", $0.value.text) }), initialCounter: settings.counter))
+        start = Self.now()
+        // What the buffer holds from before the host came.
+        for (slot, key) in acceptor.slots.enumerated().reversed() {
+            guard let key else { continue }
+            let result = acceptor.results[slot]
+            eventIndex[key] = truth.events.count
+            truth.events.append(CCTalkGroundTruth.Event(session: key.session, event: key.number, counter: CCTalkCounterState.counter(for: key.number),
+                                                        a: result.a, b: result.b, beforeHost: true, reported: false, lost: false, lostTo: nil))
+        }
+    }
+
+    /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
+    public func run() throws(SimulatorError) -> CCTalkGroundTruth {
+        let signals = try SimulatorSignals()
+        if let path = options.recordPath { recorder = try TraceWriter(path: path) }
+        let terminal = try PseudoTerminal()
+        if let link = options.linkPath { try terminal.link(at: link) }
+        self.terminal = terminal
+        truth.connections.devicePaths.append(terminal.devicePath)
+        announce(terminal.devicePath)
+
+        var nextInsertion: UInt64?
+        var lingerUntil: UInt64?
+        var stoppingSince: UInt64?
+        let linger = UInt64(options.lingerMilliseconds * 1e6)
+        let hostDeadline = options.hostTimeoutSeconds > 0 ? start + UInt64(options.hostTimeoutSeconds * 1e9) : nil
+
+        loop: while true {
+            let now = Self.now()
+            var wake = now + (connected ? 1_000_000_000 : 10_000_000)
+            for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, lingerUntil] {
+                if let due { wake = min(wake, due) }
+            }
+            let turn = try signals.wait(master: terminal.master, until: wake, now: now)
+            if turn.stop {
+                truth.ended = "signal"
+                nextInsertion = nil
+                if stoppingSince == nil { stoppingSince = Self.now() }
+                if lingerUntil == nil { lingerUntil = Self.now() + linger }
+            }
+            if turn.readable { readFromHost() }
+            if turn.hungUp {
+                if connected {
+                    connected = false
+                    truth.connections.hangups += 1
+                    dropOutgoing()  // nobody reads the line
+                    lastRequestAt = nil
+                }
+                usleep(5_000)
+            } else if !connected && turn.open {
+                connected = true
+                truth.connections.connects += 1
+                if truth.connections.connects == 1 { nextInsertion = Self.now() + UInt64(settings.startMilliseconds * 1e6) }
+            }
+            if !connected, truth.connections.connects == 0, let hostDeadline, Self.now() > hostDeadline {
+                truth.ended = "host_timeout"
+                break loop
+            }
+            if let off = poweredOffUntil, Self.now() >= off { poweredOffUntil = nil }
+            deliverOutgoing()
+            if connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextInsertion, Self.now() >= due {
+                if playInsertion() {
+                    nextInsertion = nil
+                    lingerUntil = Self.now() + linger
+                } else if poweredOffUntil == nil {
+                    nextInsertion = Self.now() + UInt64(generator.gap(after: truth.sent.insertions) * 1e9)
+                }
+            }
+            if let until = lingerUntil, Self.now() >= until, outgoing.isEmpty { break loop }
+            if let since = stoppingSince, !connected || Self.now() &- since > 3_000_000_000 + linger { break loop }
+        }
+        finish()
+        return truth
+    }
+
+    // MARK: Coins
+
+    /// Makes the next insertion (or several, for an overrun); true when the scenario has no more.
+    private func playInsertion() -> Bool {
+        let number = truth.sent.insertions + 1
+        guard scenario.coins == 0 || number <= scenario.coins else { return true }
+        let faults = settings.faults
+        if !played.contains(number) {
+            played.insert(number)
+            if faults.resetAt.contains(number) {
+                truth.sessions.resets += 1
+                restart()
+            }
+            if faults.powerCycleAt.contains(number) {
+                truth.sessions.powerCycles += 1
+                restart()
+                dropOutgoing()  // what was on its way dies with the power
+                poweredOffUntil = Self.now() + UInt64(faults.powerOffMilliseconds * 1e6)
+                return false  // this insertion waits for the power
+            }
+        }
+        for _ in 0..<(faults.overrunAt.contains(number) ? faults.overrunCoins : 1) { insertOne() }
+        return false
+    }
+
+    private func insertOne() {
+        let insertion = generator.next()
+        let now = Self.now()
+        truth.sent.insertions += 1
+        truth.sent.byKind[insertion.kind.description, default: 0] += 1
+        let item: CCTalkAcceptor.Item
+        var value: (currency: String, valueMinor: Int64)?
+        switch insertion.kind {
+        case .coin(let spec):
+            value = (spec.currency, spec.valueMinor)
+            let id = (1...999).contains(spec.valueMinor) ? CoinID.standard(currency: spec.currency, valueMinor: spec.valueMinor) : nil
+            item = id.flatMap { positions[$0] }.map { .coin(position: $0) } ?? .unknown
+        case .slug: item = .slug
+        case .washer, .foreign: item = .unknown
+        }
+        let selfInhibited = acceptor.isSelfInhibited(at: now)
+        let outcome = acceptor.insert(item, at: now)
+        let key = outcome.event
+        eventIndex[key] = truth.events.count
+        truth.events.append(CCTalkGroundTruth.Event(session: key.session, event: key.number, counter: acceptor.counter,
+                                                    a: outcome.result.a, b: outcome.result.b, beforeHost: false, reported: false, lost: false, lostTo: nil))
+        var position: Int?
+        if case .coin(let p) = item { position = p }
+        coinIndex[key] = truth.coins.count
+        truth.coins.append(CCTalkGroundTruth.Coin(
+            insertion: insertion.number, kind: insertion.kind.description, currency: value?.currency, valueMinor: value?.valueMinor,
+            position: position, coinId: position.flatMap { acceptor.settings.coinIDs[$0]?.text }, outcome: outcome.fate.rawValue,
+            session: key.session, event: key.number, counter: acceptor.counter))
+        switch outcome.fate {
+        case .credited:
+            truth.outcomes.credited += 1
+            if let value { truth.creditedValue[value.currency, default: 0] += value.valueMinor }
+        case .inhibited:
+            truth.outcomes.inhibited += 1
+            if selfInhibited { truth.outcomes.selfInhibited += 1 }
+        case .rejected:
+            truth.outcomes.rejected += 1
+        }
+        if let evicted = outcome.evicted { left(evicted, to: "overrun") }
+    }
+
+    /// Power-up or reset: the buffer is gone.
+    private func restart() {
+        for key in acceptor.restart() { left(key, to: "restart") }
+    }
+
+    /// An event left the buffer: lost, unless a reply carried it to the host.
+    private func left(_ key: CCTalkAcceptor.EventKey, to cause: String) {
+        guard let index = eventIndex[key], !truth.events[index].reported, !truth.events[index].lost else { return }
+        if outgoing.contains(where: { $0.reported.contains(key) }) {
+            // A reply on its way carries it: it is lost only if that reply never gets out.
+            leftInFlight[key] = cause
+            return
+        }
+        truth.events[index].lost = true
+        truth.events[index].lostTo = cause
+        truth.lostEvents += 1
+        guard truth.events[index].a > 0 else { return }
+        truth.lostCredits += 1
+        if let coin = coinIndex[key], let currency = truth.coins[coin].currency, let value = truth.coins[coin].valueMinor {
+            truth.lostValue[currency, default: 0] += value
+        }
+    }
+
+    // MARK: The line
+
+    private func readFromHost() {
+        guard let terminal else { return }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { read(terminal.master, $0.baseAddress, $0.count) }
+        guard count > 0 else { return }
+        let now = Self.now()
+        let bytes = Array(buffer[..<count])
+        recorder?.write(TraceEntry(tUs: Int64((now - start) / 1000), dir: "rx", bytes: bytes))
+        if settings.echo {
+            // A single-wire bus: the host hears its own bytes as it sends them.
+            truth.polls.echoBytes += bytes.count
+            _ = terminal.write(bytes)
+        }
+        var frames: [CCTalkFrame] = []
+        parser.feed(bytes, at: now) { if case .frame(let frame) = $0 { frames.append(frame) } }
+        truth.polls.garbageBytes = parser.counts.garbageBytes
+        truth.polls.badRequestChecksums = parser.counts.badChecksums
+        guard poweredOffUntil == nil else { return }  // nobody home
+        for frame in frames where frame.destination == settings.address {
+            // Requests queue on the line: each has fully arrived after the one before.
+            hostLineFreeAt = max(hostLineFreeAt, now) &+ transit(frame.encoded(settings.checksum).count)
+            let arrival = scenario.firmware.baud == 0 ? now : hostLineFreeAt
+            truth.polls.requests += 1
+            if let last = lastRequestAt { truth.polls.longestGapMs = max(truth.polls.longestGapMs, Double(now - last) / 1e6) }
+            lastRequestAt = now
+            let handling = acceptor.handle(frame, at: now)
+            guard var reply = handling.reply else { continue }
+            var reported = handling.reported
+            if reply.header == CCTalkHeader.nak.rawValue { truth.polls.unknownHeaders += 1 }
+            var corrupt = false
+            if frame.header == CCTalkHeader.readBufferedCredit.rawValue {
+                truth.polls.bufferPolls += 1
+                let f = settings.faults
+                let roll = Double.random(in: 0..<1, using: &faultRandom)
+                if roll < f.lostReply {
+                    truth.polls.lostReplies += 1
+                    continue
+                } else if roll < f.lostReply + f.nak + f.busy {
+                    let nak = roll < f.lostReply + f.nak
+                    if nak { truth.polls.naks += 1 } else { truth.polls.busies += 1 }
+                    reply = CCTalkFrame(destination: reply.destination, source: reply.source,
+                                        header: (nak ? CCTalkHeader.nak : .busy).rawValue)
+                    reported = []
+                } else if roll < f.lostReply + f.nak + f.busy + f.badChecksum {
+                    truth.polls.badChecksums += 1
+                    corrupt = true
+                    reported = []
+                }
+            }
+            var out = reply.encoded(settings.checksum)
+            if corrupt { out[out.count - 1] ^= 0x5A }
+            let deliverAt = max(arrival &+ UInt64(settings.replyMilliseconds * 1e6), lineFreeAt) &+ transit(out.count)
+            lineFreeAt = deliverAt
+            truth.polls.replies += 1
+            outgoing.append(Outgoing(deliverAt: deliverAt, bytes: out, reported: reported, resets: handling.resets))
+        }
+    }
+
+    /// Writes what has crossed the line by now; a buffer reply's events are then reported.
+    private func deliverOutgoing() {
+        guard let terminal, connected else { return }
+        let now = Self.now()
+        while let index = outgoing.indices.min(by: { outgoing[$0].deliverAt < outgoing[$1].deliverAt }), outgoing[index].deliverAt <= now {
+            let next = outgoing.remove(at: index)
+            recorder?.write(TraceEntry(tUs: Int64((now - start) / 1000), dir: "tx", bytes: next.bytes))
+            guard terminal.write(next.bytes) else {
+                for key in next.reported {
+                    if let cause = leftInFlight.removeValue(forKey: key) { left(key, to: cause) }
+                }
+                continue
+            }
+            for key in next.reported {
+                if let index = eventIndex[key], !truth.events[index].lost { truth.events[index].reported = true }
+                leftInFlight[key] = nil
+            }
+            if next.resets {
+                truth.sessions.hostResets += 1
+                restart()
+            }
+        }
+    }
+
+    /// Replies on their way never get out: events that left the buffer meanwhile are lost.
+    private func dropOutgoing() {
+        let dropped = outgoing
+        outgoing.removeAll()
+        for reply in dropped {
+            for key in reply.reported {
+                if let cause = leftInFlight.removeValue(forKey: key) { left(key, to: cause) }
+            }
+        }
+    }
+
+    private func transit(_ count: Int) -> UInt64 {
+        scenario.firmware.baud == 0 ? 0 : UInt64(count) * 10 * 1_000_000_000 / UInt64(scenario.firmware.baud)
+    }
+
+    private func finish() {
+        dropOutgoing()
+        truth.durationS = Double(Self.now() - start) / 1e9
+    }
+
+    static func now() -> UInt64 { cm_monotonic_ns() }
+}

@@ -1,0 +1,78 @@
+#ifndef COINMECH_BREADCRUMB_H
+#define COINMECH_BREADCRUMB_H
+/* The plugin breadcrumb: a small file in the state directory, mapped shared, that says which
+   link (generation, index, phase) the daemon is calling into. The deciding thread stores one
+   word per link call (a store, not a syscall); other threads (create, describe, destroy) keep
+   theirs in thread-local storage. A fatal signal handler copies the crashing thread's word into
+   the file, so the next start knows which link crashed the daemon, and quarantines it. */
+#include <stdint.h>
+
+#define CM_CRUMB_MAGIC 0x32424d43u /* "CMB2" */
+#define CM_CRUMB_TABLES 4
+#define CM_CRUMB_LINKS 64
+
+/* What a word's index names, for each chain generation the table ring still holds. */
+typedef struct cm_crumb_link {
+    char name[64];
+    char plugin[64];
+    char sha256[72];
+    char config_sha256[72];
+    uint64_t budget_ns;
+} cm_crumb_link;
+
+typedef struct cm_crumb_table {
+    uint64_t generation;
+    uint32_t count;
+    uint32_t reserved;
+    cm_crumb_link links[CM_CRUMB_LINKS];
+} cm_crumb_table;
+
+/* The deciding thread's slot. `word` is 0 outside plugin code. The hang watch sleeps on
+   `parked` (a futex) while nothing is being decided; a walk that finds it set wakes it. */
+typedef struct cm_crumb_slot {
+    uint64_t word;
+    uint32_t parked;
+    uint32_t reserved;
+} cm_crumb_slot;
+
+typedef struct cm_crumb_file {
+    uint32_t magic;
+    uint32_t reserved;
+    int32_t crash_signal;       /* a fatal signal inside plugin code, else 0 */
+    int32_t crash_pid;
+    uint64_t crash_word;        /* the crashing thread's word */
+    uint64_t crash_realtime_ns; /* when */
+    cm_crumb_slot deciding;
+    cm_crumb_table tables[CM_CRUMB_TABLES];
+} cm_crumb_file;
+
+/* Maps `path` (created 0600 if missing), copies what the last run left into *previous (zeroed if
+   the file was new or not a breadcrumb), then clears it for this run. NULL with errno on error. */
+cm_crumb_file *cm_crumb_map(const char *path, cm_crumb_file *previous);
+
+/* Makes `file` the one the fatal-signal handler writes to, and installs the handler for SIGSEGV,
+   SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP and SIGSYS (chaining to what was installed before).
+   Once per process. */
+void cm_crumb_install(cm_crumb_file *file);
+
+/* The calling thread decides readings: its word is the file's deciding slot (with an alternate
+   signal stack, so a plugin that overflows its stack is still recorded). */
+void cm_crumb_bind_deciding_thread(void);
+
+/* Any other thread entering (word != 0) or leaving plugin code. */
+void cm_crumb_enter(uint64_t word);
+void cm_crumb_leave(void);
+
+/* The deciding thread's word: a relaxed atomic store (a plain store on every architecture this
+   runs on), read by the hang watch on another thread and by the signal handler on this one. */
+static inline void cm_crumb_store(cm_crumb_slot *slot, uint64_t word) { __atomic_store_n(&slot->word, word, __ATOMIC_RELAXED); }
+static inline uint64_t cm_crumb_load(const cm_crumb_slot *slot) { return __atomic_load_n(&slot->word, __ATOMIC_RELAXED); }
+static inline uint32_t cm_crumb_is_parked(const cm_crumb_slot *slot) { return __atomic_load_n(&slot->parked, __ATOMIC_RELAXED); }
+
+/* Wakes the hang watch if it is parked on `slot` (a walk starts). */
+void cm_crumb_wake(cm_crumb_slot *slot);
+/* The hang watch parks on `slot` until a walk wakes it or `timeout_ns` passes; returns at once
+   if the slot shows a call in progress. */
+void cm_crumb_park(cm_crumb_slot *slot, uint64_t timeout_ns);
+
+#endif

@@ -1,0 +1,790 @@
+import CoinMechFailpoints
+import CoinMechLedger
+import CoinMechSerial
+import CoinMechSources
+import Logging
+
+/// The deciding daemon's policy as a deterministic state machine: what the mech said and what
+/// the clock says go in (`CoreInput`), what to record, answer, ask and publish comes out
+/// (`CoreOutput`), in the order it must happen. It does no I/O and never reads a clock, so it
+/// is tested with simulated time, and every interleaving its tests try is one the daemon can meet.
+///
+/// The money rules live here:
+/// - a batch of readings is decided, planned (`AnswerPlan`: accepts that can no longer reach the
+///   mech in time are withdrawn) and committed before any answer; answers, then publication;
+/// - an accept is pending until the mech's word settles it (`PendingCoins`), once;
+/// - the mech's sessions are known by boot (`EpochBook`), so a question reaches the right one;
+/// - a ledger that cannot write returns every coin and inhibits the mech; one that is merely
+///   busy returns the batch's coins and nothing more.
+///
+/// Protocol with its shell: `step` returns outputs to carry out in order; when the last one
+/// is `.commit`, the shell records it and steps `.committed` or `.commitFailed` before any other
+/// input.
+public struct DecidingCore: Sendable {
+    /// What the core is configured with.
+    public struct Settings: Sendable {
+        public var source: String
+        public var credit: CreditRule
+        /// The mech's answer deadline (nil: a mech that waits for its answer, such as GPIO).
+        public var deadline: AnswerDeadline?
+        /// The line the answers travel on (nil: they act at once).
+        public var line: LineTiming?
+        /// How long the mech takes at most to store or return an accepted coin.
+        public var confirmationWindow: Duration = .seconds(1)
+        /// How long to wait for the mech's `SESSION` after connecting before querying anyway.
+        public var sessionWait: Duration = .seconds(2)
+        /// How often a failing ledger is tried again.
+        public var ledgerRetry: Duration = .seconds(5)
+        /// How long a write without readings may wait for another writer.
+        public var busyTimeout: Duration = .seconds(5)
+        /// Teach mode commits no window fitted on fewer sample coins than this.
+        public var teachMinimumSamples = 10
+
+        public init(source: String, credit: CreditRule, deadline: AnswerDeadline?, line: LineTiming?) {
+            self.source = source
+            self.credit = credit
+            self.deadline = deadline
+            self.line = line
+        }
+    }
+
+    /// What the ledger held at start.
+    public struct Restored: Sendable {
+        public var state: SourceState
+        public var boots: [Int64: UInt64]
+        public var pending: [PendingRecord]
+
+        public init(state: SourceState, boots: [Int64: UInt64], pending: [PendingRecord]) {
+            self.state = state
+            self.boots = boots
+            self.pending = pending
+        }
+    }
+
+    /// What `status` shows of the core.
+    public struct Snapshot: Sendable, Equatable {
+        public var counters = CoreCounters()
+        public var inhibited = false
+        /// A link hung or quarantined keeps the mech inhibited: which, and why.
+        public var pluginInhibit: String?
+        public var ledgerFailing = false
+        public var pending = 0
+        /// Teach mode, while it lasts.
+        public var teach: TeachSession?
+
+        public init(counters: CoreCounters = CoreCounters(), inhibited: Bool = false, pluginInhibit: String? = nil, ledgerFailing: Bool = false,
+                    pending: Int = 0, teach: TeachSession? = nil) {
+            self.counters = counters
+            self.inhibited = inhibited
+            self.pluginInhibit = pluginInhibit
+            self.ledgerFailing = ledgerFailing
+            self.pending = pending
+            self.teach = teach
+        }
+    }
+
+    public let settings: Settings
+    private let logger: Logger
+    private var tracker: DeviceSequenceTracker
+    private var epochs: EpochBook
+    private var pending: PendingCoins
+    /// Answers given in the current epoch, by device seq, for repeated sentences.
+    private var answers: [UInt64: Bool] = [:]
+    private var operatorInhibit = false
+    /// Why a link out of service keeps the mech inhibited (nil: none does).
+    private var pluginInhibit: String?
+    private var ledgerFailingSince: Instant?
+    private var lastRecoveryAttempt: Instant?
+    private var connected = false
+    /// Since the mech connected, waiting for it to name its session before querying.
+    private var awaitingSessionSince: Instant?
+    /// Occurrences a failed commit could not record: recorded with the next one.
+    private var carriedOver: [Occurrence] = []
+    private var awaiting: Awaiting?
+    /// Teach mode: readings are samples and every coin is returned (nil: deciding as usual).
+    public private(set) var teach: TeachSession?
+    public private(set) var counters = CoreCounters()
+
+    public init(settings: Settings, restored: Restored, logger: Logger, now: Instant) {
+        self.settings = settings
+        self.logger = logger
+        let state = restored.state
+        tracker = DeviceSequenceTracker(
+            epoch: state.epoch, lastSeq: state.lastDeviceSeq,
+            recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
+        for decision in state.recent { answers[decision.deviceSeq] = decision.accepted }
+        epochs = EpochBook(boots: restored.boots)
+        pending = PendingCoins(confirmationWindow: settings.confirmationWindow)
+        for coin in restored.pending {
+            pending.add(seq: coin.seq, epoch: coin.epoch, deviceSeq: coin.deviceSeq, answeredAt: now, restored: true)
+        }
+    }
+
+    /// What `status` shows.
+    public var snapshot: Snapshot {
+        Snapshot(counters: counters, inhibited: operatorInhibit, pluginInhibit: pluginInhibit, ledgerFailing: ledgerFailingSince != nil,
+                 pending: pending.count, teach: teach)
+    }
+
+    /// The mech returns every coin while the operator, a failing ledger or a link out of service
+    /// says so.
+    private var mechInhibited: Bool { operatorInhibit || ledgerFailingSince != nil || pluginInhibit != nil }
+
+    /// True while a `.commit` (or a calibration's `.stageCalibration` or `.installCalibration`)
+    /// waits for its outcome.
+    public var isAwaitingCommit: Bool { awaiting != nil }
+
+    /// When the core next has something to do without input (a query, the session wait, a
+    /// ledger retry).
+    public var nextWake: Instant? {
+        var wakes: [Instant] = []
+        if connected, let due = pending.nextDue { wakes.append(due) }
+        if let since = awaitingSessionSince { wakes.append(since + settings.sessionWait) }
+        if ledgerFailingSince != nil { wakes.append((lastRecoveryAttempt ?? .init(nanoseconds: 0)) + settings.ledgerRetry) }
+        return wakes.min()
+    }
+
+    /// Coins from before a restart that a source no longer confirming coins can never settle.
+    public mutating func start(now: Instant) -> [CoreOutput] {
+        guard settings.credit == .atOnce, !pending.isEmpty else { return [] }
+        return settle(pending.all.map {
+            PendingCoins.Settlement(coin: $0, resolution: .unconfirmed, message: "the source no longer confirms coins (source.confirmations is off)")
+        })
+    }
+
+    /// Takes one input at `now` and returns what to do, in order. `decide` asks the chain.
+    public mutating func step(_ input: CoreInput, at now: Instant, decide: (Candidate) -> Decided) -> [CoreOutput] {
+        switch input {
+        case .committed(let result):
+            guard let awaited = awaiting.take() else { preconditionFailure("a commit outcome with no commit awaited") }
+            return committed(awaited, result, now: now)
+        case .commitFailed(let error):
+            guard let awaited = awaiting.take() else { preconditionFailure("a commit outcome with no commit awaited") }
+            return commitFailed(awaited, error, now: now)
+        case .calibrationStaged(let result):
+            guard case .staging(let ticket, let by)? = awaiting.take() else { preconditionFailure("a staged calibration nobody asked for") }
+            return staged(result, ticket: ticket, by: by, now: now)
+        case .calibrationInstalled(let result):
+            guard case .installing(let ticket, let seq)? = awaiting.take() else { preconditionFailure("an installed calibration nobody asked for") }
+            return installed(result, ticket: ticket, seq: seq)
+        default:
+            precondition(awaiting == nil, "a new input while a commit's outcome is awaited")
+        }
+        switch input {
+        case .mech(let events):
+            return handle(events, now: now, decide: decide)
+        case .tick:
+            return tick(now: now)
+        case .inhibit(let on, let by, let ticket):
+            operatorInhibit = on
+            logger.notice(on ? "mech inhibited" : "mech inhibit lifted", metadata: ["by": "\(by)"])
+            return [.setInhibit(mechInhibited)] + commit([.note(.inhibit(source: settings.source, on: on, by: by))],
+                                                         awaiting: .command(ticket, .inhibit(on)), now: now)
+        case .pluginHealth(let reason, let record):
+            var outputs: [CoreOutput] = []
+            if reason != pluginInhibit {
+                pluginInhibit = reason
+                if let reason {
+                    logger.critical("mech inhibited: \(reason)")
+                } else {
+                    logger.notice("every link is in service again: the plugins no longer inhibit the mech")
+                }
+                outputs.append(.setInhibit(mechInhibited))
+            }
+            return record.isEmpty ? outputs : outputs + commit(record.map { .note($0) }, awaiting: .notes(record), now: now)
+        case .collect(let by, let ticket):
+            return commit([.collect(by: by)], awaiting: .command(ticket, .collect), now: now)
+        case .reload(let record, let ticket):
+            return commit([.note(.reload(record))], awaiting: .command(ticket, .reload(record)), now: now)
+        case .reloadFailed(let reason, let ticket):
+            logger.error("reload failed; the current chain keeps deciding", metadata: ["reason": "\(reason)"])
+            return commit([.note(.reloadFailed(reason: reason, generation: currentGeneration))], awaiting: .command(ticket, .reloadFailed(reason)), now: now)
+        case .stop(let errors):
+            let counts = Occurrence.ShutdownCounts(
+                readings: counters.readings, duplicates: counters.duplicates, garbageBytes: errors.garbageBytes,
+                badChecksums: errors.badChecksums, truncated: errors.truncated, overlong: errors.overlong, malformed: errors.malformed,
+                pending: pending.count)
+            // Teach mode does not outlive the daemon: its end is on the record with the shutdown.
+            let ended = teach.map { [Occurrence.teachAbort(source: settings.source, currency: $0.request.currency, code: $0.request.code,
+                                                            samples: $0.samples.count, by: "coinmechd (stopping)")] } ?? []
+            teach = nil
+            return [.setInhibit(true)] + commit((ended + [.shutdown(source: settings.source, counts: counts)]).map { .note($0) },
+                                                 awaiting: .publishOnly, now: now)
+        case .teachStart(let request, let by, let ticket):
+            if let teach {
+                return [.reply(ticket, .teachRefused("already teaching \(teach.request.currency) \(teach.request.code) (\(teach.samples.count) of "
+                    + "\(teach.request.coins) sample coins in, started by \(teach.by)): commit or abort it first"))]
+            }
+            let session = TeachSession(request: request, by: by, startedAt: now)
+            let record = Occurrence.TeachStartRecord(source: settings.source, currency: request.currency, code: request.code, coins: request.coins,
+                                                     link: request.link, file: request.file, by: by)
+            return commit([.note(.teachStart(record))], awaiting: .command(ticket, .teachStart(session)), now: now)
+        case .teachCommit(let by, let ticket):
+            guard let teach else { return [.reply(ticket, .teachRefused(Self.notTeaching))] }
+            guard teach.samples.count >= settings.teachMinimumSamples else {
+                return [.reply(ticket, .teachRefused("only \(teach.samples.count) sample coins of \(teach.request.currency) \(teach.request.code) are in; "
+                    + "at least \(settings.teachMinimumSamples) are needed to commit (\(teach.request.coins) asked for): insert more, or abort"))]
+            }
+            awaiting = .staging(ticket, by: by)
+            return [.stageCalibration(teach)]
+        case .teachAbort(let by, let ticket):
+            guard let teach else { return [.reply(ticket, .teachRefused(Self.notTeaching))] }
+            let occurrence = Occurrence.teachAbort(source: settings.source, currency: teach.request.currency, code: teach.request.code,
+                                                   samples: teach.samples.count, by: by)
+            return commit([.note(occurrence)], awaiting: .command(ticket, .teachAbort(teach)), now: now)
+        case .committed, .commitFailed, .calibrationStaged, .calibrationInstalled:
+            return []
+        }
+    }
+
+    static let notTeaching = "not teaching: start with coinctl teach start CURRENCY CODE"
+
+    // MARK: Teach mode
+
+    /// The calibration is written beside its file: record it, or say why it could not be written.
+    private mutating func staged(_ result: Result<StagedCalibration, TeachFailure>, ticket: Ticket, by: String, now: Instant) -> [CoreOutput] {
+        switch result {
+        case .success(var staged):
+            staged.record.by = by
+            return commit([.note(.teachCommit(staged.record))], awaiting: .command(ticket, .teachCommit(staged)), now: now)
+        case .failure(let failure):
+            logger.error("teach mode: the calibration could not be written", metadata: ["error": "\(failure.message)"])
+            return [.reply(ticket, .teachFailed("\(failure.message); still teaching"))]
+        }
+    }
+
+    /// The recorded calibration is in place, and teach mode ends; or it is not, and teach mode goes on.
+    private mutating func installed(_ result: Result<StagedCalibration, TeachFailure>, ticket: Ticket, seq: Int64) -> [CoreOutput] {
+        switch result {
+        case .success(let staged):
+            teach = nil
+            logger.notice("teach mode: calibration committed", metadata: [
+                "code": "\(staged.record.code)", "samples": "\(staged.record.samples)", "file": "\(staged.record.file)", "seq": "\(seq)",
+            ])
+            return [.reply(ticket, .taught(staged.record, seq: seq))]
+        case .failure(let failure):
+            logger.critical("teach mode: a recorded calibration could not be put in place", metadata: ["seq": "\(seq)", "error": "\(failure.message)"])
+            return [.reply(ticket, .teachFailed("recorded as event #\(seq), but not put in place: \(failure.message); "
+                + "coin-table keeps its previous windows; still teaching: commit again"))]
+        }
+    }
+
+    /// The chain generation of the last decision or record the core knows (for reload records).
+    public var currentGeneration: UInt64 = 0
+
+    // MARK: A batch
+
+    /// What a batch waits for its commit with.
+    private enum Awaiting: Sendable {
+        case batch(Batch)
+        case settle([PendingCoins.Settlement])
+        case command(Ticket, Command)
+        /// A failing ledger tried again, with the occurrences it could not record.
+        case recovery([Occurrence])
+        /// Occurrences to record and publish; carried to the next commit if this one fails.
+        case notes([Occurrence])
+        case publishOnly
+        /// A calibration being written beside its file, committed by `by`.
+        case staging(Ticket, by: String)
+        /// A recorded calibration (event `seq`) being put in place.
+        case installing(Ticket, seq: Int64)
+    }
+
+    private enum Command: Sendable {
+        case inhibit(Bool)
+        case collect
+        case reload(Occurrence.ReloadRecord)
+        case reloadFailed(String)
+        case teachStart(TeachSession)
+        case teachCommit(StagedCalibration)
+        case teachAbort(TeachSession)
+    }
+
+    /// A reading decided in this batch.
+    private struct Item: Sendable {
+        var reading: MechReading
+        var epoch: Int64
+        var decided: Decided
+        /// Its entry's index in the commit.
+        var entryIndex = -1
+        /// In teach mode: the sample it is, kept once the coin's return is recorded, or nil for
+        /// a reading returned without being kept.
+        var taught: TeachSession.Sample??
+    }
+
+    /// An answer owed to the mech for a sentence of the batch.
+    private enum Owed: Sendable {
+        /// The reading decided in this batch as `items[index]`.
+        case decided(Int)
+        /// A repeated sentence: answered as its coin was (`original` in this batch, or `answer`).
+        case repeated(seq: UInt64, original: Int?, answer: Bool)
+    }
+
+    private struct Batch: Sendable {
+        var items: [Item]
+        var owed: [Owed]
+        var plan: AnswerPlan
+        var settlements: [PendingCoins.Settlement]
+        /// Index of the first settlement entry in the commit.
+        var settlementStart: Int
+        var occurrences: [Occurrence]
+    }
+
+    private mutating func handle(_ events: [MechEvent], now: Instant, decide: (Candidate) -> Decided) -> [CoreOutput] {
+        guard !events.isEmpty else { return [] }
+        var outputs: [CoreOutput] = []
+        var occurrences = carriedOver
+        carriedOver = []
+        var items: [Item] = []
+        var owed: [Owed] = []
+        var settlements: [PendingCoins.Settlement] = []
+        /// Device seqs decided in this batch, for a sentence repeated within it.
+        var inBatch: [UInt64: Int] = [:]
+        /// Teach mode's samples among this batch's readings.
+        var samplesInBatch = 0
+        for event in events {
+            switch event {
+            case .connected(let path):
+                logger.notice("mech connected", metadata: ["device": "\(path)"])
+                connected = true
+                counters.connects += 1
+                if counters.connects > 1 { counters.reconnects += 1 }
+                occurrences.append(.sourceConnected(source: settings.source, device: path))
+                outputs.append(.setInhibit(mechInhibited))
+                awaitingSessionSince = settings.credit == .onConfirmation ? now : nil
+            case .lost(let path, let reason):
+                logger.warning("mech lost", metadata: ["device": "\(path)", "reason": "\(reason)"])
+                connected = false
+                awaitingSessionSince = nil
+                occurrences.append(.sourceLost(source: settings.source, device: path, reason: reason))
+            case .powerUp(let boot) where boot != nil && epochs.boots[tracker.epoch] == boot:
+                // The current epoch already is this session (it began when the numbers went back):
+                // a late announcement, not a second power-up.
+                logger.info("the mech announced a power-up of the session already known", metadata: ["boot": "\(boot!)"])
+            case .powerUp(let boot):
+                tracker.powerUp()
+                epochs.record(epoch: tracker.epoch, boot: boot)
+                answers.removeAll()
+                inBatch.removeAll()
+                logger.notice("mech powered up", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot.map(String.init) ?? "?")"])
+                occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: false))
+            case .session(let boot):
+                switch epochs.session(boot, currentEpoch: tracker.epoch) {
+                case .same:
+                    break
+                case .assigned:
+                    epochs.record(epoch: tracker.epoch, boot: boot)
+                    occurrences.append(.mechSession(source: settings.source, epoch: tracker.epoch, boot: boot))
+                case .newEpoch:
+                    tracker.powerUp()
+                    epochs.record(epoch: tracker.epoch, boot: boot)
+                    answers.removeAll()
+                    inBatch.removeAll()
+                    logger.warning("the mech powered up while the daemon was away: new epoch", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot)"])
+                    occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: true))
+                }
+                awaitingSessionSince = nil
+                pending.askAllNow(now)
+                settlements += pending.unaskable(knownBoots: epochs.boots)
+            case .status(let status, let detail):
+                logger.warning("mech status", metadata: ["status": "\(status.rawValue)", "detail": "\(detail ?? "")"])
+                occurrences.append(.mechStatus(source: settings.source, status: status.rawValue.lowercased(), detail: detail ?? ""))
+            case .protocolError(let error):
+                counters.protocolErrors += 1
+                logger.warning("bad data from mech", metadata: ["error": "\(error)"])
+            case .confirmation(let seq, let fate):
+                outputs.append(.failpoint(.confirmationReceived))
+                if let settlement = pending.settle(epoch: tracker.epoch, deviceSeq: seq, fate: fate, fromJournal: false) {
+                    settlements.append(settlement)
+                } else {
+                    logger.debug("confirmation for a coin that is not pending", metadata: ["devseq": "\(seq)", "fate": "\(fate)"])
+                }
+            case .journal(let boot, let seq, let fate):
+                outputs.append(.failpoint(.confirmationReceived))
+                if let epoch = epochs.epoch(ofBoot: boot), let settlement = pending.settle(epoch: epoch, deviceSeq: seq, fate: fate, fromJournal: true) {
+                    settlements.append(settlement)
+                } else {
+                    logger.debug("journal answer for a coin that is not pending", metadata: ["boot": "\(boot)", "devseq": "\(seq)", "fate": "\(fate)"])
+                }
+            case .reading(let reading):
+                let epoch: Int64
+                switch tracker.classify(reading.deviceSeq, reading.measurement) {
+                case .duplicate:
+                    counters.duplicates += 1
+                    logger.info("duplicate sentence answered again", metadata: ["devseq": "\(reading.deviceSeq)"])
+                    owed.append(.repeated(seq: reading.deviceSeq, original: inBatch[reading.deviceSeq], answer: answers[reading.deviceSeq] ?? false))
+                    continue
+                case .impliedPowerUp(let newEpoch):
+                    answers.removeAll()
+                    inBatch.removeAll()
+                    logger.warning("device numbers went back without a power-up: new epoch", metadata: ["epoch": "\(newEpoch)"])
+                    occurrences.append(.mechPowerUp(source: settings.source, epoch: newEpoch, boot: nil, implied: true))
+                    epoch = newEpoch
+                    // Which session is this? The mech's answer names its boot for the new epoch.
+                    if settings.credit == .onConfirmation { outputs.append(.askSession) }
+                case .new(let current):
+                    epoch = current
+                }
+                let decided: Decided
+                var taught: TeachSession.Sample??
+                if let rejection = reading.rejection {
+                    decided = Decided(verdict: .reject(reason: rejection, message: "the source could not measure this coin reliably"),
+                                      link: "source", chainGeneration: currentGeneration)
+                } else if operatorInhibit {
+                    decided = Decided(verdict: .reject(reason: "inhibited", message: "the mech is inhibited"), link: "inhibit",
+                                      chainGeneration: currentGeneration)
+                } else if let pluginInhibit {
+                    // Fail closed: no link decides while one of them is out of service.
+                    decided = Decided(verdict: .reject(reason: "inhibited", message: "the mech is inhibited: \(pluginInhibit)"), link: "inhibit",
+                                      chainGeneration: currentGeneration)
+                } else if let teach {
+                    // Teach mode: no coin is credited, so the chain is not asked.
+                    let judged = teach.judge(reading, epoch: epoch, pendingInBatch: samplesInBatch)
+                    taught = .some(judged.sample)
+                    if judged.sample != nil { samplesInBatch += 1 }
+                    decided = Decided(verdict: .reject(reason: "teaching", message: judged.message), link: "teach", chainGeneration: currentGeneration)
+                } else {
+                    decided = decide(Candidate(reading: reading, epoch: epoch))
+                    currentGeneration = decided.chainGeneration
+                }
+                counters.readings += 1
+                logger.debug("decision", metadata: [
+                    "devseq": "\(reading.deviceSeq)", "epoch": "\(epoch)", "verdict": "\(decided.verdict)", "link": "\(decided.link)",
+                    "generation": "\(decided.chainGeneration)", "waited_us": "\((now - reading.sentAt).nanoseconds / 1000)",
+                ])
+                inBatch[reading.deviceSeq] = items.count
+                owed.append(.decided(items.count))
+                items.append(Item(reading: reading, epoch: epoch, decided: decided, taught: taught))
+                answers[reading.deviceSeq] = decided.verdict.isAccept
+            }
+        }
+
+        // Which accepts can still reach the mech in time, in which order the answers go: planned
+        // from when the last verdict was ready (the chain may have taken a while).
+        let decidedAt = max(now, items.compactMap(\.decided.decidedAt).max() ?? now)
+        let plan = AnswerPlan(owed.enumerated().map { position, owed in
+            switch owed {
+            case .decided(let index):
+                return AnswerPlan.Answer(index: position, accept: items[index].decided.verdict.isAccept, sentAt: items[index].reading.sentAt,
+                                         transit: transit(items[index].reading.deviceSeq))
+            case .repeated(let seq, let original, let answer):
+                return AnswerPlan.Answer(index: position, accept: original.map { items[$0].decided.verdict.isAccept } ?? answer,
+                                         sentAt: original.map { items[$0].reading.sentAt } ?? now, transit: transit(seq))
+            }
+        }, now: decidedAt, deadline: settings.deadline)
+        for position in plan.withdrawn {
+            guard case .decided(let index) = owed[position] else { continue }
+            items[index].decided = withdrawn(items[index], now: decidedAt)
+            answers[items[index].reading.deviceSeq] = false
+        }
+        var entries: [LedgerEntry] = occurrences.map { .note($0) }
+        for index in items.indices {
+            items[index].entryIndex = entries.count
+            entries.append(.decision(record(items[index]), credit: settings.credit))
+        }
+        let settlementStart = entries.count
+        entries += settlements.map { .resolve(decisionSeq: $0.coin.seq, $0.resolution, message: $0.message) }
+        let batch = Batch(items: items, owed: owed, plan: plan, settlements: settlements, settlementStart: settlementStart, occurrences: occurrences)
+        guard !entries.isEmpty else {
+            // Only repeated sentences of coins decided earlier: answer them as before.
+            return outputs + answerAll(batch, result: nil, now: now)
+        }
+        outputs.append(.failpoint(.beforeCommit))
+        let budget = plan.commitBudget(deadline: settings.deadline) ?? (items.isEmpty ? settings.busyTimeout : .seconds(1))
+        outputs.append(.commit(entries, busyTimeout: budget))
+        awaiting = .batch(batch)
+        return outputs
+    }
+
+    private func transit(_ deviceSeq: UInt64) -> Duration { settings.line?.answerTransit(deviceSeq: deviceSeq) ?? .zero }
+
+    private func record(_ item: Item) -> DecisionRecord {
+        DecisionRecord(
+            source: settings.source, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, diameterMM: item.reading.measurement.diameterMM,
+            weightG: item.reading.measurement.weightG, thicknessMM: item.reading.measurement.thicknessMM,
+            channel: item.reading.measurement.channel, verdict: item.decided.verdict, link: item.decided.link,
+            chainGeneration: item.decided.chainGeneration)
+    }
+
+    /// The decision recorded instead of an accept that could no longer reach the mech in time.
+    private mutating func withdrawn(_ item: Item, now: Instant) -> Decided {
+        let waited = (now - item.reading.sentAt).milliseconds
+        let deadline = settings.deadline?.deadline.milliseconds ?? 0
+        counters.deadlineWithdrawn += 1
+        logger.warning("accept withdrawn: too late for the mech's deadline", metadata: [
+            "devseq": "\(item.reading.deviceSeq)", "waited_ms": "\(Self.tenths(waited))", "link": "\(item.decided.link)",
+        ])
+        return Decided(
+            verdict: .reject(reason: "deadline_passed",
+                             message: "decided \(Self.tenths(waited)) ms after the reading left the mech, too late for its \(Self.plain(deadline)) ms deadline (\(item.decided.link) accepted it)"),
+            link: "deadline", chainGeneration: item.decided.chainGeneration)
+    }
+
+    /// The batch committed: answer, count, publish.
+    private mutating func committed(_ awaited: Awaiting, _ result: AppendResult, now: Instant) -> [CoreOutput] {
+        let recovered = ledgerFailingSince
+        if let since = recovered {
+            ledgerFailingSince = nil
+            logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(Self.tenths((now - since).milliseconds / 1000))"])
+        }
+        var outputs: [CoreOutput] = []
+        switch awaited {
+        case .batch(let batch):
+            if !batch.settlements.isEmpty { outputs.append(.failpoint(.confirmationCommitted)) }
+            outputs.append(.failpoint(.afterCommit))
+            outputs += answerAll(batch, result: result, now: now)
+            outputs.append(.failpoint(.answerWritten))
+            for (index, item) in batch.items.enumerated() where accepted(batch, index, result) {
+                guard case .recorded(let events) = result.outcomes[item.entryIndex], let decision = events.first else { continue }
+                if settings.credit == .onConfirmation {
+                    pending.add(seq: decision.seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
+                } else {
+                    counters.credited += 1
+                }
+            }
+            for item in batch.items {
+                // A sample counts once its return is on the ledger (not a repeat of a coin decided before).
+                guard case .some(let sample) = item.taught, case .recorded = result.outcomes[item.entryIndex] else { continue }
+                if let sample { teach?.keep(sample) } else { teach?.skipped() }
+            }
+            count(batch.settlements, outcomes: Array(result.outcomes[batch.settlementStart...]))
+            pending.settled(batch.settlements)
+            outputs += [.publish(result.events), .failpoint(.published)]
+            let late = lateAnswers(batch, now: now)
+            if !late.isEmpty {
+                counters.lateAnswers += UInt64(late.count)
+                outputs += commit(late.map { .note($0) }, awaiting: .publishOnly, now: now)
+            }
+        case .settle(let settlements):
+            outputs.append(.failpoint(.confirmationCommitted))
+            count(settlements, outcomes: result.outcomes)
+            pending.settled(settlements)
+            outputs.append(.publish(result.events))
+        case .command(let ticket, let command):
+            let seq = result.events.first?.seq ?? 0
+            switch command {
+            case .inhibit(let on):
+                outputs += [.publish(result.events), .reply(ticket, .inhibited(on: on, seq: seq))]
+            case .collect:
+                outputs.append(.failpoint(.collect))
+                let event = result.events.first
+                logger.notice("cash box collected", metadata: ["seq": "\(seq)"])
+                outputs += [.publish(result.events),
+                            .reply(ticket, .collected(seq: seq, credited: event?.collected ?? [], unconfirmed: event?.collectedUnconfirmed ?? []))]
+            case .reload(let record):
+                // Recorded first: a reload the ledger cannot record does not happen.
+                outputs += [.failpoint(.reloadSwap), .swapChain(ticket), .publish(result.events), .reply(ticket, .reloaded(record, seq: seq))]
+                currentGeneration = record.generation
+                logger.notice("chain reloaded", metadata: ["generation": "\(record.generation)", "fingerprint": "\(record.fingerprint)"])
+            case .reloadFailed(let reason):
+                outputs += [.publish(result.events), .reply(ticket, .reloadFailed(reason: reason, generation: currentGeneration))]
+            case .teachStart(let session):
+                teach = session
+                logger.notice("teach mode: every coin is returned; readings are samples", metadata: [
+                    "currency": "\(session.request.currency)", "code": "\(session.request.code)", "coins": "\(session.request.coins)", "by": "\(session.by)",
+                ])
+                outputs += [.publish(result.events), .reply(ticket, .teaching(session, seq: seq))]
+            case .teachCommit(let staged):
+                // Recorded: now put in place (the outcome comes back as `.calibrationInstalled`).
+                awaiting = .installing(ticket, seq: seq)
+                outputs += [.publish(result.events), .installCalibration(staged)]
+            case .teachAbort(let session):
+                teach = nil
+                logger.notice("teach mode aborted: nothing written", metadata: ["code": "\(session.request.code)", "samples": "\(session.samples.count)"])
+                outputs += [.publish(result.events), .reply(ticket, .teachAborted(session, seq: seq))]
+            }
+        case .recovery, .notes, .publishOnly:
+            outputs.append(.publish(result.events))
+        case .staging, .installing:
+            preconditionFailure("a commit outcome while a calibration step is awaited")
+        }
+        // The ledger writes again: the mech may take coins again, unless the operator or a link
+        // out of service says no.
+        if recovered != nil { outputs.append(.setInhibit(mechInhibited)) }
+        return outputs
+    }
+
+    /// Whether the coin `items[index]` is answered "accept": decided so, committed, or found on
+    /// the ledger as an accept (decided before a restart).
+    private func accepted(_ batch: Batch, _ index: Int, _ result: AppendResult?) -> Bool {
+        guard let result else { return false }
+        let item = batch.items[index]
+        if case .duplicate(_, let wasAccepted) = result.outcomes[item.entryIndex] { return wasAccepted }
+        return item.decided.verdict.isAccept
+    }
+
+    /// The batch's answers in the planned order; accepts only for what is on disk.
+    private mutating func answerAll(_ batch: Batch, result: AppendResult?, now: Instant) -> [CoreOutput] {
+        var outputs: [CoreOutput] = []
+        for answer in batch.plan.order {
+            switch batch.owed[answer.index] {
+            case .decided(let index):
+                let accept = accepted(batch, index, result)
+                outputs.append(.answer(deviceSeq: batch.items[index].reading.deviceSeq, accept: accept))
+                if accept { counters.accepted += 1 } else { counters.rejected += 1 }
+            case .repeated(let seq, let original, let previous):
+                let accept = original.map { accepted(batch, $0, result) } ?? (previous && (result != nil || batch.items.isEmpty))
+                outputs.append(.answer(deviceSeq: seq, accept: accept))
+            }
+        }
+        return outputs
+    }
+
+    /// Accepts whose answers reach the mech after its deadline (the commit overran).
+    private func lateAnswers(_ batch: Batch, now: Instant) -> [Occurrence] {
+        guard let deadline = settings.deadline else { return [] }
+        var late: [Occurrence] = []
+        var lineFreeAt = now
+        for answer in batch.plan.order {
+            lineFreeAt = lineFreeAt + answer.transit
+            guard case .decided(let index) = batch.owed[answer.index], answer.accept else { continue }
+            let item = batch.items[index]
+            if let lateBy = deadline.lateBy(sentAt: item.reading.sentAt, arrivesAt: lineFreeAt) {
+                logger.error("accept reached the mech after its deadline: the mech returns the coin",
+                             metadata: ["devseq": "\(item.reading.deviceSeq)", "epoch": "\(item.epoch)", "late_by_ms": "\(Self.tenths(lateBy.milliseconds))"])
+                late.append(.lateAnswer(source: settings.source, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, lateBy: lateBy))
+            }
+        }
+        return late
+    }
+
+    /// The commit failed: nothing was recorded.
+    private mutating func commitFailed(_ awaited: Awaiting, _ error: LedgerError, now: Instant) -> [CoreOutput] {
+        var outputs: [CoreOutput] = []
+        let busy: Bool
+        if case .busy = error { busy = true } else { busy = false }
+        switch awaited {
+        case .batch(let batch):
+            // The coins are answered "return"; their occurrences wait for the next commit; the
+            // settlements too (the coins stay pending and are asked about again).
+            outputs += answerAll(batch, result: nil, now: now)
+            for item in batch.items where item.decided.verdict.isAccept { answers[item.reading.deviceSeq] = false }
+            carry(batch.occurrences)
+        case .command(let ticket, let command):
+            switch command {
+            case .inhibit(let on):
+                outputs.append(.reply(ticket, .unrecorded("the mech is \(on ? "inhibited" : "no longer inhibited"), but the ledger cannot record it")))
+            case .collect:
+                outputs.append(.reply(ticket, .unrecorded("the ledger cannot write: nothing collected")))
+            case .reload(let record):
+                logger.error("reload not recorded: the ledger cannot write; generation \(currentGeneration) keeps deciding")
+                outputs.append(.reply(ticket, .unrecorded("the ledger cannot record the reload: chain generation \(currentGeneration) keeps deciding (generation \(record.generation) was built)")))
+            case .reloadFailed(let reason):
+                outputs.append(.reply(ticket, .reloadFailed(reason: reason, generation: currentGeneration)))
+            case .teachStart:
+                outputs.append(.reply(ticket, .unrecorded("the ledger cannot record it: teach mode not started")))
+            case .teachCommit(let staged):
+                outputs += [.discardCalibration(staged),
+                            .reply(ticket, .unrecorded("the ledger cannot record the calibration: nothing written; still teaching, commit again"))]
+            case .teachAbort:
+                outputs.append(.reply(ticket, .unrecorded("the ledger cannot record it: still teaching")))
+            }
+        case .settle, .publishOnly:
+            break
+        case .notes(let occurrences):
+            carry(occurrences)
+        case .staging, .installing:
+            preconditionFailure("a commit outcome while a calibration step is awaited")
+        case .recovery(let occurrences):
+            carry(occurrences.filter { if case .ledgerRecovered = $0 { return false }; return true })
+            logger.error("ledger still cannot write", metadata: ["error": "\(error)"])
+            return []
+        }
+        if busy {
+            logger.warning("ledger busy: another process holds it; the batch's coins are returned", metadata: ["error": "\(error)"])
+            return outputs
+        }
+        if ledgerFailingSince == nil {
+            ledgerFailingSince = now
+            lastRecoveryAttempt = now
+            logger.critical("ledger cannot write: returning every coin and inhibiting the mech", metadata: ["error": "\(error)"])
+            outputs.append(.setInhibit(true))
+        } else {
+            logger.error("ledger still cannot write", metadata: ["error": "\(error)"])
+        }
+        return outputs
+    }
+
+    private mutating func carry(_ occurrences: [Occurrence]) {
+        carriedOver = Array((carriedOver + occurrences).prefix(1000))
+    }
+
+    private mutating func count(_ settlements: [PendingCoins.Settlement], outcomes: [EntryOutcome]) {
+        for (settlement, outcome) in zip(settlements, outcomes) {
+            guard case .recorded = outcome else { continue }
+            switch settlement.resolution {
+            case .credited: counters.credited += 1
+            case .returned: counters.returnedAfterAccept += 1
+            case .unconfirmed:
+                counters.unconfirmed += 1
+                logger.warning("coin unconfirmed: it is not credit; match it against the cash box", metadata: [
+                    "epoch": "\(settlement.coin.epoch)", "devseq": "\(settlement.coin.deviceSeq)", "why": "\(settlement.message)",
+                ])
+            }
+        }
+    }
+
+    // MARK: Time passing
+
+    private mutating func tick(now: Instant) -> [CoreOutput] {
+        if let since = ledgerFailingSince {
+            guard now >= (lastRecoveryAttempt ?? since) + settings.ledgerRetry else { return [] }
+            lastRecoveryAttempt = now
+            let occurrences = carriedOver + [.ledgerRecovered(failedFor: now - since)]
+            carriedOver = []
+            return commit(occurrences.map { .note($0) }, awaiting: .recovery(occurrences), now: now)
+        }
+        guard settings.credit == .onConfirmation, connected, !pending.isEmpty else { return [] }
+        if let since = awaitingSessionSince {
+            guard now >= since + settings.sessionWait else { return [] }
+            logger.warning("the mech did not name its session; asking about pending coins by the boots on record")
+            awaitingSessionSince = nil
+            pending.askAllNow(now)
+        }
+        var outputs: [CoreOutput] = []
+        var settlements: [PendingCoins.Settlement] = []
+        for coin in pending.due(now: now) {
+            guard let boot = epochs.boots[coin.epoch] else {
+                settlements += pending.unaskable(knownBoots: epochs.boots).filter { $0.coin == coin }
+                continue
+            }
+            if let gaveUp = pending.queried(coin, now: now) {
+                settlements.append(gaveUp)
+            } else {
+                counters.queries += 1
+                outputs.append(.query(boot: boot, deviceSeq: coin.deviceSeq))
+            }
+        }
+        if !settlements.isEmpty { outputs += settle(settlements) }
+        return outputs
+    }
+
+    /// Records `settlements` on their own (outside a batch of readings).
+    private mutating func settle(_ settlements: [PendingCoins.Settlement]) -> [CoreOutput] {
+        let entries = settlements.map { LedgerEntry.resolve(decisionSeq: $0.coin.seq, $0.resolution, message: $0.message) }
+        awaiting = .settle(settlements)
+        return [.commit(entries, busyTimeout: settings.busyTimeout)]
+    }
+
+    private mutating func commit(_ entries: [LedgerEntry], awaiting awaited: Awaiting, now: Instant) -> [CoreOutput] {
+        awaiting = awaited
+        return [.commit(entries, busyTimeout: settings.busyTimeout)]
+    }
+
+    static func tenths(_ value: Double) -> String {
+        let tenths = Int64((value * 10).rounded())
+        return "\(tenths / 10).\(abs(tenths) % 10)"
+    }
+
+    static func plain(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int64(value))" : tenths(value)
+    }
+}
+
+extension Optional {
+    /// Returns the value and leaves nil behind.
+    fileprivate mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
+}

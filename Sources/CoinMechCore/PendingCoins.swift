@@ -1,0 +1,119 @@
+import CoinMechLedger
+import CoinMechSerial
+import CoinMechSources
+
+/// Accepted coins the mech has not yet said it stored or returned, and when to ask about them.
+///
+/// Pure policy, no I/O: the deciding loop feeds it what the mech says and the clock, and asks
+/// it what to query and what to settle. A coin is settled once: by the mech's confirmation
+/// (`$CMC`) of its current session, by its journal's answer (`$CMJ`) to a query, or — when no
+/// answer can ever come — as unconfirmed.
+public struct PendingCoins: Sendable {
+    /// One accept waiting for the mech.
+    public struct Coin: Sendable, Hashable {
+        /// The decision's `seq` on the ledger.
+        public var seq: Int64
+        public var epoch: Int64
+        public var deviceSeq: UInt64
+        /// Queries sent since the last answer from the mech.
+        public var unansweredQueries = 0
+        /// From when a query is due.
+        public var queryDue: Instant
+    }
+
+    /// How the mech's answer settles a coin.
+    public struct Settlement: Sendable, Hashable {
+        public var coin: Coin
+        public var resolution: Resolution
+        public var message: String
+    }
+
+    /// How long the mech takes at most to store or return an accepted coin: no confirmation
+    /// by then, and the host asks.
+    public var confirmationWindow: Duration
+    /// Queries the mech may leave unanswered, while connected, before the coin is settled as
+    /// unconfirmed.
+    public var maximumUnansweredQueries: Int
+    private var coins: [Key: Coin] = [:]
+
+    struct Key: Hashable {
+        var epoch: Int64
+        var deviceSeq: UInt64
+    }
+
+    public init(confirmationWindow: Duration = .seconds(1), maximumUnansweredQueries: Int = 5) {
+        self.confirmationWindow = confirmationWindow
+        self.maximumUnansweredQueries = maximumUnansweredQueries
+    }
+
+    public var count: Int { coins.count }
+    public var isEmpty: Bool { coins.isEmpty }
+    public var all: [Coin] { coins.values.sorted { $0.seq < $1.seq } }
+
+    /// An accept was answered at `answeredAt` (or restored from the ledger at start, with
+    /// `answeredAt` now: ask as soon as the mech's session is known).
+    public mutating func add(seq: Int64, epoch: Int64, deviceSeq: UInt64, answeredAt: Instant, restored: Bool = false) {
+        let due = restored ? answeredAt : answeredAt + confirmationWindow
+        coins[Key(epoch: epoch, deviceSeq: deviceSeq)] = Coin(seq: seq, epoch: epoch, deviceSeq: deviceSeq, queryDue: due)
+    }
+
+    /// The mech's word on coin `deviceSeq` of `epoch`: the settlement, or nil if that coin is
+    /// not pending (settled already, or never accepted). The coin leaves the pending set only
+    /// when the settlement is committed (`settled`).
+    public func settle(epoch: Int64, deviceSeq: UInt64, fate: CoinFate, fromJournal: Bool) -> Settlement? {
+        guard let coin = coins[Key(epoch: epoch, deviceSeq: deviceSeq)] else { return nil }
+        switch fate {
+        case .stored:
+            return Settlement(coin: coin, resolution: .credited, message: fromJournal ? "stored (the mech's journal)" : "stored")
+        case .returned:
+            return Settlement(coin: coin, resolution: .returned,
+                              message: fromJournal ? "the mech's journal says it was returned" : "the mech returned it after the accept")
+        case .unknown:
+            return Settlement(coin: coin, resolution: .unconfirmed,
+                              message: "the mech has no record of it (power lost between the gate and the cash box, or too old for its journal)")
+        }
+    }
+
+    /// Settlements that committed: those coins are no longer pending.
+    public mutating func settled(_ settlements: [Settlement]) {
+        for settlement in settlements { coins[Key(epoch: settlement.coin.epoch, deviceSeq: settlement.coin.deviceSeq)] = nil }
+    }
+
+    /// Coins whose query is due at `now`, oldest first, at most `limit`.
+    public func due(now: Instant, limit: Int = 16) -> [Coin] {
+        Array(coins.values.filter { $0.queryDue <= now }.sorted { $0.seq < $1.seq }.prefix(limit))
+    }
+
+    /// When the next query falls due.
+    public var nextDue: Instant? { coins.values.map(\.queryDue).min() }
+
+    /// A query about `coin` went out at `now`. Returns the settlement as unconfirmed once the
+    /// mech has left `maximumUnansweredQueries` queries unanswered.
+    public mutating func queried(_ coin: Coin, now: Instant) -> Settlement? {
+        let key = Key(epoch: coin.epoch, deviceSeq: coin.deviceSeq)
+        guard var current = coins[key] else { return nil }
+        if current.unansweredQueries >= maximumUnansweredQueries {
+            return Settlement(coin: current, resolution: .unconfirmed,
+                              message: "the mech answered none of \(maximumUnansweredQueries) queries about it")
+        }
+        current.unansweredQueries += 1
+        current.queryDue = now + confirmationWindow
+        coins[key] = current
+        return nil
+    }
+
+    /// Every pending coin is due now (the mech's session just became known, after a connect).
+    public mutating func askAllNow(_ now: Instant) {
+        for key in coins.keys {
+            coins[key]!.queryDue = min(coins[key]!.queryDue, now)
+            coins[key]!.unansweredQueries = 0
+        }
+    }
+
+    /// Coins of epochs whose mech session is unknown cannot be asked about: settled as unconfirmed.
+    public func unaskable(knownBoots: [Int64: UInt64]) -> [Settlement] {
+        coins.values.filter { knownBoots[$0.epoch] == nil }.sorted { $0.seq < $1.seq }.map {
+            Settlement(coin: $0, resolution: .unconfirmed, message: "the mech's session for this coin is unknown: no query can reach it")
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import CoinMechCore
+import CoinMechFailpoints
+import CoinMechGPIO
+import CoinMechHotplug
+import CoinMechLedger
+import CoinMechSources
+
+/// Where readings come from, as the configuration's `source` table says (docs/CONFIG.md):
+/// one case per kind of mech, each with only what that kind needs.
+public struct SourceConfiguration: Sendable, Equatable {
+    /// Name recorded in the ledger with each reading.
+    public var name: String
+    public var kind: Kind
+    /// Which udev device is the mech (default: the serial device's path, or the chip's label).
+    public var hotplug: DeviceMatch?
+    /// The mech's answer deadline (serial: 50 ms unless set; GPIO mechs: none unless set).
+    public var answerDeadline: AnswerDeadline?
+
+    public init(name: String, kind: Kind, hotplug: DeviceMatch? = nil, answerDeadline: AnswerDeadline? = nil) {
+        self.name = name
+        self.kind = kind
+        self.hotplug = hotplug
+        self.answerDeadline = answerDeadline
+    }
+
+    public enum Kind: Sendable, Equatable {
+        /// A raw-sensor mech on a serial line (`$CMR`/`$CMD`, docs/PROTOCOL.md part two).
+        case serial(Serial)
+        /// A pulse or light-gate mech on GPIO lines (libgpiod).
+        case gpio(GPIO)
+        /// A recorded GPIO edge stream, played back.
+        case gpioReplay(Replay)
+
+        /// The configuration's name for it.
+        public var name: String {
+            switch self {
+            case .serial: "serial"
+            case .gpio: "gpio"
+            case .gpioReplay: "gpio-replay"
+            }
+        }
+    }
+
+    public struct Serial: Sendable, Equatable {
+        public var device: String
+        public var baud: Int
+        /// The mech speaks protocol 2 and confirms each accepted coin: credit on its word.
+        public var confirmations = true
+        /// How long the mech takes at most to store or return an accepted coin.
+        public var confirmationWindow: Duration = .seconds(1)
+        /// Follow udev's device node (the match is by USB identity, not by path).
+        public var followsDevnode = false
+
+        public init(device: String, baud: Int) {
+            self.device = device
+            self.baud = baud
+        }
+    }
+
+    /// How a GPIO mech's edges become coins.
+    public enum Decoding: Sendable, Equatable {
+        case pulse(PulseDecoder.Settings)
+        case gates(LightGateDecoder.Settings)
+
+        /// A fresh decoder for the mech's edges.
+        public var decoder: any CoinDecoder {
+            switch self {
+            case .pulse(let settings): PulseDecoder(settings: settings)
+            case .gates(let settings): LightGateDecoder(settings: settings)
+            }
+        }
+
+        /// The input lines the decoder reads.
+        public var inputLines: [UInt32] {
+            switch self {
+            case .pulse(let settings): [settings.line]
+            case .gates(let settings): [settings.gateA, settings.gateB]
+            }
+        }
+    }
+
+    public struct GPIO: Sendable, Equatable {
+        public var chip: String
+        public var decoding: Decoding
+        public var acceptGate: Output?
+        public var inhibit: Output?
+        /// An HX711 load cell under a light-gate mech.
+        public var scale: Scale?
+
+        public init(chip: String, decoding: Decoding) {
+            self.chip = chip
+            self.decoding = decoding
+        }
+    }
+
+    public struct Replay: Sendable, Equatable {
+        public var file: String
+        /// 2 = twice as fast as recorded.
+        public var speed: Double
+        public var decoding: Decoding
+    }
+
+    /// An output line: the accept gate (pulsed) or the inhibit line (held).
+    public struct Output: Sendable, Equatable {
+        public var line: UInt32
+        public var pulseMilliseconds: Double
+        public var activeLow: Bool
+    }
+
+    public struct Scale: Sendable, Equatable {
+        public var data: UInt32
+        public var clock: UInt32
+        public var decoder: HX711Decoder
+    }
+
+    /// Where the mech is, for status.
+    public var device: String {
+        switch kind {
+        case .serial(let serial): serial.device
+        case .gpio(let gpio): gpio.chip
+        case .gpioReplay(let replay): replay.file
+        }
+    }
+
+    /// How long the mech takes at most to confirm an accepted coin (serial), else the default.
+    public var confirmationWindow: Duration {
+        if case .serial(let serial) = kind { return serial.confirmationWindow }
+        return .seconds(1)
+    }
+}
+
+/// Builds the mech a source configuration names, and says how its coins become credit.
+enum MechFactory {
+    static func make(_ source: SourceConfiguration, lastDeviceSeq: UInt64?, failpoints: Failpoints) -> (mech: any Mech, credit: CreditRule) {
+        switch source.kind {
+        case .serial(let serial):
+            let mech = SerialMech(path: serial.device, baud: serial.baud, confirmsCoins: serial.confirmations, failpoints: failpoints)
+            mech.followsDevnode = serial.followsDevnode
+            return (mech, serial.confirmations ? .onConfirmation : .atOnce)
+        case .gpio(let gpio):
+            let input = GPIOEdgeInput(
+                chip: gpio.chip, lines: gpio.decoding.inputLines, acceptGate: gpio.acceptGate.map { ($0.line, $0.pulseMilliseconds) },
+                inhibit: gpio.inhibit.map { ($0.line, $0.activeLow) }, scale: gpio.scale.map { ($0.data, $0.clock, $0.decoder) })
+            // A pulse is the mech's own report of a coin it took; a light gate has no cash-box sensor (yet).
+            return (GPIOMech(input: input, decoder: gpio.decoding.decoder, lastDeviceSeq: lastDeviceSeq), .atOnce)
+        case .gpioReplay(let replay):
+            return (GPIOMech(input: ReplayEdgeInput(path: replay.file, speed: replay.speed), decoder: replay.decoding.decoder,
+                             lastDeviceSeq: lastDeviceSeq), .atOnce)
+        }
+    }
+}

@@ -1,0 +1,14 @@
+/// The measurement part of a reading, to tell a repeated sentence from a new coin.
+public struct Measurement: Sendable, Hashable {
+    public var diameterMM: Double?
+    public var weightG: Double?
+    public var thicknessMM: Double?
+    public var channel: UInt32?
+
+    public init(diameterMM: Double?, weightG: Double?, thicknessMM: Double?, channel: UInt32?) {
+        self.diameterMM = diameterMM
+        self.weightG = weightG
+        self.thicknessMM = thicknessMM
+        self.channel = channel
+    }
+}

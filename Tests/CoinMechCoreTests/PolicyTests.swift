@@ -1,0 +1,158 @@
+import CoinMechCore
+import CoinMechFailpoints
+import CoinMechSources
+import Foundation
+import Testing
+
+/// Milliseconds after an arbitrary origin, as an instant.
+func at(_ milliseconds: Int) -> Instant { Instant(nanoseconds: 5_000_000_000_000 + UInt64(milliseconds) * 1_000_000) }
+
+/// The pieces of the money path that decide without I/O: when to ask the mech, which session a
+/// coin belongs to, which answers can still reach the mech, when a reading left it.
+@Suite("Money path policies: pending coins, epochs and boots, answer plans, the mech's clock, failpoints")
+struct PolicyTests {
+    @Test("a pending coin is settled by the mech's word: stored credits, returned returns, unknown is unconfirmed")
+    func settlements() {
+        var pending = PendingCoins(confirmationWindow: .milliseconds(300))
+        pending.add(seq: 10, epoch: 1, deviceSeq: 5, answeredAt: at(0))
+        pending.add(seq: 11, epoch: 1, deviceSeq: 6, answeredAt: at(0))
+        #expect(pending.settle(epoch: 1, deviceSeq: 5, fate: .stored, fromJournal: false)?.resolution == .credited)
+        #expect(pending.settle(epoch: 1, deviceSeq: 6, fate: .returned, fromJournal: true)?.resolution == .returned)
+        #expect(pending.settle(epoch: 1, deviceSeq: 6, fate: .unknown, fromJournal: true)?.resolution == .unconfirmed)
+        #expect(pending.settle(epoch: 2, deviceSeq: 5, fate: .stored, fromJournal: false) == nil, "another epoch's coin 5")
+        // Nothing leaves the set until its settlement committed.
+        #expect(pending.count == 2)
+        pending.settled([pending.settle(epoch: 1, deviceSeq: 5, fate: .stored, fromJournal: false)!])
+        #expect(pending.count == 1)
+        #expect(pending.settle(epoch: 1, deviceSeq: 5, fate: .stored, fromJournal: false) == nil, "settled once")
+    }
+
+    @Test("no confirmation within the window: the mech is asked, again each window, and given up on after 5 unanswered queries")
+    func queries() {
+        var pending = PendingCoins(confirmationWindow: .milliseconds(300), maximumUnansweredQueries: 5)
+        pending.add(seq: 10, epoch: 1, deviceSeq: 5, answeredAt: at(1000))
+        #expect(pending.due(now: at(1299)).isEmpty)
+        #expect(pending.nextDue == at(1300))
+        var now = 1300
+        for _ in 1...5 {
+            let due = pending.due(now: at(now))
+            #expect(due.count == 1)
+            #expect(pending.queried(due[0], now: at(now)) == nil)
+            #expect(pending.due(now: at(now)).isEmpty)
+            now += 300
+        }
+        let giveUp = pending.queried(pending.due(now: at(now))[0], now: at(now))
+        #expect(giveUp?.resolution == .unconfirmed)
+        #expect(giveUp?.message == "the mech answered none of 5 queries about it")
+        // A coin restored after a restart is asked about at once, once the session is known.
+        var restored = PendingCoins()
+        restored.add(seq: 3, epoch: 1, deviceSeq: 2, answeredAt: at(50), restored: true)
+        #expect(restored.due(now: at(50)).count == 1)
+        // A coin of an epoch without a boot number can never be asked about.
+        #expect(restored.unaskable(knownBoots: [:]).map(\.resolution) == [.unconfirmed])
+        #expect(restored.unaskable(knownBoots: [1: 7]).isEmpty)
+    }
+
+    @Test("epochs and boots: the same session, a first boot number, a power-up while nobody listened")
+    func epochBook() {
+        var book = EpochBook()
+        #expect(book.session(3, currentEpoch: 1) == .assigned)
+        book.record(epoch: 1, boot: 3)
+        #expect(book.session(3, currentEpoch: 1) == .same)
+        #expect(book.session(4, currentEpoch: 1) == .newEpoch)
+        book.record(epoch: 2, boot: 4)
+        #expect(book.epoch(ofBoot: 3) == 1)
+        #expect(book.epoch(ofBoot: 4) == 2)
+        #expect(book.epoch(ofBoot: 5) == nil)
+        book.record(epoch: 3, boot: nil)
+        #expect(book.boots[3] == nil)
+    }
+
+    @Test("answers queue on the line: accepts first, oldest first; an accept that cannot arrive in time is withdrawn")
+    func answerPlan() {
+        let deadline = AnswerDeadline(deadlineMilliseconds: 50, commitAllowanceMilliseconds: 10)
+        let transit = Duration.microseconds(18_750)  // 18 bytes at 9600 baud
+        // Three readings that left the mech 10, 5 and 0 ms ago, decided now: accept, reject, accept.
+        let plan = AnswerPlan([
+            .init(index: 0, accept: true, sentAt: at(90), transit: transit),
+            .init(index: 1, accept: false, sentAt: at(95), transit: transit),
+            .init(index: 2, accept: true, sentAt: at(100), transit: transit),
+        ], now: at(100), deadline: deadline)
+        #expect(plan.order.map(\.index) == [0, 2, 1])
+        // The first accept arrives 10 + 18.75 ms after now, 38.75 after it left: in time. The
+        // second 47.5 ms after now and after it left: in time. The return goes last.
+        #expect(plan.withdrawn.isEmpty)
+        // The same readings 20 ms older: the first accept would arrive 58.75 ms after it left, so
+        // it is withdrawn and goes to the back; the second takes its place and is in time
+        // (128.75 ms, due at 130).
+        let late = AnswerPlan([
+            .init(index: 0, accept: true, sentAt: at(70), transit: transit),
+            .init(index: 1, accept: false, sentAt: at(75), transit: transit),
+            .init(index: 2, accept: true, sentAt: at(80), transit: transit),
+        ], now: at(100), deadline: deadline)
+        #expect(late.withdrawn == [0])
+        #expect(late.order.map(\.index) == [2, 1, 0])
+        #expect(late.order.map(\.accept) == [true, false, false])
+        // 40 ms older still: neither can arrive in time.
+        let later = AnswerPlan([
+            .init(index: 0, accept: true, sentAt: at(30), transit: transit),
+            .init(index: 1, accept: true, sentAt: at(40), transit: transit),
+        ], now: at(100), deadline: deadline)
+        #expect(later.withdrawn == [0, 1])
+        // Without a deadline (a GPIO mech) nothing is withdrawn.
+        #expect(AnswerPlan([.init(index: 0, accept: true, sentAt: at(0), transit: .zero)], now: at(10_000), deadline: nil).withdrawn.isEmpty)
+        // The commit may wait for the database only as long as the earliest accept allows:
+        // the second accept has 2.5 ms to spare beyond the 10 ms allowance.
+        #expect(plan.commitBudget(deadline: deadline) == .microseconds(12_500))
+    }
+
+    @Test("an answer's time on the line counts against the deadline: 18 bytes at 9600 baud take 18.75 ms")
+    func lineTiming() {
+        #expect(LineTiming(baud: 9600).transit(bytes: 18) == .microseconds(18_750))
+        #expect(LineTiming(baud: 115_200).transit(bytes: 18) == .nanoseconds(1_562_500))
+        // "$CMD,123456,A*HH\r\n": 18 bytes.
+        #expect(LineTiming(baud: 9600).answerTransit(deviceSeq: 123_456) == .microseconds(18_750))
+        let deadline = AnswerDeadline(deadlineMilliseconds: 50, commitAllowanceMilliseconds: 10)
+        #expect(deadline.lateBy(sentAt: at(0), arrivesAt: at(50)) == nil)
+        #expect(deadline.lateBy(sentAt: at(0), arrivesAt: at(53)) == .milliseconds(3))
+    }
+
+    @Test("the mech's clock shows a reading that waited in a buffer for what it is, and follows a drifting crystal")
+    func mechClock() {
+        var clock = MechClock()
+        // Readings every 100 ms, read 1 ms after they were sent.
+        for index in 0..<10 {
+            #expect(clock.sentAt(mechMilliseconds: 1000 + UInt64(index) * 100, readAt: at(1 + index * 100)) == at(1 + index * 100))
+        }
+        // The daemon was paused: a reading sent 900 ms ago is read now.
+        let sent = clock.sentAt(mechMilliseconds: 1000 + 1100, readAt: at(2000))
+        #expect(sent >= at(1101) && sent <= at(1102), "sent \((sent - at(0)).milliseconds) ms after the origin")
+        // A mech clock running 100 ppm slow: the offset creeps up with it, no reading looks late.
+        var drifting = MechClock()
+        for step in 1...600 {
+            let host = step * 100
+            let read = at(host) + .nanoseconds(Int64(Double(host) * 1e6 * 100e-6))  // the host sees the mech fall behind
+            let sent = drifting.sentAt(mechMilliseconds: UInt64(host), readAt: read)
+            #expect(read - sent <= .milliseconds(2))
+        }
+        // A mech whose clock restarted (power-up) starts the estimate again.
+        #expect(drifting.sentAt(mechMilliseconds: 10, readAt: at(70_000)) == at(70_000))
+    }
+
+    @Test("failpoints parse from the environment's syntax; errors name what is wrong")
+    func failpointsParse() throws {
+        let points = try Failpoints.parse("after-commit=kill@3, answer-written=sleep:20,published=off")
+        #expect(points.isArmed)
+        #expect(points.description == "after-commit, answer-written")
+        #expect(!(try Failpoints.parse("")).isArmed)
+        for bad in ["after-comit=kill", "after-commit=explode", "after-commit=kill@0", "after-commit=sleep:x", "after-commit"] {
+            #expect(throws: Failpoints.ParseError.self) { try Failpoints.parse(bad) }
+        }
+        // A sleep failpoint really stalls, on the hit it names.
+        let sleepy = try Failpoints.parse("published=sleep:50@2")
+        let start = Date()
+        sleepy.hit(.published)
+        sleepy.hit(.published)
+        #expect(Date().timeIntervalSince(start) >= 0.05)
+    }
+}
