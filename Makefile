@@ -3,7 +3,8 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval
+.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval \
+	fuzz-build fuzz fuzz-all fuzz-short
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
@@ -60,6 +61,50 @@ test-crash: bootstrap
 ## The short form CI runs: every failpoint once, 10 kills, 3 stalls.
 test-crash-short:
 	$(MAKE) --no-print-directory test-crash CRASH_ARGS="--kills 10 --stalls 3 $(CRASH_ARGS)"
+
+## Fuzzing (docs/ARCHITECTURE.md, "Fuzzing"): coinmech-fuzz built in .build-fuzz with coverage
+## instrumentation and AddressSanitizer on every module (C ones too: libyaml), and linked with the
+## toolchain's libFuzzer without its main (the driver calls LLVMFuzzerRunDriver itself).
+FUZZ_TARGETS := frame request config scenario
+FUZZ_TARGET ?= frame
+FUZZ_RUNS ?= 10000000
+FUZZ_SECONDS ?= 25
+FUZZ_ARGS ?=
+FUZZ_BUILD := .build-fuzz
+FUZZ_BIN := $(FUZZ_BUILD)/release/coinmech-fuzz
+LIBFUZZER = $(firstword $(wildcard $(dir $(realpath $(shell command -v $(SWIFT) 2>/dev/null)))../lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-$(shell uname -m).a))
+FUZZ_SWIFT_FLAGS = -c release --build-path $(FUZZ_BUILD) \
+	-Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table \
+	-Xswiftc -DCOINMECH_LIBFUZZER -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -use-ld=lld \
+	-Xlinker --whole-archive -Xlinker $(LIBFUZZER) -Xlinker --no-whole-archive -Xlinker -lstdc++
+# Each run: the seeds and regressions are read first (a crash among them fails at once); new
+# inputs go to .build-fuzz/corpus/TARGET, a crash to .build-fuzz/crashes/TARGET-*. Inputs stay
+# short (a few sentences, a request line, a settings file): longer ones only cost speed.
+FUZZ_RUN = SWIFT_BACKTRACE=enable=no $(FUZZ_BIN) $$t $(FUZZ_BUILD)/corpus/$$t Fuzz/corpus/$$t $$(test -d Fuzz/regressions/$$t && echo Fuzz/regressions/$$t) \
+	-dict=Fuzz/dict/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- -print_final_stats=1 \
+	-max_len=$$(case $$t in frame) echo 512;; request) echo 1024;; *) echo 2048;; esac)
+
+fuzz-build: bootstrap
+	@test -n "$(LIBFUZZER)" || { echo "fuzz-build: the Swift toolchain has no libclang_rt.fuzzer_no_main"; exit 1; }
+	$(SWIFT) build $(FUZZ_SWIFT_FLAGS) --product coinmech-fuzz
+	@mkdir -p $(FUZZ_BUILD)/crashes $(addprefix $(FUZZ_BUILD)/corpus/,$(FUZZ_TARGETS))
+
+## One target for FUZZ_RUNS executions (default 10^7): make fuzz FUZZ_TARGET=config [FUZZ_ARGS=-fork=2]
+fuzz: fuzz-build
+	t=$(FUZZ_TARGET); $(FUZZ_RUN) -runs=$(FUZZ_RUNS) $(FUZZ_ARGS)
+
+## Every target in turn for FUZZ_RUNS executions each.
+fuzz-all: fuzz-build
+	for t in $(FUZZ_TARGETS); do $(FUZZ_RUN) -runs=$(FUZZ_RUNS) $(FUZZ_ARGS) || exit 1; done
+
+## What CI runs: every target for FUZZ_SECONDS (default 25 s) each, seeds and regressions first.
+fuzz-short: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+		$(FUZZ_RUN) -max_total_time=$(FUZZ_SECONDS) $(FUZZ_ARGS) > $(FUZZ_BUILD)/$$t.log 2>&1; status=$$?; \
+		if [ $$status -ne 0 ]; then tail -40 $(FUZZ_BUILD)/$$t.log; echo "fuzz-short: $$t failed (exit $$status)"; exit 1; fi; \
+		echo "fuzz-short: $$t: $$(grep -E '^stat::number_of_executed_units' $(FUZZ_BUILD)/$$t.log | awk '{print $$2}') executions, \
+	$$(grep -E '^stat::average_exec_per_sec' $(FUZZ_BUILD)/$$t.log | awk '{print $$2}')/s, 0 crashes"; \
+	done
 
 ## Every shipped plugin (and the Swift example) through coinmech-pluginval at the highest
 ## strictness, as release builds: what `make install` ships. Each plugin's configuration is
@@ -125,4 +170,4 @@ test-vm:
 	vm/run.sh
 
 clean:
-	rm -rf .build
+	rm -rf .build $(FUZZ_BUILD)

@@ -31,6 +31,7 @@ let package = Package(
         .executable(name: "coinmechd", targets: ["coinmechd"]),
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
+        .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
         .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
         .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
     ] + plugins.map(\.0),
@@ -141,6 +142,7 @@ let package = Package(
             name: "CoinMechBench",
             dependencies: [
                 "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon", "CoinMechPluginKit",
+                "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
@@ -154,6 +156,14 @@ let package = Package(
             ],
             path: "Tests/CrashSuite"
         ),
+        // The fuzz targets (serial frames, socket requests, configuration, scenarios) and their
+        // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
+        .target(
+            name: "CoinMechFuzzTargets",
+            dependencies: ["CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechDaemon", "CoinSimCore"],
+            path: "Fuzz/Targets"
+        ),
+        .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
         // Real child processes for the end-to-end tests and the crash suite: clean signal mask,
         // killed with the process that started them, reaped on every path.
         .target(name: "ChildProcesses", dependencies: ["CLinux"], path: "Tests/ChildProcesses"),
@@ -167,6 +177,7 @@ let package = Package(
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
+                "CoinMechFuzzTargets",
                 "CoinMechCore", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"

@@ -137,7 +137,7 @@ public final class Daemon: Sendable {
 
     /// Runs until SIGTERM or SIGINT, then finishes the reading in hand and records the shutdown.
     public func run() async throws {
-        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let (eventLoops, ownsEventLoops) = DaemonExecutor.socketEventLoops()
         // Ledger reads and user lookups for clients: one thread, so no event loop ever blocks.
         let blocking = NIOThreadPool(numberOfThreads: 1)
         blocking.start()
@@ -145,14 +145,17 @@ public final class Daemon: Sendable {
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
         let notifier = SystemdNotifier()
         if let watchdog = notifier.watchdogMicroseconds {
-            loop.heartbeatMilliseconds = Int32(clamping: max(10, min(1000, watchdog / 4000)))
+            // A quarter of the watchdog period: the watchdog thread pings at half of it if the
+            // loop's heartbeat is younger than that. No cap at 1 s: with WatchdogSec=10s an idle
+            // loop wakes every 2.5 s, not every second.
+            loop.heartbeatMilliseconds = Int32(clamping: max(10, watchdog / 4000))
         }
         let reloader = Reloader(configPath: configuration.file, pluginDirectoryOverride: pluginDirectoryOverride, running: configuration,
                                 holder: chain, loop: loop, environment: environment, notifier: notifier, logger: logger)
         let control = DaemonControl(configuration: configuration, loop: loop, chainHolder: chain, ledger: ledger, reloader: reloader, started: started)
         let server: SocketServer
         do throws(SocketServerError) {
-            server = try SocketServer(
+            server = try await SocketServer.listen(
                 path: configuration.socket.path, mode: configuration.socket.mode, groupName: configuration.socket.group,
                 inheritedDescriptor: SocketServer.socketFromSystemd(),
                 context: PublisherContext(
@@ -161,7 +164,7 @@ public final class Daemon: Sendable {
                 on: eventLoops)
         } catch {
             try? await blocking.shutdownGracefully()
-            try? await eventLoops.shutdownGracefully()
+            if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
             throw DaemonError.socket(error.message)
         }
         logger.notice("listening", metadata: ["socket": "\(server.path)", "activated": "\(server.activated)"])
@@ -193,11 +196,11 @@ public final class Daemon: Sendable {
             try await group.run()
         } catch {
             try? await blocking.shutdownGracefully()
-            try? await eventLoops.shutdownGracefully()
+            if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
             throw error
         }
         try await blocking.shutdownGracefully()
-        try await eventLoops.shutdownGracefully()
+        if ownsEventLoops { try await eventLoops.shutdownGracefully() }
     }
 }
 
@@ -229,14 +232,12 @@ struct DecidingService: Service {
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let thread = Thread { [loop] in
+                    _ = Thread.startNamed("deciding") { [loop] in
                         // A crash in a link's validate is recorded from this thread's breadcrumb slot.
                         PluginBreadcrumb.bindDecidingThread()
                         loop.run()
                         continuation.resume()
                     }
-                    thread.name = "deciding"
-                    thread.start()
                 }
             } onGracefulShutdown: {
                 notifier.notify("STOPPING=1\nSTATUS=stopping")

@@ -77,7 +77,7 @@ final class SignalReader: Sendable {
         let descriptor = cm_signalfd(&set)
         precondition(descriptor >= 0, "signalfd failed: \(String(cString: strerror(errno)))")
         // The thread holds the pipe, so its descriptors outlive the poll.
-        let thread = Thread { [wakePipe] in
+        _ = Thread.startNamed("signals") { [wakePipe] in
             defer {
                 close(descriptor)
                 continuation.finish()
@@ -89,8 +89,6 @@ final class SignalReader: Sendable {
                 while case let signal = cm_signalfd_read(descriptor), signal > 0 { continuation.yield(signal) }
             }
         }
-        thread.name = "signals"
-        thread.start()
     }
 
     /// Ends the reading thread and the stream.

@@ -71,10 +71,7 @@ public final class Reloader: @unchecked Sendable {
 
     /// Starts watching and serving requests on a thread of its own.
     public func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "reloader"
-        self.thread = thread
-        thread.start()
+        thread = Thread.startNamed("reloader") { [self] in run() }
     }
 
     public func stop() {

@@ -27,9 +27,7 @@ final class Watchdog: @unchecked Sendable {
 
     func start() {
         guard notifier.isActive else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = "watchdog"
-        thread.start()
+        _ = Thread.startNamed("watchdog") { [self] in run() }
     }
 
     func stop() { stopping.store(true, ordering: .relaxed) }

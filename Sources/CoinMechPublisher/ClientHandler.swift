@@ -171,83 +171,63 @@ final class ClientHandler: ChannelInboundHandler {
     // MARK: Requests
 
     private func handle(_ text: String) {
-        guard let request = JSON.parse(text), let fields = request.object else {
-            return send(ClientProtocol.error(id: nil, .badJSON, "not a JSON object"))
+        let request: ClientRequest
+        switch ClientRequest.parse(text) {
+        case .success(let parsed): request = parsed
+        case .failure(let failure): return send(ClientProtocol.error(id: failure.id, failure.code, failure.message))
         }
-        let id = fields["id"]
-        guard let command = fields["cmd"]?.string else {
-            return send(ClientProtocol.error(id: id, .badRequest, "missing \"cmd\" (a string)"))
-        }
-        if ClientProtocol.controlCommands.contains(command), !mayControl {
-            shared.logger.notice("control command refused", metadata: ["peer": "\(peer)", "cmd": "\(command)"])
-            return send(ClientProtocol.error(id: id, .forbidden, "\(peer.userName) may not use '\(command)'"))
+        let id = request.id
+        if ClientProtocol.controlCommands.contains(request.name), !mayControl {
+            shared.logger.notice("control command refused", metadata: ["peer": "\(peer)", "cmd": "\(request.name)"])
+            return send(ClientProtocol.error(id: id, .forbidden, "\(peer.userName) may not use '\(request.name)'"))
         }
         do throws(CommandError) {
+            let command: ClientRequest.Command
+            switch request.command {
+            case .success(let checked): command = checked
+            case .failure(let failure): throw CommandError(failure.code, failure.message)
+            }
             let (ledger, control) = (shared.ledger, shared.control)
             switch command {
-            case "status":
+            case .status:
                 reply(id, { control.status() }) { _, status in ClientProtocol.reply(id: id, result: status) }
-            case "chain":
+            case .chain:
                 send(ClientProtocol.reply(id: id, result: control.chain()))
-            case "totals":
+            case .totals:
                 reply(id, { () throws(CommandError) in try Self.read { try ledger.totals() } }) { _, totals in ClientProtocol.reply(id: id, result: totals.json) }
-            case "events":
-                let since = try integer(fields, "since", default: 0, range: 0...Int64.max)
-                let limit = try integer(fields, "limit", default: 100, range: 1...1000)
+            case .events(let since, let limit):
                 reply(id, { () throws(CommandError) in
                     (try Self.read { try ledger.events(since: since, limit: Int(limit)) }, try Self.read { try ledger.lastSeq() })
                 }) { _, found in
                     ClientProtocol.reply(id: id, result: ["events": .array(found.0.map { $0.json }), "last_seq": .int(found.1)])
                 }
-            case "subscribe":
-                guard let pending = fields["pending"].map({ $0 == .null ? false : $0.bool }) ?? false else {
-                    throw CommandError(.badRequest, "\"pending\" must be true or false")
-                }
+            case .subscribe(let requested, let pending):
                 guard case .none = subscription else { throw CommandError(.badRequest, "already subscribed on this connection") }
-                let requested = try integer(fields, "since", default: -1, range: -1...Int64.max)
                 reply(id, { () throws(CommandError) in try Self.read { try ledger.lastSeq() } }) { handler, last in
-                    let since = requested >= 0 ? requested : last
+                    let since = requested ?? last
                     handler.includePending = pending
                     handler.send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last), "pending": .bool(pending)]))
                     handler.subscribe(since: since)
                     return nil
                 }
-            case "inhibit":
-                guard let on = fields["on"]?.bool else { throw CommandError(.badRequest, "\"on\" must be true or false") }
+            case .inhibit(let on):
                 control.inhibit(on, by: peer, completion: replier(id))
-            case "collect":
+            case .collect:
                 control.collect(by: peer, completion: replier(id))
-            case "reload":
+            case .reload:
                 control.reload(by: peer, completion: replier(id))
-            case "teach_status":
+            case .teachStatus:
                 reply(id, { control.teachStatus() }) { _, status in ClientProtocol.reply(id: id, result: status) }
-            case "teach_start":
-                guard let currency = fields["currency"]?.string, !currency.isEmpty else {
-                    throw CommandError(.badRequest, "\"currency\" must be a currency code such as \"EUR\"")
-                }
-                guard let code = fields["code"]?.string, !code.isEmpty else {
-                    throw CommandError(.badRequest, "\"code\" must be a denomination code such as \"EUR_50c\"")
-                }
-                let coins = try integer(fields, "coins", default: ClientProtocol.teachDefaultCoins, range: ClientProtocol.teachCoins)
-                control.teachStart(currency: currency, code: code, coins: Int(coins), by: peer, completion: replier(id))
-            case "teach_commit":
+            case .teachStart(let currency, let code, let coins):
+                control.teachStart(currency: currency, code: code, coins: coins, by: peer, completion: replier(id))
+            case .teachCommit:
                 control.teachCommit(by: peer, completion: replier(id))
-            case "teach_abort":
+            case .teachAbort:
                 control.teachAbort(by: peer, completion: replier(id))
-            default:
-                throw CommandError(.unknownCommand, "unknown command '\(command)' (known: \((ClientProtocol.readCommands.union(ClientProtocol.controlCommands)).sorted().joined(separator: ", ")))")
             }
         } catch {
             send(ClientProtocol.error(id: id, error.code, error.message))
         }
-    }
-
-    private func integer(_ fields: [String: JSON], _ key: String, default value: Int64, range: ClosedRange<Int64>) throws(CommandError) -> Int64 {
-        guard let field = fields[key], field != .null else { return value }
-        guard let number = field.int, range.contains(number) else {
-            throw CommandError(.badRequest, "\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return number
     }
 
     /// A ledger read (in the thread pool); a failure becomes `unavailable`.

@@ -21,13 +21,18 @@ public final class SocketServer: Sendable {
     /// The socket came from systemd (socket activation): systemd owns the file.
     public let activated: Bool
 
+    private init(channel: any Channel, path: String, activated: Bool) {
+        self.channel = channel
+        self.path = path
+        self.activated = activated
+    }
+
     /// Binds `path` (replacing a stale socket file), sets its mode and group, and starts
     /// accepting clients on `group`. With `inheritedDescriptor` (socket activation) it uses
-    /// that listening socket instead and leaves the file to systemd.
-    public init(path: String, mode: UInt32, groupName: String?, inheritedDescriptor: Int32? = nil, context: PublisherContext,
-                on group: any EventLoopGroup) throws(SocketServerError) {
-        self.path = path
-        activated = inheritedDescriptor != nil
+    /// that listening socket instead and leaves the file to systemd. Asynchronous, not
+    /// `wait()`ing: the caller may itself run on one of `group`'s event loops.
+    public static func listen(path: String, mode: UInt32, groupName: String?, inheritedDescriptor: Int32? = nil, context: PublisherContext,
+                              on group: any EventLoopGroup) async throws(SocketServerError) -> SocketServer {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 128)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 16 * 1024, high: 64 * 1024))
@@ -40,18 +45,18 @@ public final class SocketServer: Sendable {
             }
         if let descriptor = inheritedDescriptor {
             do {
-                channel = try bootstrap.withBoundSocket(descriptor).wait()
+                return SocketServer(channel: try await bootstrap.withBoundSocket(descriptor).get(), path: path, activated: true)
             } catch {
                 throw SocketServerError(message: "socket from systemd (fd \(descriptor)): cannot listen: \(error)")
             }
-            return
         }
         // Bound, listening, with its mode and group, under a private name first; then renamed
         // into place: a client never finds a socket file that refuses it or has the wrong mode.
         let staging = "\((path as NSString).deletingLastPathComponent)/.\((path as NSString).lastPathComponent).\(getpid())"
+        let channel: any Channel
         do {
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            channel = try bootstrap.bind(unixDomainSocketPath: staging, cleanupExistingSocketFile: true).wait()
+            channel = try await bootstrap.bind(unixDomainSocketPath: staging, cleanupExistingSocketFile: true).get()
         } catch {
             throw SocketServerError(message: "\(path): cannot listen: \(error)")
         }
@@ -67,11 +72,12 @@ public final class SocketServer: Sendable {
         guard rename(staging, path) == 0 else {
             throw SocketServerError(message: "\(path): cannot put the socket in place: \(String(cString: strerror(errno)))")
         }
+        return SocketServer(channel: channel, path: path, activated: false)
     }
 
     /// Stops accepting and closes the listening socket (clients' connections close with the group).
-    public func close() {
-        try? channel.close().wait()
+    public func close() async {
+        try? await channel.close().get()
         if !activated { unlink(path) }
     }
 

@@ -11,6 +11,8 @@ public struct SettingsTable {
     public let path: String
     let node: Node
     let entries: [(key: String, value: Node)]
+    /// The file's last line (`lastLine(of:)`): no error names a line past it.
+    let lastLine: Int
 
     /// Parses `text` (the contents of `file`); the top level must be a table.
     public static func parse(_ text: String, file: String) throws(SettingsError) -> SettingsTable {
@@ -18,12 +20,14 @@ public struct SettingsTable {
         do {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
-            throw SettingsError(file: file, line: Self.line(of: error), key: "", message: "not valid YAML: \(Self.problem(of: error))")
+            throw SettingsError(file: file, line: Self.line(of: error).map { min($0, Self.lastLine(of: text)) }, key: "",
+                                message: "not valid YAML: \(Self.problem(of: error))")
         } catch {
             throw SettingsError(file: file, line: nil, key: "", message: "not valid YAML: \(error)")
         }
-        guard let root else { return try SettingsTable(file: file, path: "", node: Node([(Node, Node)]())) }
-        return try SettingsTable(file: file, path: "", node: root)
+        let lastLine = Self.lastLine(of: text)
+        guard let root else { return try SettingsTable(file: file, path: "", node: Node([(Node, Node)]()), lastLine: lastLine) }
+        return try SettingsTable(file: file, path: "", node: root, lastLine: lastLine)
     }
 
     /// Reads and parses the file at `path`.
@@ -37,17 +41,18 @@ public struct SettingsTable {
         return try parse(text, file: path)
     }
 
-    init(file: String, path: String, node: Node) throws(SettingsError) {
+    init(file: String, path: String, node: Node, lastLine: Int) throws(SettingsError) {
+        func clamped(_ line: Int?) -> Int? { line.map { min($0, lastLine) } }
         guard case .mapping(let mapping) = node else {
-            throw SettingsError(file: file, line: node.mark?.line, key: path, message: "must be a table")
+            throw SettingsError(file: file, line: clamped(node.mark?.line), key: path, message: "must be a table")
         }
         var entries: [(String, Node)] = []
         for (key, value) in mapping {
             guard let name = key.string else {
-                throw SettingsError(file: file, line: key.mark?.line, key: path, message: "keys must be strings")
+                throw SettingsError(file: file, line: clamped(key.mark?.line), key: path, message: "keys must be strings")
             }
             if entries.contains(where: { $0.0 == name }) {
-                throw SettingsError(file: file, line: key.mark?.line, key: Self.join(path, name), message: "appears twice")
+                throw SettingsError(file: file, line: clamped(key.mark?.line), key: Self.join(path, name), message: "appears twice")
             }
             entries.append((name, value))
         }
@@ -55,6 +60,7 @@ public struct SettingsTable {
         self.path = path
         self.node = node
         self.entries = entries
+        self.lastLine = lastLine
     }
 
     /// Keys present in this table, in file order.
@@ -65,19 +71,19 @@ public struct SettingsTable {
     /// Fails on the first key not in `known`, listing the known ones.
     public func rejectUnknownKeys(_ known: Set<String>) throws(SettingsError) {
         for (key, value) in entries where !known.contains(key) {
-            throw SettingsError(file: file, line: value.mark?.line ?? node.mark?.line, key: Self.join(path, key),
+            throw SettingsError(file: file, line: clamped(value.mark?.line ?? node.mark?.line), key: Self.join(path, key),
                                 message: "unknown key (known here: \(known.sorted().joined(separator: ", ")))")
         }
     }
 
     /// An error about `key` of this table, at its line.
     public func error(_ key: String, _ message: String) -> SettingsError {
-        SettingsError(file: file, line: value(key)?.mark?.line ?? node.mark?.line, key: Self.join(path, key), message: message)
+        SettingsError(file: file, line: line(key), key: Self.join(path, key), message: message)
     }
 
     /// An error about this table as a whole.
     public func error(_ message: String) -> SettingsError {
-        SettingsError(file: file, line: node.mark?.line, key: path, message: message)
+        SettingsError(file: file, line: clamped(node.mark?.line), key: path, message: message)
     }
 
     func value(_ key: String) -> Node? { entries.first { $0.key == key }?.value }
@@ -118,7 +124,7 @@ public struct SettingsTable {
 
     public func table(_ key: String) throws(SettingsError) -> SettingsTable? {
         guard let value = value(key) else { return nil }
-        return try SettingsTable(file: file, path: Self.join(path, key), node: value)
+        return try SettingsTable(file: file, path: Self.join(path, key), node: value, lastLine: lastLine)
     }
 
     /// The tables of a list of tables (`[[x]]`-style), each with its index in its path.
@@ -127,7 +133,7 @@ public struct SettingsTable {
         guard case .sequence(let sequence) = value else { throw error(key, "must be a list of tables") }
         var tables: [SettingsTable] = []
         for (index, item) in sequence.enumerated() {
-            tables.append(try SettingsTable(file: file, path: "\(Self.join(path, key))[\(index)]", node: item))
+            tables.append(try SettingsTable(file: file, path: "\(Self.join(path, key))[\(index)]", node: item, lastLine: lastLine))
         }
         return tables
     }
@@ -158,7 +164,11 @@ public struct SettingsTable {
     }
 
     /// The line where `key` is set (or this table starts).
-    public func line(_ key: String) -> Int? { value(key)?.mark?.line ?? node.mark?.line }
+    public func line(_ key: String) -> Int? { clamped(value(key)?.mark?.line ?? node.mark?.line) }
+
+    /// A node's line, or past the end: libyaml places the end of a file without a final line
+    /// break (and an empty value there) on a line of its own.
+    func clamped(_ line: Int?) -> Int? { line.map { min($0, lastLine) } }
 
     /// This table as a JSON object, for handing to a plugin; in its strings, each key of
     /// `substituting` (such as `${state_dir}`) is replaced by its value.
@@ -206,6 +216,22 @@ public struct SettingsTable {
         case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
         default: nil
         }
+    }
+
+    /// The last line of `text` an editor shows: one past its last line break. libyaml ends a
+    /// stream that lacks a final line break with one of its own, so an error at the end of such
+    /// a file, or about an empty value there, would name a line after the last (found by fuzzing).
+    static func lastLine(of text: String) -> Int {
+        var lines = 1
+        var previous: Unicode.Scalar?
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n" where previous != "\r", "\r", "\u{85}", "\u{2028}", "\u{2029}": lines += 1
+            default: break
+            }
+            previous = scalar
+        }
+        return lines
     }
 
     static func problem(of error: YamlError) -> String {

@@ -60,6 +60,8 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
         } catch {
             exit(withError: error)
         }
+        // Swift concurrency on the socket's event loop, not libdispatch's pool (DaemonExecutor).
+        DaemonExecutor.install()
         let finished = DispatchSemaphore(value: 0)
         Task.detached {
             do {

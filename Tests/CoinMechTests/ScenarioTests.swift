@@ -64,6 +64,25 @@ struct ScenarioTests {
         }
     }
 
+    // Found by fuzzing (make fuzz, targets config and scenario): libyaml puts the end of a file
+    // that lacks its final line break on a line of its own, past the file's last line.
+    @Test("a YAML error at the end of a file names a line the file has", arguments: [
+        ("coins: [1, 2", "t.yaml:1: not valid YAML: did not find expected ',' or ']'"),
+        ("seed: 1\ncoins: {c", "t.yaml:2: not valid YAML: did not find expected ',' or '}'"),
+        ("seed: 1\r\ncoins: [1\r\n", "t.yaml:3: not valid YAML: did not find expected ',' or ']'"),
+        ("seed: 1\rcoins: [1", "t.yaml:2: not valid YAML: did not find expected ',' or ']'"),
+        // An empty key there: libyaml marks it on the line after the last.
+        ("seed: 1\n?", "t.yaml:2: unknown key (known here: baud, bursts, coins, currency, deadline_ms, faults, firmware, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
+    ])
+    func errorAtTheEnd(text: String, message: String) {
+        #expect(throws: Error.self) { try parse(text) }
+        do {
+            _ = try parse(text)
+        } catch {
+            #expect(error.description == message)
+        }
+    }
+
     @Test("an unreadable scenario file says so")
     func unreadable() {
         #expect(throws: SettingsError(file: "/nonexistent/s.yaml", line: nil, key: "", message: "cannot read file: no such file")) {

@@ -30,6 +30,11 @@ uint64_t cm_monotonic_ns(void);
 int cm_epoll_create(void);
 int cm_epoll_add_input(int epfd, int fd);
 
+/* mallopt(M_MMAP_THRESHOLD, bytes): blocks of `bytes` or more are mapped on their own and
+   returned to the system when freed. Setting it also stops glibc from raising the threshold after
+   each large free (up to 32 MiB), which let freed large blocks stay in the heap. 1 on success. */
+int cm_malloc_mmap_threshold(size_t bytes);
+
 /* Bytes the allocator has handed out and not taken back (mallinfo2's uordblks + hblkhd). */
 uint64_t cm_heap_in_use(void);
 

@@ -1,0 +1,104 @@
+/// One request line, read and checked: its JSON, its command and the command's arguments.
+/// Pure (no ledger, no peer, no socket), so the daemon's handler and the fuzzer run the same
+/// code. What it cannot know stays with the caller: whether the peer may use a control
+/// command (checked before the arguments), and where a subscription starts by default (the
+/// ledger's last seq, read before the arguments are checked).
+public struct ClientRequest: Sendable, Equatable {
+    /// A command with its arguments in range.
+    public enum Command: Sendable, Equatable {
+        case status
+        case chain
+        case totals
+        /// `since` ≥ 0, `limit` 1…1000.
+        case events(since: Int64, limit: Int64)
+        /// `since` ≥ 0, or nil for "from the last event" (no `since`, or -1).
+        case subscribe(since: Int64?, pending: Bool)
+        case inhibit(Bool)
+        case collect
+        case reload
+        case teachStatus
+        /// `coins` within `ClientProtocol.teachCoins`.
+        case teachStart(currency: String, code: String, coins: Int)
+        case teachCommit
+        case teachAbort
+    }
+
+    /// Why a line is refused, with the request's `id` when it had one.
+    public struct Failure: Error, Sendable, Equatable {
+        public var id: JSON?
+        public var code: ClientProtocol.ErrorCode
+        public var message: String
+
+        public init(id: JSON?, _ code: ClientProtocol.ErrorCode, _ message: String) {
+            self.id = id
+            self.code = code
+            self.message = message
+        }
+    }
+
+    /// The request's `id`, echoed in its reply (any JSON value).
+    public var id: JSON?
+    /// `cmd` as the client wrote it.
+    public var name: String
+    /// The command, or why its arguments (or its name) are wrong.
+    public var command: Result<Command, Failure>
+
+    /// Reads one line: a failure here (not JSON, not an object, no `cmd`) is answered at once.
+    public static func parse(_ text: String) -> Result<ClientRequest, Failure> {
+        guard let request = JSON.parse(text), let fields = request.object else {
+            return .failure(Failure(id: nil, .badJSON, "not a JSON object"))
+        }
+        let id = fields["id"]
+        guard let name = fields["cmd"]?.string else {
+            return .failure(Failure(id: id, .badRequest, "missing \"cmd\" (a string)"))
+        }
+        return .success(ClientRequest(id: id, name: name, command: Result { () throws(Failure) in try command(name, fields, id: id) }))
+    }
+
+    static func command(_ name: String, _ fields: [String: JSON], id: JSON?) throws(Failure) -> Command {
+        switch name {
+        case "status": return .status
+        case "chain": return .chain
+        case "totals": return .totals
+        case "events":
+            return .events(since: try integer(fields, "since", default: 0, range: 0...Int64.max, id: id),
+                           limit: try integer(fields, "limit", default: 100, range: 1...1000, id: id))
+        case "subscribe":
+            // -1 (or no `since`) starts after the last event.
+            let requested = try integer(fields, "since", default: -1, range: -1...Int64.max, id: id)
+            let since: Int64? = requested >= 0 ? requested : nil
+            guard let pending = fields["pending"].map({ $0 == .null ? false : $0.bool }) ?? false else {
+                throw Failure(id: id, .badRequest, "\"pending\" must be true or false")
+            }
+            return .subscribe(since: since, pending: pending)
+        case "inhibit":
+            guard let on = fields["on"]?.bool else { throw Failure(id: id, .badRequest, "\"on\" must be true or false") }
+            return .inhibit(on)
+        case "collect": return .collect
+        case "reload": return .reload
+        case "teach_status": return .teachStatus
+        case "teach_start":
+            guard let currency = fields["currency"]?.string, !currency.isEmpty else {
+                throw Failure(id: id, .badRequest, "\"currency\" must be a currency code such as \"EUR\"")
+            }
+            guard let code = fields["code"]?.string, !code.isEmpty else {
+                throw Failure(id: id, .badRequest, "\"code\" must be a denomination code such as \"EUR_50c\"")
+            }
+            let coins = try integer(fields, "coins", default: ClientProtocol.teachDefaultCoins, range: ClientProtocol.teachCoins, id: id)
+            return .teachStart(currency: currency, code: code, coins: Int(coins))
+        case "teach_commit": return .teachCommit
+        case "teach_abort": return .teachAbort
+        default:
+            let known = ClientProtocol.readCommands.union(ClientProtocol.controlCommands).sorted().joined(separator: ", ")
+            throw Failure(id: id, .unknownCommand, "unknown command '\(name)' (known: \(known))")
+        }
+    }
+
+    static func integer(_ fields: [String: JSON], _ key: String, default value: Int64, range: ClosedRange<Int64>, id: JSON?) throws(Failure) -> Int64 {
+        guard let field = fields[key], field != .null else { return value }
+        guard let number = field.int, range.contains(number) else {
+            throw Failure(id: id, .badRequest, "\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+}

@@ -1,0 +1,61 @@
+import CoinMechProtocol
+import Testing
+
+@Suite("Socket requests: a line read and checked, without a daemon")
+struct ClientRequestTests {
+    @Test("valid requests become commands, with defaults and the id kept", arguments: [
+        (#"{"cmd":"status","id":"abc"}"#, ClientRequest.Command.status, JSON.string("abc")),
+        (#"{"cmd":"totals"}"#, .totals, nil),
+        (#"{"cmd":"chain","id":null}"#, .chain, JSON.null),
+        (#"{"cmd":"events","id":7}"#, .events(since: 0, limit: 100), .int(7)),
+        (#"{"cmd":"events","since":12,"limit":1000.0}"#, .events(since: 12, limit: 1000), nil),
+        (#"{"cmd":"subscribe"}"#, .subscribe(since: nil, pending: false), nil),
+        (#"{"cmd":"subscribe","since":null,"pending":null}"#, .subscribe(since: nil, pending: false), nil),
+        (#"{"cmd":"subscribe","since":0,"pending":true,"id":[1]}"#, .subscribe(since: 0, pending: true), .array([1])),
+        (#"{"cmd":"inhibit","on":false}"#, .inhibit(false), nil),
+        (#" {"cmd":"collect"} "#, .collect, nil),
+        (#"{"cmd":"reload"}"#, .reload, nil),
+    ])
+    func valid(line: String, command: ClientRequest.Command, id: JSON?) throws {
+        let request = try ClientRequest.parse(line).get()
+        #expect(try request.command.get() == command)
+        #expect(request.id == id)
+    }
+
+    @Test("lines that are not a request are refused before any command", arguments: [
+        ("not json at all", ClientProtocol.ErrorCode.badJSON, nil as JSON?),
+        ("[1, 2]", .badJSON, nil),
+        ("", .badJSON, nil),
+        (#"{"id": 7}"#, .badRequest, .int(7)),
+        (#"{"cmd": 3, "id": "x"}"#, .badRequest, .string("x")),
+    ])
+    func refused(line: String, code: ClientProtocol.ErrorCode, id: JSON?) {
+        #expect(throws: ClientRequest.Failure(id: id, code, failureMessage(line))) { try ClientRequest.parse(line).get() }
+    }
+
+    @Test("a known name with bad arguments, or an unknown name, is a request whose command fails", arguments: [
+        (#"{"cmd": "fly", "id": 7}"#, ClientProtocol.ErrorCode.unknownCommand),
+        (#"{"cmd": "events", "since": "yesterday"}"#, .badRequest),
+        (#"{"cmd": "events", "since": -1}"#, .badRequest),
+        (#"{"cmd": "events", "limit": 5000}"#, .badRequest),
+        (#"{"cmd": "events", "limit": 0}"#, .badRequest),
+        (#"{"cmd": "events", "limit": 2.5}"#, .badRequest),
+        (#"{"cmd": "subscribe", "since": -3}"#, .badRequest),
+        (#"{"cmd": "subscribe", "pending": "yes"}"#, .badRequest),
+        (#"{"cmd": "inhibit"}"#, .badRequest),
+        (#"{"cmd": "inhibit", "on": "yes"}"#, .badRequest),
+    ])
+    func badArguments(line: String, code: ClientProtocol.ErrorCode) throws {
+        let request = try ClientRequest.parse(line).get()
+        #expect(throws: ClientRequest.Failure.self) { try request.command.get() }
+        if case .failure(let failure) = request.command {
+            #expect(failure.code == code)
+            #expect(failure.id == request.id)
+            #expect(!failure.message.isEmpty)
+        }
+    }
+
+    private func failureMessage(_ line: String) -> String {
+        line.hasPrefix("{") ? "missing \"cmd\" (a string)" : "not a JSON object"
+    }
+}
