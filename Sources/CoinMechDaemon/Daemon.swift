@@ -180,7 +180,7 @@ public final class Daemon: Sendable {
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: LifetimeService(name: "socket server", start: {}, stop: { server.close() })),
+                    .init(service: LifetimeService(name: "socket server", start: {}, stop: { await server.close() })),
                     .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() })),
                     .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() })),
                     .init(service: LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() })),
@@ -210,15 +210,16 @@ public final class Daemon: Sendable {
 struct LifetimeService: Service, CustomStringConvertible {
     let name: String
     let start: @Sendable () -> Void
-    let stop: @Sendable () -> Void
+    let stop: @Sendable () async -> Void
 
     var description: String { name }
 
     func run() async throws {
         start()
-        defer { stop() }
-        // Returns at graceful shutdown; throws CancellationError when the group is cancelled.
+        // Returns at graceful shutdown, and when the group is cancelled (the error is dropped):
+        // either way the part stops.
         try? await gracefulShutdown()
+        await stop()
     }
 }
 
