@@ -72,7 +72,7 @@ struct ScenarioTests {
         ("seed: 1\r\ncoins: [1\r\n", "t.yaml:3: not valid YAML: did not find expected ',' or ']'"),
         ("seed: 1\rcoins: [1", "t.yaml:2: not valid YAML: did not find expected ',' or ']'"),
         // An empty key there: libyaml marks it on the line after the last.
-        ("seed: 1\n?", "t.yaml:2: unknown key (known here: baud, bursts, coins, currency, deadline_ms, faults, firmware, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
+        ("seed: 1\n?", "t.yaml:2: unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
     ])
     func errorAtTheEnd(text: String, message: String) {
         #expect(throws: Error.self) { try parse(text) }
