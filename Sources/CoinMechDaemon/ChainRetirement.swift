@@ -9,9 +9,7 @@ public final class ChainRetirement: Sendable {
     private let arrived = DispatchSemaphore(value: 0)
 
     public init() {
-        let thread = Thread { [self] in run() }
-        thread.name = "chain-retirement"
-        thread.start()
+        _ = Thread.startNamed("retirement") { [self] in run() }
     }
 
     private func run() {

@@ -22,6 +22,9 @@ final class HangWatch: Sendable {
 
     /// How long to keep sampling after the last call before parking.
     static let lingerNanoseconds: UInt64 = 250_000_000
+    /// The longest park: the first call (or `stop`) wakes the thread sooner. An idle daemon's
+    /// hang watch wakes once per this period.
+    static let parkNanoseconds: UInt64 = 10_000_000_000
 
     init(breadcrumb: PluginBreadcrumb, chain: ChainHolder, quarantine: QuarantineStore, logger: Logger) {
         self.breadcrumb = breadcrumb
@@ -31,9 +34,7 @@ final class HangWatch: Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "hang-watch"
-        thread.start()
+        _ = Thread.startNamed("hang-watch") { [self] in run() }
     }
 
     func stop() {
@@ -57,9 +58,11 @@ final class HangWatch: Sendable {
             guard word != 0 else {
                 call = nil
                 if now &- lastActivity > Self.lingerNanoseconds {
-                    cm_crumb_park(slot, 1_000_000_000)
-                    lastActivity = cm_monotonic_ns()
-                    lastSample = lastActivity
+                    cm_crumb_park(slot, Self.parkNanoseconds)
+                    lastSample = cm_monotonic_ns()
+                    // Woken by a call: linger, sampling, as after any call. A park that ran out
+                    // its time saw nothing, and parks again at once.
+                    if lastSample &- now < Self.parkNanoseconds { lastActivity = lastSample }
                 } else {
                     usleep(useconds_t(samplePeriodMicroseconds()))
                 }
