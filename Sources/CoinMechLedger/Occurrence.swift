@@ -22,6 +22,8 @@ public enum Occurrence: Sendable, Equatable {
     case quarantined(LinkOutOfService)
     /// A reload put a link out of service back.
     case quarantineLifted(link: String, generation: UInt64)
+    /// Something a coin acceptor (ccTalk) reported besides a credit.
+    case acceptor(source: String, AcceptorRecord)
 
     /// A link out of service: which, in which state, why.
     public struct LinkOutOfService: Sendable, Equatable {
@@ -101,6 +103,7 @@ public enum Occurrence: Sendable, Equatable {
         case .lateAnswer: .lateAnswer
         case .quarantined: .quarantined
         case .quarantineLifted: .quarantineLifted
+        case .acceptor(_, let record): record.kind
         }
     }
 
@@ -109,7 +112,7 @@ public enum Occurrence: Sendable, Equatable {
         switch self {
         case .sourceConnected(let source, _), .sourceLost(let source, _, _), .mechPowerUp(let source, _, _, _),
              .mechSession(let source, _, _), .mechStatus(let source, _, _), .shutdown(let source, _), .inhibit(let source, _, _),
-             .lateAnswer(let source, _, _, _):
+             .lateAnswer(let source, _, _, _), .acceptor(let source, _):
             source
         case .startup, .reload, .reloadFailed, .ledgerRecovered, .quarantined, .quarantineLifted:
             nil
@@ -121,7 +124,19 @@ public enum Occurrence: Sendable, Equatable {
         switch self {
         case .mechPowerUp(_, let epoch, let boot, _): (epoch, boot)
         case .mechSession(_, let epoch, let boot): (epoch, boot)
+        case .acceptor(_, .restarted(let epoch, _)): (Int64(bitPattern: epoch), nil)
         default: nil
+        }
+    }
+
+    /// The event's `epoch` and `device_seq` columns, when it names a device event.
+    var place: (epoch: Int64?, deviceSeq: Int64?) {
+        switch self {
+        case .acceptor(_, let record):
+            let place = record.place
+            return (place.epoch.map { Int64(bitPattern: $0) }, place.number.map { Int64(bitPattern: $0) })
+        default:
+            return (epoch?.epoch, nil)
         }
     }
 
@@ -173,6 +188,8 @@ public enum Occurrence: Sendable, Equatable {
                     "generation": "\(out.generation)", "plugin": out.plugin, "sha256": out.sha256]
         case .quarantineLifted(let link, let generation):
             return ["link": link, "generation": "\(generation)"]
+        case .acceptor(_, let record):
+            return record.detail
         }
     }
 
