@@ -16,7 +16,7 @@ UDEVDIR := $(PREFIX)/lib/udev/rules.d
 DATADIR := $(PREFIX)/share/coinmech
 DOCDIR := $(PREFIX)/share/doc/coinmech
 SYSCONFDIR ?= /etc
-PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map
+PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map coin-id
 # Where make deb writes the package (and make test-deb keeps its Debian root and apt cache).
 DEB_DIR ?= .build-deb
 

@@ -1,4 +1,5 @@
 import CLinux
+import CoinMechCCTalk
 import CoinMechChain
 import CoinMechCore
 import CoinMechFailpoints
@@ -27,13 +28,13 @@ public final class DecidingLoop: @unchecked Sendable {
     private var udev: UdevMonitor?
     private var hotplug: HotplugTracker?
     private var core: DecidingCore
-    private let chain: ChainHolder
-    private let ledger: Ledger
-    private let hub: EventHub
-    private let logger: Logger
-    private let failpoints: Failpoints
+    let chain: ChainHolder
+    let ledger: Ledger
+    let hub: EventHub
+    let logger: Logger
+    let failpoints: Failpoints
     /// The source's name, for the readings plugins see (read while the core is mid-step).
-    private let sourceName: String
+    let sourceName: String
     private let wakePipe = WakePipe()
     private let stopping = Atomic<Bool>(false)
     private let commands = Mutex<[Command]>([])
@@ -42,6 +43,9 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Which links' problems are recorded; hands the core what changed.
     private var pluginHealth = PluginHealthReview()
     private var nextTicket: UInt64 = 0
+    /// A ccTalk source: its engine's shell and the money rules of its batches.
+    let acceptorMech: CCTalkMech?
+    var acceptor: AcceptorCore?
     /// Longest sleep in `poll`, so the heartbeat stays fresh for the watchdog.
     public var heartbeatMilliseconds: Int32 = 1000
     /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
@@ -67,6 +71,8 @@ public final class DecidingLoop: @unchecked Sendable {
         public var connected = false
         public var disconnectedReason: String?
         public var core = DecidingCore.Snapshot()
+        /// A ccTalk source's state; nil for other kinds.
+        public var acceptor: AcceptorStatus?
     }
 
     public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, hub: EventHub, logger: Logger,
@@ -82,8 +88,14 @@ public final class DecidingLoop: @unchecked Sendable {
         // wakes the loop to inhibit the mech at once.
         chain.alarm.onRaise { [wakePipe] in wakePipe.wake() }
         let state = try ledger.sourceState(source.name)
-        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
+        var persisted: CCTalkCounterState?
+        if case .cctalk(let cctalk) = source.kind {
+            persisted = try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init)
+            acceptor = AcceptorCore(source: source.name, address: cctalk.address)
+        }
+        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, failpoints: failpoints)
         mech = made.mech
+        acceptorMech = made.mech as? CCTalkMech
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
                                              line: made.mech.lineBaud.map(LineTiming.init(baud:)))
         settings.confirmationWindow = source.confirmationWindow
@@ -131,7 +143,9 @@ public final class DecidingLoop: @unchecked Sendable {
             let now = Instant.now
             heartbeat.store(now.nanoseconds, ordering: .relaxed)
             var events = mech.poll(now: now)
+            serviceAcceptor()
             if events.isEmpty { events = waitForEvents(now: now) }
+            serviceAcceptor()
             if !events.isEmpty { step(.mech(events)) }
             step(.tick)
             runCommands()
@@ -198,11 +212,15 @@ public final class DecidingLoop: @unchecked Sendable {
                 (mech as? any ConfirmingMech)?.askSession()
             case .setInhibit(let on):
                 mech.setInhibit(on)
+                serviceAcceptor()
                 publishStatus()
             case .publish(let events):
                 hub.publish(events)
             case .swapChain(let ticket):
-                if let new = tickets[ticket]?.chain { chain.swap(new) }
+                if let new = tickets[ticket]?.chain {
+                    chain.swap(new)
+                    allowAcceptorPositions()
+                }
             case .reply(let ticket, let outcome):
                 publishStatus()
                 tickets.removeValue(forKey: ticket)?.completion(Self.reply(outcome))
@@ -283,7 +301,8 @@ public final class DecidingLoop: @unchecked Sendable {
     }
 
     private func publishStatus() {
-        let snapshot = Status(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason, core: core.snapshot)
+        var snapshot = Status(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason, core: core.snapshot)
+        if let acceptorMech, let acceptor { snapshot.acceptor = AcceptorStatus(engine: acceptorMech.engine, core: acceptor) }
         status.withLock { $0 = snapshot }
     }
 }

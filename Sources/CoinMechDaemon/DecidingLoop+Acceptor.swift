@@ -1,0 +1,91 @@
+import CoinMechCCTalk
+import CoinMechChain
+import CoinMechPluginABI
+import CoinMechCore
+import CoinMechLedger
+import CoinMechSources
+
+extension DecidingLoop {
+    /// Records what a ccTalk acceptor's engine reported, each batch in one transaction with its
+    /// counter state, before anything of it is published or the engine goes on.
+    func serviceAcceptor() {
+        guard let acceptorMech, var core = acceptor else { return }
+        defer { acceptor = core }
+        var identified = false
+        for event in acceptorMech.takeHostEvents() {
+            log(event)
+            if case .identified = event { identified = true }
+            guard let commit = core.handle(event, decide: decideCoin) else { continue }
+            write(commit, &core, mech: acceptorMech)
+        }
+        if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech) }
+        if identified { allowAcceptorPositions() }
+    }
+
+    /// Enables the positions the chain can credit: all of them when a link takes coin ids,
+    /// none otherwise (a coin nobody can credit would be taken and not credited).
+    func allowAcceptorPositions() {
+        guard let acceptorMech else { return }
+        let takesCoinIDs = chain.current.links.contains { $0.origin.readingKinds & UInt32(COINMECH_KINDS_COIN_ID) != 0 }
+        if !takesCoinIDs { logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited") }
+        acceptorMech.allow(takesCoinIDs ? .all : .none)
+        serviceAcceptor()
+    }
+
+    private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: CCTalkMech) {
+        let money = commit.batch?.credits.isEmpty == false
+        if money { failpoints.hit(.beforeCommit) }
+        let next: AcceptorCore.Next
+        do throws(LedgerError) {
+            let outcome: AcceptorAppend
+            if let change = commit.change {
+                outcome = try ledger.append(commit.entries, moving: change)
+            } else {
+                outcome = .applied(try ledger.append(commit.entries))
+            }
+            next = core.written(commit, outcome)
+        } catch {
+            logger.error("could not record the acceptor's events; it stays inhibited until the ledger can", metadata: ["error": "\(error)"])
+            next = core.failed(commit, error)
+        }
+        switch next {
+        case .publish(let events):
+            if money { failpoints.hit(.afterCommit) }
+            hub.publish(events)
+            if money { failpoints.hit(.published) }
+        case .rewind(let state):
+            logger.warning("the ledger's counter of the acceptor moved under the batch; nothing written, going on from it",
+                           metadata: ["counter": "\(state.map(String.init(describing:)) ?? "none")"])
+            mech.rewind(to: state)
+        case .retry(let batch):
+            if let batch { mech.notRecorded(batch) }
+        }
+    }
+
+    /// Asks the current chain about a coin the acceptor took.
+    private func decideCoin(_ coin: AcceptorCore.Coin) -> Decided {
+        let decision = chain.current.decide(Reading(
+            deviceSeq: coin.number, timestampNanoseconds: Instant.now.nanoseconds, coinPosition: UInt32(coin.position),
+            coinID: coin.coinID, sorterPath: UInt32(coin.sorterPath), source: sourceName))
+        let verdict: DecisionRecord.Verdict
+        switch decision.verdict {
+        case .accept(let denomination): verdict = .accept(currency: denomination.currency, code: denomination.code, valueMinor: denomination.valueMinor)
+        case .reject(let rejection): verdict = .reject(reason: rejection.reason, message: rejection.message)
+        }
+        return Decided(verdict: verdict, link: decision.linkName, chainGeneration: decision.chainGeneration, decidedAt: .now)
+    }
+
+    private func log(_ event: CCTalkHostEvent) {
+        switch event {
+        case .batch(let batch):
+            if batch.lostCount > 0 { logger.critical("ccTalk: \(batch.lostCount) event(s) LOST to a buffer overrun: coins may have been taken without credit") }
+            logger.debug("ccTalk \(event)")
+        case .fault, .notResponding, .notACoinAcceptor, .refused:
+            logger.warning("ccTalk \(event)")
+        case .identified, .responding, .faultCleared:
+            logger.notice("ccTalk \(event)")
+        case .configured, .malformedReply, .lineError:
+            logger.debug("ccTalk \(event)")
+        }
+    }
+}
