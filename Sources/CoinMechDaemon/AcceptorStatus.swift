@@ -31,7 +31,9 @@ public struct AcceptorStatus: Sendable {
         ledgerFailure = core.ledgerFailure
     }
 
-    var json: JSON {
+    /// `lostSinceCollect`: the ledger's count of lost events since the cash box was last emptied.
+    func json(lostSinceCollect: Int?) -> JSON {
+        let lost = max(lostSinceCollect ?? 0, counts.lostEvents)
         var object: [String: JSON] = [
             "responding": .bool(responding),
             "identified": .bool(identity != nil),
@@ -39,7 +41,7 @@ public struct AcceptorStatus: Sendable {
             "held_for_ledger": .bool(heldForLedger),
             "credited": .int(Int64(counts.credited)), "uncredited": .int(Int64(counts.uncredited)),
             "error_events": .int(Int64(counts.errorEvents)), "backlog_events": .int(Int64(counts.backlog)),
-            "lost_events": .int(Int64(counts.lostEvents)), "restarts": .int(Int64(counts.restarts)),
+            "lost_events": .int(Int64(lost)), "restarts": .int(Int64(counts.restarts)),
             "duplicates": .int(Int64(counts.duplicates)),
             "polls": .int(Int64(statistics.polls)), "timeouts": .int(Int64(statistics.timeouts)), "retries": .int(Int64(statistics.retries)),
             "naks": .int(Int64(statistics.naks)), "busies": .int(Int64(statistics.busies)),
@@ -57,8 +59,8 @@ public struct AcceptorStatus: Sendable {
             if let serial = identity.serialNumber { object["serial_number"] = .int(Int64(serial)) }
             object["coins"] = .object(Dictionary(uniqueKeysWithValues: identity.coinIDs.map { ("\($0.key)", JSON.string($0.value.text)) }))
         }
-        if counts.lostEvents > 0 {
-            object["alarm"] = .string("\(counts.lostEvents) event(s) LOST to buffer overruns: coins may have been taken without credit; poll faster or check the line")
+        if lost > 0 {
+            object["alarm"] = .string("\(lost) event(s) LOST to buffer overruns: coins may have been taken without credit; poll faster or check the line")
         }
         if let ledgerFailure { object["ledger_failure"] = .string(ledgerFailure) }
         return .object(object)

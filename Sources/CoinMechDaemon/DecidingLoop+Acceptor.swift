@@ -11,25 +11,27 @@ extension DecidingLoop {
     func serviceAcceptor() {
         guard let acceptorMech, var core = acceptor else { return }
         defer { acceptor = core }
-        var identified = false
         for event in acceptorMech.takeHostEvents() {
             log(event)
-            if case .identified = event { identified = true }
             guard let commit = core.handle(event, decide: decideCoin) else { continue }
             write(commit, &core, mech: acceptorMech)
         }
         if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech) }
-        if identified { allowAcceptorPositions() }
     }
 
-    /// Enables the positions the chain can credit: all of them when a link takes coin ids,
-    /// none otherwise (a coin nobody can credit would be taken and not credited).
+    /// Enables the positions the chain can credit (after a reload swapped a chain in).
     func allowAcceptorPositions() {
         guard let acceptorMech else { return }
-        let takesCoinIDs = chain.current.links.contains { $0.origin.readingKinds & UInt32(COINMECH_KINDS_COIN_ID) != 0 }
-        if !takesCoinIDs { logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited") }
-        acceptorMech.allow(takesCoinIDs ? .all : .none)
+        let positions = Self.creditablePositions(chain.current)
+        if positions == .none { logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited") }
+        acceptorMech.allow(positions)
         serviceAcceptor()
+    }
+
+    /// All positions when a link of `chain` takes coin ids, none otherwise: a coin nobody can
+    /// credit would be taken and not credited.
+    static func creditablePositions(_ chain: Chain) -> CoinPositionMask {
+        chain.links.contains { $0.origin.readingKinds & UInt32(COINMECH_KINDS_COIN_ID) != 0 } ? .all : .none
     }
 
     private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: CCTalkMech) {

@@ -93,7 +93,8 @@ public final class DecidingLoop: @unchecked Sendable {
             persisted = try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init)
             acceptor = AcceptorCore(source: source.name, address: cctalk.address)
         }
-        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, failpoints: failpoints)
+        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted,
+                                    positions: Self.creditablePositions(chain.current), failpoints: failpoints)
         mech = made.mech
         acceptorMech = made.mech as? CCTalkMech
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,

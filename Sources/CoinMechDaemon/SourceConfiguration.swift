@@ -135,8 +135,11 @@ public struct SourceConfiguration: Sendable, Equatable {
 }
 
 /// Builds the mech a source configuration names, and says how its coins become credit.
+/// `persisted` and `positions` are a ccTalk acceptor's: its counter on the ledger, and the coin
+/// positions the chain can credit.
 enum MechFactory {
-    static func make(_ source: SourceConfiguration, lastDeviceSeq: UInt64?, persisted: CCTalkCounterState?, failpoints: Failpoints) -> (mech: any Mech, credit: CreditRule) {
+    static func make(_ source: SourceConfiguration, lastDeviceSeq: UInt64?, persisted: CCTalkCounterState?, positions: CoinPositionMask,
+                     failpoints: Failpoints) -> (mech: any Mech, credit: CreditRule) {
         switch source.kind {
         case .serial(let serial):
             let mech = SerialMech(path: serial.device, baud: serial.baud, confirmsCoins: serial.confirmations, failpoints: failpoints)
@@ -150,7 +153,9 @@ enum MechFactory {
             return (GPIOMech(input: input, decoder: gpio.decoding.decoder, lastDeviceSeq: lastDeviceSeq), .atOnce)
         case .cctalk(let cctalk):
             // The acceptor took the coin before it said so: its credit is the ledger's, at once.
-            return (CCTalkMech(path: cctalk.device, host: cctalk.hostConfiguration, persisted: persisted), .atOnce)
+            var host = cctalk.hostConfiguration
+            host.allowed = positions  // from the first identification on
+            return (CCTalkMech(path: cctalk.device, host: host, persisted: persisted), .atOnce)
         case .gpioReplay(let replay):
             return (GPIOMech(input: ReplayEdgeInput(path: replay.file, speed: replay.speed), decoder: replay.decoding.decoder,
                              lastDeviceSeq: lastDeviceSeq), .atOnce)
