@@ -64,6 +64,22 @@ extension DecidingLoop {
         }
     }
 
+    /// The device an `acceptor_identified` event recorded (its serial number and coin ids);
+    /// nil without a serial number, which is what a device is recognised by.
+    static func identity(recorded detail: [String: String], address: UInt8) -> CCTalkDeviceIdentity? {
+        guard let serial = detail["serial_number"].flatMap(UInt32.init) else { return nil }
+        var identity = CCTalkDeviceIdentity(address: address)
+        identity.serialNumber = serial
+        identity.manufacturer = detail["manufacturer"]
+        identity.productCode = detail["product"]
+        for pair in (detail["coins"] ?? "").split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let position = Int(parts[0]), CoinPositionMask.positions.contains(position) else { continue }
+            identity.coinIDs[position] = CoinID(String(parts[1]))
+        }
+        return identity
+    }
+
     /// Asks the current chain about a coin the acceptor took.
     private func decideCoin(_ coin: AcceptorCore.Coin) -> Decided {
         let decision = chain.current.decide(Reading(

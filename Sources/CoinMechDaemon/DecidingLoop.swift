@@ -89,11 +89,13 @@ public final class DecidingLoop: @unchecked Sendable {
         chain.alarm.onRaise { [wakePipe] in wakePipe.wake() }
         let state = try ledger.sourceState(source.name)
         var persisted: CCTalkCounterState?
+        var remembered: CCTalkDeviceIdentity?
         if case .cctalk(let cctalk) = source.kind {
             persisted = try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init)
+            remembered = try ledger.lastAcceptorIdentification(source: source.name).flatMap { Self.identity(recorded: $0, address: cctalk.address) }
             acceptor = AcceptorCore(source: source.name, address: cctalk.address)
         }
-        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted,
+        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, remembered: remembered,
                                     positions: Self.creditablePositions(chain.current), failpoints: failpoints)
         mech = made.mech
         acceptorMech = made.mech as? CCTalkMech

@@ -80,6 +80,17 @@ extension Ledger {
         }
     }
 
+    /// The detail of the last `acceptor_identified` event of `source` (who answered, and the
+    /// coin of each position), nil if none was recorded.
+    public func lastAcceptorIdentification(source: String) throws(LedgerError) -> [String: String]? {
+        try read { db in
+            guard let json = try String.fetchOne(db, sql: """
+                SELECT detail FROM events WHERE kind = 'acceptor_identified' AND source = ? ORDER BY seq DESC LIMIT 1
+                """, arguments: [source]) else { return nil }
+            return (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: String]
+        }
+    }
+
     static func counterRow(_ db: Database, source: String, address: UInt8) throws -> AcceptorCounter? {
         guard let row = try Row.fetchOne(db, sql: """
             SELECT epoch, event_number, last_results, serial_number, expects_restart FROM cctalk_counters WHERE source = ? AND address = ?

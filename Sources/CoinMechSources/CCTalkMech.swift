@@ -20,10 +20,12 @@ public final class CCTalkMech: Mech {
     private var backoff: Duration = .milliseconds(100)
     private var lastOpenError: String?
 
-    /// `persisted`: the counter state the ledger holds for this acceptor (nil if none).
-    public init(path: String, host configuration: CCTalkHostConfiguration, persisted: CCTalkCounterState?) {
+    /// `persisted`: the counter state the ledger holds for this acceptor (nil if none);
+    /// `remembered`: who the ledger last identified at its address.
+    public init(path: String, host configuration: CCTalkHostConfiguration, persisted: CCTalkCounterState?,
+                remembered: CCTalkDeviceIdentity? = nil) {
         self.path = path
-        host = CCTalkHost(configuration: configuration, persisted: persisted)
+        host = CCTalkHost(configuration: configuration, persisted: persisted, remembered: remembered)
     }
 
     public var location: String { path }
