@@ -110,7 +110,7 @@ public struct AcceptorCore: Sendable {
                 switch decided.verdict {
                 case .accept:
                     var record = DecisionRecord(source: source, epoch: Int64(bitPattern: event.epoch), deviceSeq: event.number,
-                                                diameterMM: nil, weightG: nil, thicknessMM: nil, channel: nil, verdict: decided.verdict,
+                                                diameterMM: nil, weightG: nil, thicknessMM: nil, channel: UInt32(position), verdict: decided.verdict,
                                                 link: decided.link, chainGeneration: decided.chainGeneration)
                     record.detail = ["coin_id": coinID, "position": "\(position)", "sorter_path": "\(event.result.b)"]
                     entries.append(.decision(record, credit: .atOnce))

@@ -18,7 +18,7 @@ final class CoinIDValidator: SwiftValidator {
         static let keys: Set<String> = ["currency", "coins"]
     }
 
-    private var accepts: [String: DecisionTemplate] = [:]
+    private var accepts: [CoinIDKey: DecisionTemplate] = [:]
     private let unknown = DecisionTemplate.reject(reason: "unknown_coin_id", message: "the acceptor's coin id matches no configured coin")
     private let table: [String: String]
 
@@ -28,19 +28,19 @@ final class CoinIDValidator: SwiftValidator {
         guard !config.coins.isEmpty else { throw PluginConfigError("key 'coins' must map at least one coin id") }
         var table: [String: String] = [:]
         for (id, coin) in config.coins {
-            guard (1...15).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            guard !id.isEmpty, id.allSatisfy({ $0.isASCII && !$0.isWhitespace }), let key = CoinIDKey(id) else {
                 throw PluginConfigError("key 'coins.\(id)': a coin id is 1 to 15 printable ASCII characters, e.g. EU200A")
             }
             guard coin.value > 0, !coin.code.isEmpty else { throw PluginConfigError("key 'coins.\(id)': needs a code and a positive value") }
-            accepts[id] = .accept(currency: config.currency.uppercased(), code: coin.code, valueMinor: coin.value)
+            accepts[key] = .accept(currency: config.currency.uppercased(), code: coin.code, valueMinor: coin.value)
             table[id] = coin.code
         }
         self.table = table
     }
 
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
-        guard let coin = reading.coinID else { return }
-        (accepts[coin.id] ?? unknown).write(to: decision)
+        guard let key = reading.coinIDKey else { return }
+        (accepts[key] ?? unknown).write(to: decision)
     }
 
     func describe() -> String { jsonText(["coins": table]) }
