@@ -122,9 +122,9 @@ struct CCTalkEndToEndTests {
             return (first...max(first, last)).map { Key(epoch: event.epoch!, number: $0) }
         })
         #expect(overrun.isSubset(of: lost), "every event the overrun pushed out is named lost")
-        // The host reads no buffer while it identifies a restarted acceptor (it must know the
-        // coin ids first); the acceptor is inhibited then, so what it may miss are only error
-        // events (coins returned as inhibited), never a credit.
+        // Until a restarted acceptor has given its serial number again the host records no
+        // buffer; the acceptor is inhibited then, so what it may miss are only error events
+        // (coins returned as inhibited), never a credit.
         let byKey = Dictionary(truth.events.map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
         for missed in lost.subtracting(overrun) { #expect(byKey[missed]?.a == 0, "\(missed) was named lost but is a credit the acceptor reported") }
         #expect(status["acceptor"]?["lost_events"]?.int == Int64(lost.count))
