@@ -142,4 +142,77 @@ struct CCTalkEndToEndTests {
         }
         #expect(events.contains { $0.kind == "acceptor_identified" })
     }
+
+    @Test("a watcher sees each credit once, as the ledger has it; the operator's inhibit closes the acceptor, and its coins go back uncredited")
+    func watchAndInhibit() throws {
+        let dir = TestSupport.temporaryDirectory("cctalk-watch")
+        let socket = "\(dir)/run/coinmechd.sock"
+        let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
+        try """
+            log_level: debug
+            source: {kind: cctalk, device: acceptor}
+            state_dir: state
+            runtime_dir: run
+            cache_dir: cache
+            socket: {control_users: [\(user)]}
+            \(Self.chain)
+            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        try """
+            seed: 3
+            coins: 40
+            rate_per_s: 5
+            currency: EUR
+            mix: {EUR_1c: 1, EUR_10c: 2, EUR_50c: 2, EUR_1: 2, EUR_2: 2}
+            cctalk:
+              echo: true
+              coins: {"1": EU005A, "2": EU010A, "3": EU020A, "4": EU050A, "5": EU100A, "6": EU200A, "7": EU001A}
+            """.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
+        let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
+                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
+        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
+        let daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
+        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+        let watcher = try CoinMechConnection(path: socket)
+        let since = try #require(try watcher.request("subscribe")["since"]?.int)
+        let control = try CoinMechConnection(path: socket)
+        try TestSupport.waitUntil("5 coins credited", timeout: 20) { (try control.request("status")["acceptor"]?["credited"]?.int ?? 0) >= 5 }
+        // Inhibited: master inhibit on, confirmed by the device; coins meanwhile come back.
+        _ = try control.request("inhibit", ["on": true])
+        try TestSupport.waitUntil("the acceptor inhibited", timeout: 10) { try control.request("status")["acceptor"]?["accepting"] == false }
+        // Until the acceptor has returned some coins (error events: inhibited coin).
+        try TestSupport.waitUntil("coins returned while inhibited", timeout: 20) {
+            (try control.request("status")["acceptor"]?["error_events"]?.int ?? 0) >= 3
+        }
+        _ = try control.request("inhibit", ["on": false])
+        try TestSupport.waitUntil("the acceptor accepting again", timeout: 10) { try control.request("status")["acceptor"]?["accepting"] == true }
+        #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        // The chain maps positions 1–6; the acceptor's 1 cent (position 7) is taken but not credited.
+        let taken = truth.events.filter { (1...16).contains($0.a) && !$0.beforeHost && !$0.lost }
+        let owed = taken.filter { $0.a <= 6 }.count, uncredited = taken.count - owed
+        #expect(uncredited > 0)
+        try TestSupport.waitUntil("\(owed) coins credited and \(uncredited) not", timeout: 20) {
+            let acceptor = try control.request("status")["acceptor"]
+            return (acceptor?["credited"]?.int ?? 0) >= Int64(owed) && (acceptor?["uncredited"]?.int ?? 0) >= Int64(uncredited)
+        }
+        let ledger = try Ledger(directory: "\(dir)/state")
+        let recorded = try ledger.events(since: since, limit: 100_000).filter { !$0.isPendingAccept }
+        // Everything recorded since the subscription reached the watcher, once, in order.
+        var seen: [Int64] = []
+        while seen.count < recorded.count, let event = try watcher.nextEvent(timeout: 5) {
+            if let seq = event["seq"]?.int { seen.append(seq) }
+        }
+        #expect(seen == recorded.map(\.seq))
+        #expect(recorded.filter { $0.kind == "coin" }.count == owed)
+        #expect(recorded.filter { $0.kind == "coin_uncredited" }.count == uncredited)
+        #expect(recorded.filter { $0.kind == "coin" }.reduce(0) { $0 + $1.valueMinor! } == truth.creditedValue["EUR", default: 0] - Int64(uncredited))
+        // What the acceptor returned while inhibited is on the ledger as its error events, not credit.
+        #expect(truth.outcomes.inhibited >= 3)
+        #expect(recorded.filter { $0.kind == "cctalk_error" && ($0.detail ?? "").contains("\"code\":\"2\"") }.count == truth.outcomes.inhibited)
+        #expect(recorded.contains { $0.kind == "inhibit" })
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+    }
 }
