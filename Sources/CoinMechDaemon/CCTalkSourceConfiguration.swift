@@ -12,6 +12,8 @@ extension SourceConfiguration {
         public var baud = 9600
         /// How often the credit buffer (229) is read; the specification's advice is 200 ms.
         public var pollInterval: Duration = .milliseconds(200)
+        /// The coin positions the operator allows; the chain narrows them further.
+        public var positions: CoinPositionMask = .all
 
         public init(device: String) {
             self.device = device

@@ -11,7 +11,7 @@ extension SourceConfiguration.Kind {
 
 extension DaemonConfiguration {
     /// The keys only a ccTalk source reads, and those it refuses.
-    static let cctalkOnlyKeys = ["address", "checksum", "echo", "poll_interval_ms"]
+    static let cctalkOnlyKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions"]
     static let notForCCTalk = [
         ("file", "is for gpio-replay sources"), ("chip", "is for gpio sources"), ("speed", "is for gpio-replay sources"),
         ("pulse", "is for GPIO mechs"), ("gates", "is for GPIO mechs"), ("scale", "is for GPIO mechs"),
@@ -24,7 +24,7 @@ extension DaemonConfiguration {
     ]
 
     /// Reads a `kind: cctalk` source table: device, address (default 2), checksum (`simple8` or
-    /// `crc16`), echo (`auto`, `on`, `off`), baud (9600), poll_interval_ms (200).
+    /// `crc16`), echo (`auto`, `on`, `off`), baud (9600), poll_interval_ms (200), positions (all).
     static func cctalk(_ table: SettingsTable, resolve: (String) -> String) throws(SettingsError) -> SourceConfiguration.CCTalk {
         for (key, why) in notForCCTalk where table.contains(key) { throw table.error(key, why) }
         guard let device = try table.string("device"), !device.isEmpty else {
@@ -62,6 +62,13 @@ extension DaemonConfiguration {
                 throw table.error("poll_interval_ms", "must be between 20 and 500 (an acceptor not polled for about 1 s inhibits itself; 200 is the specification's advice), got \(interval)")
             }
             cctalk.pollInterval = .nanoseconds(Int64(interval * 1e6))
+        }
+        if let positions = try table.doubles("positions") {
+            let whole = positions.compactMap { $0 == $0.rounded() ? Int(exactly: $0) : nil }
+            guard whole.count == positions.count, whole.allSatisfy(CoinPositionMask.positions.contains), !whole.isEmpty else {
+                throw table.error("positions", "must list coin positions from 1 to 16 (the acceptor's coin id table), e.g. [1, 2, 3]")
+            }
+            cctalk.positions = CoinPositionMask(positions: whole)
         }
         return cctalk
     }

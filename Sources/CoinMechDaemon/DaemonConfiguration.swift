@@ -93,7 +93,7 @@ public struct DaemonConfiguration: Sendable {
         guard let sourceTable = try table.table("source") else { throw table.error("missing table 'source' (kind, device, baud)") }
         try sourceTable.rejectUnknownKeys([
             "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
-            "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms", "address", "checksum", "echo", "poll_interval_ms",
+            "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms", "address", "checksum", "echo", "poll_interval_ms", "positions",
         ])
         let kindName = try sourceTable.string("kind") ?? "serial"
         let name = try sourceTable.string("name") ?? kindName

@@ -19,10 +19,11 @@ extension DecidingLoop {
         if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech) }
     }
 
-    /// Enables the positions the chain can credit (after a reload swapped a chain in).
+    /// Enables the positions the operator allows and the chain can credit (after a reload
+    /// swapped a chain in).
     func allowAcceptorPositions() {
-        guard let acceptorMech else { return }
-        let positions = Self.creditablePositions(chain.current)
+        guard let acceptorMech, let allowed = operatorPositions else { return }
+        let positions = Self.creditablePositions(chain.current).intersection(allowed)
         if positions == .none { logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited") }
         acceptorMech.allow(positions)
         serviceAcceptor()

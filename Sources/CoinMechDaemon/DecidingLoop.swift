@@ -46,6 +46,8 @@ public final class DecidingLoop: @unchecked Sendable {
     /// A ccTalk source: its engine's shell and the money rules of its batches.
     let acceptorMech: CCTalkMech?
     var acceptor: AcceptorCore?
+    /// The coin positions the operator allows (`source.positions`), for a ccTalk source.
+    let operatorPositions: CoinPositionMask?
     /// Longest sleep in `poll`, so the heartbeat stays fresh for the watchdog.
     public var heartbeatMilliseconds: Int32 = 1000
     /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
@@ -90,13 +92,19 @@ public final class DecidingLoop: @unchecked Sendable {
         let state = try ledger.sourceState(source.name)
         var persisted: CCTalkCounterState?
         var remembered: CCTalkDeviceIdentity?
+        var allowed: CoinPositionMask?
         if case .cctalk(let cctalk) = source.kind {
+            allowed = cctalk.positions
             persisted = try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init)
             remembered = try ledger.lastAcceptorIdentification(source: source.name).flatMap { Self.identity(recorded: $0, address: cctalk.address) }
             acceptor = AcceptorCore(source: source.name, address: cctalk.address)
         }
         let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, remembered: remembered,
-                                    positions: Self.creditablePositions(chain.current), failpoints: failpoints)
+                                    positions: Self.creditablePositions(chain.current).intersection(allowed ?? .all), failpoints: failpoints)
+        operatorPositions = allowed
+        if allowed != nil, Self.creditablePositions(chain.current) == .none {
+            logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited")
+        }
         mech = made.mech
         acceptorMech = made.mech as? CCTalkMech
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,

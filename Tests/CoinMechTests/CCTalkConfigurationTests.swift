@@ -22,9 +22,10 @@ struct CCTalkConfigurationTests {
 
     @Test("every key read")
     func keys() throws {
-        let configuration = try parse("{kind: cctalk, device: /dev/ttyS1, address: 3, checksum: crc16, echo: off, poll_interval_ms: 100}")
+        let configuration = try parse("{kind: cctalk, device: /dev/ttyS1, address: 3, checksum: crc16, echo: off, poll_interval_ms: 100, positions: [1, 2, 6]}")
         guard case .cctalk(let cctalk) = configuration.source.kind else { Issue.record("not a cctalk source"); return }
         #expect(cctalk.address == 3 && cctalk.checksum == .crc16 && cctalk.echo == .off)
+        #expect(cctalk.positions == CoinPositionMask(positions: [1, 2, 6]))
         #expect(cctalk.hostConfiguration.pollInterval == 100_000_000)
     }
 
@@ -35,6 +36,7 @@ struct CCTalkConfigurationTests {
         ("{kind: cctalk, device: x, echo: maybe}", "key 'source.echo': must be auto"),
         ("{kind: cctalk, device: x, poll_interval_ms: 1000}", "key 'source.poll_interval_ms': must be between 20 and 500"),
         ("{kind: cctalk, device: x, deadline_ms: 50}", "key 'source.deadline_ms': does not apply"),
+        ("{kind: cctalk, device: x, positions: [0, 17]}", "key 'source.positions': must list coin positions from 1 to 16"),
         ("{kind: serial, device: x, address: 2}", "key 'source.address': applies to cctalk sources only"),
     ])
     func errors(source: String, message: String) {
