@@ -39,6 +39,7 @@ extension DecidingLoop {
         let money = commit.batch?.credits.isEmpty == false
         if money { failpoints.hit(.beforeCommit) }
         let next: AcceptorCore.Next
+        let wasFailing = core.ledgerFailure != nil
         do throws(LedgerError) {
             let outcome: AcceptorAppend
             if let change = commit.change {
@@ -47,8 +48,11 @@ extension DecidingLoop {
                 outcome = .applied(try ledger.append(commit.entries))
             }
             next = core.written(commit, outcome)
+            if wasFailing { logger.notice("the acceptor's events are recorded again; it takes coins again") }
         } catch {
-            logger.error("could not record the acceptor's events; it stays inhibited until the ledger can", metadata: ["error": "\(error)"])
+            // Once per outage: the engine offers the batch again at every poll.
+            logger.log(level: wasFailing ? .debug : .critical, "could not record the acceptor's events: it stays inhibited (returning every coin) until the ledger can",
+                       metadata: ["error": "\(error)"])
             next = core.failed(commit, error)
         }
         switch next {

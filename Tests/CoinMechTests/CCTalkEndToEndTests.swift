@@ -215,4 +215,55 @@ struct CCTalkEndToEndTests {
         daemon.signal(SIGTERM)
         #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
     }
+
+    @Test("a full ledger: the acceptor is held in master inhibit and returns every coin; nothing is credited unrecorded or twice")
+    func ledgerFull() throws {
+        let dir = TestSupport.temporaryDirectory("cctalk-full")
+        let socket = "\(dir)/run/coinmechd.sock"
+        try """
+            log_level: info
+            source: {kind: cctalk, device: acceptor}
+            state_dir: state
+            runtime_dir: run
+            cache_dir: cache
+            ledger: {max_size_mb: 0.06}
+            \(Self.chain)
+            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        try """
+            seed: 4
+            coins: 120
+            rate_per_s: 8
+            currency: EUR
+            mix: {EUR_10c: 1, EUR_1: 1}
+            cctalk: {echo: true, coins: {"2": EU010A, "5": EU100A}}
+            """.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
+        let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
+                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
+        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
+        let daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
+        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+        let client = try CoinMechConnection(path: socket)
+        try TestSupport.waitUntil("the ledger failing and the acceptor held", timeout: 40) {
+            let status = try client.request("status")
+            return status["ledger"] == "failing" && status["acceptor"]?["held_for_ledger"] == true && status["acceptor"]?["accepting"] == false
+        }
+        #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let owed = Set(truth.events.filter { (1...16).contains($0.a) && !$0.beforeHost && !$0.lost }.map { Key(epoch: Int64($0.session), number: Int64($0.event)) })
+        let credited = try Ledger(directory: "\(dir)/state").events(since: 0, limit: 100_000).filter { $0.kind == "coin" }
+            .map { Key(epoch: $0.epoch!, number: $0.deviceSeq!) }
+        #expect(credited.count == Set(credited).count, "doubled")
+        #expect(Set(credited).isSubset(of: owed), "credited what the acceptor did not take")
+        // Once a write failed the acceptor took no more coins: it returned them (inhibited).
+        #expect(truth.outcomes.inhibited > 0 && truth.outcomes.inhibited > truth.outcomes.credited)
+        // What it took before master inhibit reached it waits in the daemon (and the device's
+        // buffer) for a ledger that can write: a handful at most, never credited unrecorded.
+        #expect(owed.subtracting(credited).count <= 5, "taken but unrecorded: \(owed.subtracting(credited).sorted())")
+        // Said once, loudly, not at every poll.
+        #expect(daemon.stderr.components(separatedBy: "could not record the acceptor's events").count == 2, "\(daemon.stderr)")
+    }
 }
