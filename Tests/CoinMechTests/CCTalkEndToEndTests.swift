@@ -266,4 +266,58 @@ struct CCTalkEndToEndTests {
         // Said once, loudly, not at every poll.
         #expect(daemon.stderr.components(separatedBy: "could not record the acceptor's events").count == 2, "\(daemon.stderr)")
     }
+
+    @Test("a chain with no coin-id link keeps every position closed; a reload that adds one opens them, and coins are credited")
+    func positionsFollowTheChain() throws {
+        let dir = TestSupport.temporaryDirectory("cctalk-reload")
+        let socket = "\(dir)/run/coinmechd.sock"
+        let head = """
+            log_level: info
+            source: {kind: cctalk, device: acceptor}
+            state_dir: state
+            runtime_dir: run
+            cache_dir: cache
+            """
+        try (head + "\nchain:\n  - plugin: sanity\n").write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        try """
+            seed: 9
+            coins: 40
+            rate_per_s: 4
+            currency: EUR
+            mix: {EUR_10c: 1, EUR_1: 1, EUR_2: 1}
+            cctalk: {echo: true, coins: {"2": EU010A, "5": EU100A, "6": EU200A}}
+            """.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
+        let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
+                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
+        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
+        let daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
+        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+        let client = try CoinMechConnection(path: socket)
+        // Nobody could credit a coin: the acceptor takes none (it returns them: inhibited coins).
+        try TestSupport.waitUntil("coins returned with every position closed", timeout: 30) {
+            let acceptor = try client.request("status")["acceptor"]
+            return acceptor?["enabled_positions"] == "none" && (acceptor?["error_events"]?.int ?? 0) >= 3
+        }
+        #expect(try client.request("status")["acceptor"]?["credited"] == 0)
+        try (head + "\n" + Self.chain + "\n").write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        try TestSupport.waitUntil("the positions open after the reload and coins credited", timeout: 30) {
+            let acceptor = try client.request("status")["acceptor"]
+            return acceptor?["enabled_positions"] == "2,5,6" && (acceptor?["credited"]?.int ?? 0) >= 3
+        }
+        #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let owed = truth.events.filter { (1...16).contains($0.a) && !$0.beforeHost && !$0.lost }.map { Key(epoch: Int64($0.session), number: Int64($0.event)) }
+        let events = try Ledger(directory: "\(dir)/state").events(since: 0, limit: 100_000)
+        let credited = events.filter { $0.kind == "coin" }.map { Key(epoch: $0.epoch!, number: $0.deviceSeq!) }
+        #expect(credited.sorted() == owed.sorted(), "every coin the acceptor took was taken after the reload, and credited once")
+        #expect(!events.contains { $0.kind == "coin_uncredited" })
+        let reload = try #require(events.first { $0.kind == "reload" }?.seq)
+        #expect(events.filter { $0.kind == "coin" }.allSatisfy { $0.seq > reload })
+        #expect(truth.outcomes.inhibited >= 3)
+    }
 }
