@@ -17,7 +17,7 @@ UDEVDIR := $(PREFIX)/lib/udev/rules.d
 DATADIR := $(PREFIX)/share/coinmech
 DOCDIR := $(PREFIX)/share/doc/coinmech
 SYSCONFDIR ?= /etc
-PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map
+PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map coin-id
 # Where make deb writes the package (and make test-deb keeps its Debian root and apt cache).
 DEB_DIR ?= .build-deb
 
@@ -53,12 +53,15 @@ demo-check:
 ## The money proof: coinmechd killed at every failpoint, then at 50 random moments with SIGKILL,
 ## and paused past the mech's deadline 10 times, while coinsim plays a fast scenario; then
 ## coinsim's ground truth joined with the ledger. The last line is the verdict as JSON
-## (lost, doubled and phantom must be 0). CRASH_ARGS adds options (coinmech-crash --help).
+## (lost, doubled and phantom must be 0). Then the same for a ccTalk coin acceptor
+## (coinsim --protocol cctalk; its commit failpoints, kills and stalls). CRASH_ARGS adds
+## options to both (coinmech-crash --help).
 test-crash: bootstrap
 	$(SWIFT) build
 	$(BIN)/coinmech-crash --bin $(BIN) $(CRASH_ARGS)
+	$(BIN)/coinmech-crash --bin $(BIN) --protocol cctalk $(CRASH_ARGS)
 
-## The short form CI runs: every failpoint once, 10 kills, 3 stalls.
+## The short form CI runs: every failpoint once, 10 kills, 3 stalls (about 25 s more for ccTalk).
 test-crash-short:
 	$(MAKE) --no-print-directory test-crash CRASH_ARGS="--kills 10 --stalls 3 $(CRASH_ARGS)"
 

@@ -19,6 +19,7 @@ let plugins = [
     plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
     plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
     plugin("channel-map", target: "ChannelMapPlugin", path: "plugins/channel-map"),
+    plugin("coin-id", target: "CoinIDPlugin", path: "plugins/coin-id"),
     // The Swift example of docs/PLUGINS.md, built so the example stays true.
     plugin("example-minimal-swift", target: "MinimalSwiftExample", path: "examples/plugins/MinimalSwift"),
 ]
@@ -73,11 +74,11 @@ let package = Package(
         // and the host engine (no I/O) that turns the credit buffer into ledger batches.
         .target(name: "CoinMechCCTalk"),
         // Where readings come from: the serial raw-sensor mech (termios, reconnects).
-        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
+        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
         // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
         .target(
             name: "CoinMechCore",
-            dependencies: ["CoinMechSources", "CoinMechSerial", "CoinMechLedger", "CoinMechFailpoints", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CoinMechSources", "CoinMechSerial", "CoinMechCCTalk", "CoinMechLedger", "CoinMechFailpoints", .product(name: "Logging", package: "swift-log")]
         ),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
         .target(name: "CoinMechLedger", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
@@ -102,7 +103,7 @@ let package = Package(
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore",
+                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 // Teach mode: the calibration file's format and fit, and the mints' figures to check it against.
                 "CoinMechPluginKit", "CoinFacts",
@@ -185,7 +186,7 @@ let package = Package(
         // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
         .testTarget(
             name: "CoinMechCoreTests",
-            dependencies: ["CoinMechCore", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CoinMechCore", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/CoinMechCoreTests"
         ),
     ] + plugins.map(\.1)

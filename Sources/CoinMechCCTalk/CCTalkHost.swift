@@ -25,6 +25,10 @@ public struct CCTalkHost: Sendable {
     public private(set) var recordedState: CCTalkCounterState?
     /// What the device said about itself, once identified.
     public private(set) var identity: CCTalkDeviceIdentity?
+    /// Who the ledger last saw at the address (serial number, coin ids): while the device is
+    /// identified, buffer reads are recorded against it once the device gives that serial
+    /// number, so a host that restarts reads its buffer within a poll or two.
+    public private(set) var remembered: CCTalkDeviceIdentity?
     public private(set) var fault = CCTalkFaultCode.ok
     public private(set) var isResponding = true
     /// The inhibit registers as the device last confirmed them.
@@ -97,8 +101,11 @@ public struct CCTalkHost: Sendable {
     private var bufferReadSinceInhibit = false
 
     /// `persisted`: the counter state the ledger holds for this device (nil if it never met it).
-    public init(configuration: CCTalkHostConfiguration = CCTalkHostConfiguration(), persisted: CCTalkCounterState?) {
+    /// `remembered`: the device the ledger last identified at this address, if any.
+    public init(configuration: CCTalkHostConfiguration = CCTalkHostConfiguration(), persisted: CCTalkCounterState?,
+                remembered: CCTalkDeviceIdentity? = nil) {
         self.configuration = configuration
+        self.remembered = remembered
         counterState = persisted
         recordedState = persisted
         allowed = configuration.allowed
@@ -343,8 +350,16 @@ public struct CCTalkHost: Sendable {
     }
 
     private static func identificationJobs() -> [Job] {
-        var jobs: [Job] = [.simplePoll, .equipmentCategory, .manufacturer, .productCode, .serialNumber, .softwareRevision,
-                           .commsRevision, .pollingPriority].map { .ask($0) }
+        // Master inhibit first: buffer reads are not recorded until the device is known, and
+        // polls keep the acceptor from inhibiting itself, so an acceptor a dead host left
+        // accepting would otherwise go on taking coins nobody records while it is identified,
+        // and push into its five-deep buffer events a host that died before recording them
+        // (kill -9) still owes. The end of identification lifts it.
+        // The serial number next: with it, a device the host remembers has its buffer recorded
+        // while the rest is asked.
+        var jobs: [Job] = [.ask(.setMasterInhibit(accepting: false)), .ask(.serialNumber)]
+        jobs += [.simplePoll, .equipmentCategory, .manufacturer, .productCode, .softwareRevision,
+                 .commsRevision, .pollingPriority].map { .ask($0) } as [Job]
         jobs += CoinPositionMask.positions.map { .ask(.coinID(position: $0)) }
         jobs += [.ask(.selfCheck), .applyInhibits, .applyMaster, .finishIdentification]
         return jobs
@@ -531,9 +546,24 @@ public struct CCTalkHost: Sendable {
         }
     }
 
+    /// Who the buffer's events are recorded against: the identified device, or while it is
+    /// identified, the one it was before (or the ledger remembers) once it gives the same serial
+    /// number. Nil: not yet.
+    private var recordingIdentity: CCTalkDeviceIdentity? {
+        switch phase {
+        case .running:
+            return identity
+        case .identifying:
+            guard let known = identity ?? remembered, let serial = draft.serialNumber, serial == known.serialNumber else { return nil }
+            return known
+        case .stopped, .refused:
+            return nil
+        }
+    }
+
     /// Turns a buffer into a ledger batch once the device is known.
     private mutating func record(_ buffer: CreditBuffer, _ out: inout [CCTalkHostOutput]) {
-        guard phase == .running, let identity else { return }  // it waits in the device meanwhile
+        guard let identity = recordingIdentity else { return }  // it waits in the device meanwhile
         if accepting == false { bufferReadSinceInhibit = true }
         let wasFresh = freshlyIdentified
         freshlyIdentified = false

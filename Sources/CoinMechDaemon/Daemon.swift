@@ -108,11 +108,17 @@ public final class Daemon: Sendable {
     /// "serial connected, 142 coins, chain gen 7" — for `STATUS=`.
     static func statusLine(loop: DecidingLoop, chain: ChainHolder) -> String {
         let status = loop.status.withLock { $0 }
+        let credited = UInt64(status.acceptor?.counts.credited ?? 0) + status.core.counters.credited
         var parts = ["mech \(status.connected ? "connected" : "disconnected")",
-                     "\(status.core.counters.credited) coins credited", "chain gen \(chain.current.generation)"]
+                     "\(credited) coins credited", "chain gen \(chain.current.generation)"]
         if status.core.inhibited { parts.append("inhibited") }
         if let reason = status.core.pluginInhibit { parts.append("INHIBITED: \(reason)") }
         if status.core.ledgerFailing { parts.append("LEDGER FAILING: returning all coins") }
+        if let acceptor = status.acceptor {
+            if acceptor.ledgerFailure != nil { parts.append("LEDGER FAILING: acceptor inhibited") }
+            if acceptor.counts.lostEvents > 0 { parts.append("\(acceptor.counts.lostEvents) ACCEPTOR EVENTS LOST") }
+            if acceptor.fault.isFault { parts.append("ACCEPTOR FAULT: \(acceptor.fault.name)") }
+        }
         return parts.joined(separator: ", ")
     }
 

@@ -93,7 +93,7 @@ public struct DaemonConfiguration: Sendable {
         guard let sourceTable = try table.table("source") else { throw table.error("missing table 'source' (kind, device, baud)") }
         try sourceTable.rejectUnknownKeys([
             "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
-            "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms",
+            "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms", "address", "checksum", "echo", "poll_interval_ms", "positions",
         ])
         let kindName = try sourceTable.string("kind") ?? "serial"
         let name = try sourceTable.string("name") ?? kindName
@@ -102,6 +102,9 @@ public struct DaemonConfiguration: Sendable {
         }
         let kind: Source.Kind
         var hotplug: DeviceMatch?
+        if kindName != "cctalk" {
+            for key in Self.cctalkOnlyKeys where sourceTable.contains(key) { throw sourceTable.error(key, "applies to cctalk sources only") }
+        }
         switch kindName {
         case "serial":
             guard let device = try sourceTable.string("device"), !device.isEmpty else { throw sourceTable.error("device", "is required") }
@@ -125,6 +128,9 @@ public struct DaemonConfiguration: Sendable {
                 serial.followsDevnode = true
             }
             kind = .serial(serial)
+        case "cctalk":
+            kind = .cctalk(try Self.cctalk(sourceTable, resolve: resolve))
+            if let device = kind.cctalkDevice { hotplug = .serialPath(device) }
         case "gpio", "gpio-replay":
             let key = kindName == "gpio" ? "chip" : "file"
             guard let device = try sourceTable.string(key), !device.isEmpty else { throw sourceTable.error(key, "is required for kind \(kindName)") }
@@ -189,7 +195,7 @@ public struct DaemonConfiguration: Sendable {
                 kind = .gpio(gpio)
             }
         default:
-            throw sourceTable.error("kind", "unknown source kind '\(kindName)' (known: serial, gpio, gpio-replay)")
+            throw sourceTable.error("kind", "unknown source kind '\(kindName)' (known: serial, gpio, gpio-replay, cctalk)")
         }
         var source = Source(name: name, kind: kind, hotplug: hotplug)
         // The serial protocol's mech returns a coin it hears nothing about within 50 ms; GPIO

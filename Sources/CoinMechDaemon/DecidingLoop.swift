@@ -1,4 +1,5 @@
 import CLinux
+import CoinMechCCTalk
 import CoinMechChain
 import CoinMechCore
 import CoinMechFailpoints
@@ -28,13 +29,13 @@ public final class DecidingLoop: @unchecked Sendable {
     private var udev: UdevMonitor?
     private var hotplug: HotplugTracker?
     private var core: DecidingCore
-    private let chain: ChainHolder
-    private let ledger: Ledger
-    private let hub: EventHub
-    private let logger: Logger
-    private let failpoints: Failpoints
+    let chain: ChainHolder
+    let ledger: Ledger
+    let hub: EventHub
+    let logger: Logger
+    let failpoints: Failpoints
     /// The source's name, for the readings plugins see (read while the core is mid-step).
-    private let sourceName: String
+    let sourceName: String
     /// Where teach mode's calibration files may be written, and how.
     private let stateDirectory: String
     private let calibrations: CalibrationFiles
@@ -46,6 +47,11 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Which links' problems are recorded; hands the core what changed.
     private var pluginHealth = PluginHealthReview()
     private var nextTicket: UInt64 = 0
+    /// A ccTalk source: its engine's shell and the money rules of its batches.
+    let acceptorMech: CCTalkMech?
+    var acceptor: AcceptorCore?
+    /// The coin positions the operator allows (`source.positions`), for a ccTalk source.
+    let operatorPositions: CoinPositionMask?
     /// Longest sleep in `poll`, so the heartbeat stays fresh for the watchdog.
     public var heartbeatMilliseconds: Int32 = 1000
     /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
@@ -75,6 +81,8 @@ public final class DecidingLoop: @unchecked Sendable {
         public var connected = false
         public var disconnectedReason: String?
         public var core = DecidingCore.Snapshot()
+        /// A ccTalk source's state; nil for other kinds.
+        public var acceptor: AcceptorStatus?
     }
 
     public init(configuration: DaemonConfiguration, chain: ChainHolder, ledger: Ledger, hub: EventHub, logger: Logger,
@@ -92,8 +100,23 @@ public final class DecidingLoop: @unchecked Sendable {
         stateDirectory = configuration.stateDirectory
         calibrations = CalibrationFiles(source: source.name)
         let state = try ledger.sourceState(source.name)
-        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
+        var persisted: CCTalkCounterState?
+        var remembered: CCTalkDeviceIdentity?
+        var allowed: CoinPositionMask?
+        if case .cctalk(let cctalk) = source.kind {
+            allowed = cctalk.positions
+            persisted = try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init)
+            remembered = try ledger.lastAcceptorIdentification(source: source.name).flatMap { Self.identity(recorded: $0, address: cctalk.address) }
+            acceptor = AcceptorCore(source: source.name, address: cctalk.address)
+        }
+        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, remembered: remembered,
+                                    positions: Self.creditablePositions(chain.current).intersection(allowed ?? .all), failpoints: failpoints)
+        operatorPositions = allowed
+        if allowed != nil, Self.creditablePositions(chain.current) == .none {
+            logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited")
+        }
         mech = made.mech
+        acceptorMech = made.mech as? CCTalkMech
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
                                              line: made.mech.lineBaud.map(LineTiming.init(baud:)))
         settings.confirmationWindow = source.confirmationWindow
@@ -142,7 +165,9 @@ public final class DecidingLoop: @unchecked Sendable {
             let now = Instant.now
             heartbeat.store(now.nanoseconds, ordering: .relaxed)
             var events = mech.poll(now: now)
+            serviceAcceptor()
             if events.isEmpty { events = waitForEvents(now: now) }
+            serviceAcceptor()
             if !events.isEmpty { step(.mech(events)) }
             step(.tick)
             runCommands()
@@ -209,11 +234,15 @@ public final class DecidingLoop: @unchecked Sendable {
                 (mech as? any ConfirmingMech)?.askSession()
             case .setInhibit(let on):
                 mech.setInhibit(on)
+                serviceAcceptor()
                 publishStatus()
             case .publish(let events):
                 hub.publish(events)
             case .swapChain(let ticket):
-                if let new = tickets[ticket]?.chain { chain.swap(new) }
+                if let new = tickets[ticket]?.chain {
+                    chain.swap(new)
+                    allowAcceptorPositions()
+                }
             case .reply(let ticket, let outcome):
                 publishStatus()
                 tickets.removeValue(forKey: ticket)?.completion(Self.reply(outcome))
@@ -340,7 +369,8 @@ public final class DecidingLoop: @unchecked Sendable {
     }
 
     private func publishStatus() {
-        let snapshot = Status(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason, core: core.snapshot)
+        var snapshot = Status(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason, core: core.snapshot)
+        if let acceptorMech, let acceptor { snapshot.acceptor = AcceptorStatus(engine: acceptorMech.engine, core: acceptor) }
         status.withLock { $0 = snapshot }
     }
 }

@@ -1,3 +1,4 @@
+import CoinMechCCTalk
 import CoinMechCore
 import CoinMechFailpoints
 import CoinMechGPIO
@@ -30,6 +31,8 @@ public struct SourceConfiguration: Sendable, Equatable {
         case gpio(GPIO)
         /// A recorded GPIO edge stream, played back.
         case gpioReplay(Replay)
+        /// A ccTalk coin acceptor: it classifies and takes coins itself (docs/PROTOCOL.md part three).
+        case cctalk(CCTalk)
 
         /// The configuration's name for it.
         public var name: String {
@@ -37,6 +40,7 @@ public struct SourceConfiguration: Sendable, Equatable {
             case .serial: "serial"
             case .gpio: "gpio"
             case .gpioReplay: "gpio-replay"
+            case .cctalk: "cctalk"
             }
         }
     }
@@ -119,6 +123,7 @@ public struct SourceConfiguration: Sendable, Equatable {
         case .serial(let serial): serial.device
         case .gpio(let gpio): gpio.chip
         case .gpioReplay(let replay): replay.file
+        case .cctalk(let cctalk): cctalk.device
         }
     }
 
@@ -130,8 +135,12 @@ public struct SourceConfiguration: Sendable, Equatable {
 }
 
 /// Builds the mech a source configuration names, and says how its coins become credit.
+/// `persisted`, `remembered` and `positions` are a ccTalk acceptor's: its counter on the ledger,
+/// who the ledger last identified at its address, and the coin positions the chain can credit.
 enum MechFactory {
-    static func make(_ source: SourceConfiguration, lastDeviceSeq: UInt64?, failpoints: Failpoints) -> (mech: any Mech, credit: CreditRule) {
+    static func make(_ source: SourceConfiguration, lastDeviceSeq: UInt64?, persisted: CCTalkCounterState?, remembered: CCTalkDeviceIdentity?,
+                     positions: CoinPositionMask,
+                     failpoints: Failpoints) -> (mech: any Mech, credit: CreditRule) {
         switch source.kind {
         case .serial(let serial):
             let mech = SerialMech(path: serial.device, baud: serial.baud, confirmsCoins: serial.confirmations, failpoints: failpoints)
@@ -143,6 +152,11 @@ enum MechFactory {
                 inhibit: gpio.inhibit.map { ($0.line, $0.activeLow) }, scale: gpio.scale.map { ($0.data, $0.clock, $0.decoder) })
             // A pulse is the mech's own report of a coin it took; a light gate has no cash-box sensor (yet).
             return (GPIOMech(input: input, decoder: gpio.decoding.decoder, lastDeviceSeq: lastDeviceSeq), .atOnce)
+        case .cctalk(let cctalk):
+            // The acceptor took the coin before it said so: its credit is the ledger's, at once.
+            var host = cctalk.hostConfiguration
+            host.allowed = positions  // from the first identification on
+            return (CCTalkMech(path: cctalk.device, host: host, persisted: persisted, remembered: remembered), .atOnce)
         case .gpioReplay(let replay):
             return (GPIOMech(input: ReplayEdgeInput(path: replay.file, speed: replay.speed), decoder: replay.decoding.decoder,
                              lastDeviceSeq: lastDeviceSeq), .atOnce)

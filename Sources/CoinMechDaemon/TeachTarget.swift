@@ -54,6 +54,8 @@ struct TeachTarget: Sendable {
         case .gpioReplay(let replay):
             if case .pulse = replay.decoding { return "a pulse mech reports channels, not measurements: there is nothing to teach" }
             return "a replayed light-gate stream has no weight: teach mode needs a diameter and a weight"
+        case .cctalk:
+            return "a ccTalk acceptor classifies coins itself and reports coin ids, not measurements: teach it with its maker's tool"
         }
     }
 

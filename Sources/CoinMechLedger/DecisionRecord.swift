@@ -13,6 +13,9 @@ public struct DecisionRecord: Sendable, Equatable {
     /// The deciding link (a chain link, or the host's `source`, `inhibit`, `deadline`, `unrecognized`).
     public var link: String
     public var chainGeneration: UInt64
+    /// What else names the coin, stored as the event's `detail` (a coin acceptor's `coin_id`
+    /// and `sorter_path`); nil for none.
+    public var detail: [String: String]?
 
     public enum Verdict: Sendable, Equatable {
         case accept(currency: String, code: String, valueMinor: Int64)

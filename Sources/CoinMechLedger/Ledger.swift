@@ -45,6 +45,12 @@ public final class Ledger: Sendable {
     @discardableResult
     public func append(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int = Ledger.defaultBusyTimeoutMilliseconds) throws(LedgerError) -> AppendResult {
         guard !entries.isEmpty else { return AppendResult(outcomes: [], events: []) }
+        return try transact(entries, busyTimeoutMilliseconds: busyTimeoutMilliseconds, first: nil)
+    }
+
+    /// `append`, with `first` run at the start of the same transaction: what it throws rolls
+    /// the whole transaction back and is rethrown as is when it is a `LedgerPrecondition`.
+    func transact(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int, first: ((Database) throws -> Void)?) throws(LedgerError) -> AppendResult {
         let now = Date().timeIntervalSince1970
         do {
             return try pool.writeWithoutTransaction { db in
@@ -53,6 +59,7 @@ public final class Ledger: Sendable {
                 sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: max(0, busyTimeoutMilliseconds)))
                 var result = AppendResult(outcomes: [], events: [])
                 try db.inTransaction(.immediate) {
+                    try first?(db)
                     var writer = LedgerWriter(db: db, time: now)
                     result.outcomes = try entries.map { try writer.record($0) }
                     result.events = result.outcomes.flatMap { outcome -> [LedgerEvent] in
@@ -63,6 +70,8 @@ public final class Ledger: Sendable {
                 }
                 return result
             }
+        } catch let error as LedgerPrecondition {
+            throw .precondition(error.message)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw .full(message: Self.message(error))
         } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {

@@ -43,6 +43,21 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     /// Teach mode ended with nothing written; detail `currency`, `code`, `samples`, `by`.
     case teachAbort = "teach_abort"
 
+    /// A coin acceptor (ccTalk) took a coin the chain did not credit: the cash box holds it.
+    /// Detail `position`, `coin_id`, `reason`, `message`; `epoch`, `device_seq` name the event.
+    case coinUncredited = "coin_uncredited"
+    /// An error event of a coin acceptor's buffer: detail `code`, `name`, `message`, `rejected`.
+    case cctalkError = "cctalk_error"
+    /// An event in the acceptor's buffer before the daemon met it (never credit): detail `a`, `b`, `coin_id`.
+    case cctalkBacklog = "cctalk_backlog"
+    /// Events that fell out of the acceptor's buffer unread: detail `epoch`, `first`, `last`, `count`.
+    case cctalkLost = "cctalk_lost"
+    /// The acceptor's self-check reports a fault (it inhibits itself): detail `code`, `name`, `message`, `extra`.
+    case acceptorFault = "acceptor_fault"
+    case acceptorFaultCleared = "acceptor_fault_cleared"
+    /// Who answered at the acceptor's address: detail `manufacturer`, `product`, `serial_number`, `software`, `coins`.
+    case acceptorIdentified = "acceptor_identified"
+
     /// The kinds that settle an accepted coin.
     public static let resolutions: Set<EventKind> = [.coin, .coinReturned, .coinUnconfirmed]
 }

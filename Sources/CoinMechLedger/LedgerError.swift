@@ -8,6 +8,9 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     case busy(message: String)
     case write(message: String)
     case read(message: String)
+    /// What the write depended on had changed (another writer, or the same batch applied
+    /// before): nothing was written.
+    case precondition(String)
 
     public var description: String {
         switch self {
@@ -16,6 +19,7 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .busy(let message): "ledger busy (another writer holds it): \(message)"
         case .write(let message): "ledger write failed: \(message)"
         case .read(let message): "ledger read failed: \(message)"
+        case .precondition(let message): "ledger changed under the write, nothing written: \(message)"
         }
     }
 }

@@ -99,6 +99,22 @@ enum LedgerSchema {
                 UPDATE events SET detail = json_remove(detail, '$.collected', '$.unconfirmed') WHERE kind = 'collect';
                 """)
         }
+        // ccTalk coin acceptors: where each one's event counter stood when its last batch was
+        // recorded, written in the same transaction as the batch (docs/PROTOCOL.md part three).
+        migrator.registerMigration("v4-cctalk-counters") { db in
+            try db.execute(sql: """
+                CREATE TABLE cctalk_counters (
+                    source TEXT NOT NULL,
+                    address INTEGER NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    event_number INTEGER NOT NULL,
+                    last_results BLOB NOT NULL,
+                    serial_number INTEGER,
+                    expects_restart INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (source, address)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

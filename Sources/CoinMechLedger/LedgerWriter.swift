@@ -30,17 +30,18 @@ struct LedgerWriter {
         }
         let verdict = record.verdict.isAccept ? "accept" : "reject"
         let deviceSeq = Int64(bitPattern: record.deviceSeq)
+        let detailJSON = try record.detail.map(Self.json)
         // Cached statements: compiled once per connection, not per coin. A coin already on the
         // ledger (same source, epoch, device seq) conflicts with `events_reading` and is skipped.
         try db.cachedStatement(sql: """
             INSERT INTO events (time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
-                                verdict, currency, denomination, value_minor, link, reason, message, chain_generation, state)
-            VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                verdict, currency, denomination, value_minor, link, reason, message, chain_generation, state, detail)
+            VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
             """).execute(arguments: [
                 time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
                 record.channel.map { Int64($0) }, verdict, currency, denomination, value,
-                record.link, reason, message, Int64(bitPattern: record.chainGeneration), state,
+                record.link, reason, message, Int64(bitPattern: record.chainGeneration), state, detailJSON,
             ])
         guard db.changesCount == 1 else {
             let existing = try Row.fetchOne(db.cachedStatement(sql: """
@@ -58,7 +59,7 @@ struct LedgerWriter {
             deviceSeq: deviceSeq, diameterMM: record.diameterMM, weightG: record.weightG, thicknessMM: record.thicknessMM,
             channel: record.channel.map { Int64($0) }, verdict: verdict, currency: currency, denomination: denomination,
             valueMinor: value, link: record.link, reason: reason, message: message,
-            chainGeneration: Int64(bitPattern: record.chainGeneration), state: state)
+            chainGeneration: Int64(bitPattern: record.chainGeneration), detail: detailJSON, state: state)
         guard record.verdict.isAccept, credit == .atOnce else { return .recorded([recorded]) }
         return .recorded([recorded, try insertSettlement(of: seq, .credited, message: nil)])
     }
@@ -76,9 +77,9 @@ struct LedgerWriter {
         // The unique index on ref_seq makes a second settlement of one decision fail the transaction.
         try db.cachedStatement(sql: """
             INSERT INTO events (time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
-                                currency, denomination, value_minor, link, message, chain_generation, ref_seq)
+                                currency, denomination, value_minor, link, message, chain_generation, ref_seq, detail)
             SELECT ?, ?, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
-                   currency, denomination, value_minor, link, ?, chain_generation, seq
+                   currency, denomination, value_minor, link, ?, chain_generation, seq, detail
             FROM events WHERE seq = ?
             """).execute(arguments: [time, resolution.kind.rawValue, message, decisionSeq])
         let seq = db.lastInsertedRowID
@@ -102,8 +103,9 @@ struct LedgerWriter {
     }
 
     private func insertNote(_ occurrence: Occurrence) throws -> LedgerEvent {
+        let place = occurrence.place
         let (event, _) = try insertEvent(kind: occurrence.kind, source: occurrence.source, detail: occurrence.detail,
-                                         epoch: occurrence.epoch?.epoch)
+                                         epoch: place.epoch, deviceSeq: place.deviceSeq)
         if let source = occurrence.source, let (epoch, boot) = occurrence.epoch {
             try db.execute(sql: "INSERT INTO sources (source, epoch) VALUES (?, ?) ON CONFLICT (source) DO UPDATE SET epoch = excluded.epoch",
                            arguments: [source, epoch])
@@ -121,12 +123,18 @@ struct LedgerWriter {
         return event
     }
 
-    private func insertEvent(kind: EventKind, source: String?, detail: [String: String], epoch: Int64? = nil) throws -> (LedgerEvent, Int64) {
-        let json = detail.isEmpty ? nil : String(decoding: try JSONSerialization.data(withJSONObject: detail, options: [.sortedKeys]), as: UTF8.self)
-        try db.cachedStatement(sql: "INSERT INTO events (time, kind, source, epoch, detail) VALUES (?, ?, ?, ?, ?)")
-            .execute(arguments: [time, kind.rawValue, source, epoch, json])
+    private func insertEvent(kind: EventKind, source: String?, detail: [String: String], epoch: Int64? = nil,
+                             deviceSeq: Int64? = nil) throws -> (LedgerEvent, Int64) {
+        let json = detail.isEmpty ? nil : try Self.json(detail)
+        try db.cachedStatement(sql: "INSERT INTO events (time, kind, source, epoch, device_seq, detail) VALUES (?, ?, ?, ?, ?, ?)")
+            .execute(arguments: [time, kind.rawValue, source, epoch, deviceSeq, json])
         let seq = db.lastInsertedRowID
-        return (LedgerEvent(seq: seq, time: time, kind: kind.rawValue, source: source, epoch: epoch, detail: json), seq)
+        return (LedgerEvent(seq: seq, time: time, kind: kind.rawValue, source: source, epoch: epoch, deviceSeq: deviceSeq, detail: json), seq)
+    }
+
+    /// A detail object as stored: JSON, keys sorted.
+    static func json(_ detail: [String: String]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: detail, options: [.sortedKeys]), as: UTF8.self)
     }
 
     /// Records the period's credited totals and unconfirmed coins as the collection's rows, then

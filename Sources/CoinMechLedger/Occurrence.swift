@@ -22,6 +22,8 @@ public enum Occurrence: Sendable, Equatable {
     case quarantined(LinkOutOfService)
     /// A reload put a link out of service back.
     case quarantineLifted(link: String, generation: UInt64)
+    /// Something a coin acceptor (ccTalk) reported besides a credit.
+    case acceptor(source: String, AcceptorRecord)
 
     /// A link out of service: which, in which state, why.
     public struct LinkOutOfService: Sendable, Equatable {
@@ -162,6 +164,7 @@ public enum Occurrence: Sendable, Equatable {
         case .teachStart: .teachStart
         case .teachCommit: .teachCommit
         case .teachAbort: .teachAbort
+        case .acceptor(_, let record): record.kind
         }
     }
 
@@ -170,7 +173,8 @@ public enum Occurrence: Sendable, Equatable {
         switch self {
         case .sourceConnected(let source, _), .sourceLost(let source, _, _), .mechPowerUp(let source, _, _, _),
              .mechSession(let source, _, _), .mechStatus(let source, _, _), .shutdown(let source, _), .inhibit(let source, _, _),
-             .lateAnswer(let source, _, _, _), .teachAbort(let source, _, _, _, _):
+             .lateAnswer(let source, _, _, _), .teachAbort(let source, _, _, _, _),
+             .acceptor(let source, _):
             source
         case .teachStart(let record):
             record.source
@@ -186,7 +190,19 @@ public enum Occurrence: Sendable, Equatable {
         switch self {
         case .mechPowerUp(_, let epoch, let boot, _): (epoch, boot)
         case .mechSession(_, let epoch, let boot): (epoch, boot)
+        case .acceptor(_, .restarted(let epoch, _)): (Int64(bitPattern: epoch), nil)
         default: nil
+        }
+    }
+
+    /// The event's `epoch` and `device_seq` columns, when it names a device event.
+    var place: (epoch: Int64?, deviceSeq: Int64?) {
+        switch self {
+        case .acceptor(_, let record):
+            let place = record.place
+            return (place.epoch.map { Int64(bitPattern: $0) }, place.number.map { Int64(bitPattern: $0) })
+        default:
+            return (epoch?.epoch, nil)
         }
     }
 
@@ -245,6 +261,8 @@ public enum Occurrence: Sendable, Equatable {
                     "sha256": r.sha256, "by": r.by].merging(r.axes) { kept, _ in kept }
         case .teachAbort(_, let currency, let code, let samples, let by):
             return ["currency": currency, "code": code, "samples": "\(samples)", "by": by]
+        case .acceptor(_, let record):
+            return record.detail
         }
     }
 

@@ -38,7 +38,28 @@ enum Format {
             mech        \(counters?["connects"]?.int ?? 0) connections (\(counters?["reconnects"]?.int ?? 0) after losing it), \(counters?["queries"]?.int ?? 0) queries about pending coins
             uptime      \(uptime / 3600)h \(uptime / 60 % 60)m \(uptime % 60)s
             last seq    \(s["last_seq"]?.int ?? 0)
-            """
+            """ + (s["acceptor"].map(acceptor) ?? "")
+    }
+
+    /// A ccTalk acceptor's lines of `status`: who, whether it takes coins, its events; loud
+    /// about lost events and faults.
+    static func acceptor(_ a: JSON) -> String {
+        let who = a["identified"]?.bool == true
+            ? "\(a["manufacturer"]?.string ?? "?") \(a["product"]?.string ?? "?") serial \(a["serial_number"]?.int.map(String.init) ?? "?")"
+            : "not identified yet"
+        let state = a["responding"]?.bool == false ? "NOT RESPONDING"
+            : a["accepting"]?.bool == true ? "accepting, positions \(a["enabled_positions"]?.string ?? "?")" : "master inhibit on"
+        let coins = (a["coins"]?.object ?? [:]).sorted { (Int($0.key) ?? 0) < (Int($1.key) ?? 0) }
+            .map { "\($0.key)=\($0.value.string ?? "?")" }.joined(separator: " ")
+        var lines = [
+            "acceptor    \(who), \(state)",
+            "            coins \(coins.isEmpty ? "-" : coins); epoch \(a["epoch"]?.int ?? 0) event \(a["event_number"]?.int ?? 0) (counter \(a["counter"]?.int ?? 0))",
+            "            credited \(a["credited"]?.int ?? 0), not credited \(a["uncredited"]?.int ?? 0), errors \(a["error_events"]?.int ?? 0), backlog \(a["backlog_events"]?.int ?? 0), restarts \(a["restarts"]?.int ?? 0), lost \(a["lost_events"]?.int ?? 0); \(a["polls"]?.int ?? 0) polls, \(a["timeouts"]?.int ?? 0) timeouts",
+        ]
+        if let alarm = a["alarm"]?.string { lines.append("            ALARM: \(alarm)") }
+        if let fault = a["fault"]?.string { lines.append("            FAULT: \(fault) (the acceptor inhibits itself)") }
+        if let failure = a["ledger_failure"]?.string { lines.append("            LEDGER: \(failure) (held inhibited)") }
+        return "\n" + lines.joined(separator: "\n")
     }
 
     static func totals(_ t: JSON) -> String {
@@ -96,14 +117,17 @@ enum Format {
         let seq = e["seq"]?.int ?? 0
         let time = clock.string(from: Date(timeIntervalSince1970: e["time"]?.double ?? 0))
         let head = "#\(seq) \(time)"
-        let measured = [e["diameter_mm"]?.double.map { String(format: "%.2f mm", $0) }, e["weight_g"]?.double.map { String(format: "%.2f g", $0) }]
+        // A coin acceptor's coin is named by its coin id and position, not measured.
+        let named = e["detail"]?["coin_id"]?.string.map { "\($0) position \(e["detail"]?["position"]?.string ?? "?")" }
+        let measured = named ?? [e["diameter_mm"]?.double.map { String(format: "%.2f mm", $0) }, e["weight_g"]?.double.map { String(format: "%.2f g", $0) }]
             .compactMap { $0 }.joined(separator: " ")
         let currency = e["currency"]?.string ?? "?"
         let coin = "\(pad(currency + " " + (e["denomination"]?.string ?? "?"), 16)) \(pad(money(e["value_minor"]?.int ?? 0, currency), 7, right: true))"
         switch e["kind"]?.string {
         case "decision":
             if e["verdict"]?.string == "accept" {
-                return "\(head) ACCEPT \(coin)  [\(measured)] by \(e["link"]?.string ?? "?"), pending the mech's confirmation"
+                let settled = e["state"]?.string == "pending" || e["state"] == nil ? "pending the mech's confirmation" : e["state"]?.string ?? ""
+                return "\(head) ACCEPT \(coin)  [\(measured)] by \(e["link"]?.string ?? "?"), \(settled)"
             }
             return "\(head) RETURN \(e["reason"]?.string ?? "?"): \(e["message"]?.string ?? "")  [\(measured)] by \(e["link"]?.string ?? "?")"
         case "coin":

@@ -63,6 +63,27 @@ struct CCTalkHostTests {
         expectExactlyOnce(line)
     }
 
+    @Test("a restarted host inhibits the acceptor first, and records the buffer of a device it remembers before identification ends")
+    func restartRemembering() throws {
+        var line = freshLine()
+        line.start()
+        #expect(line.run(until: 2 * Self.second) { $0.identifiedCount == 1 && $0.acceptor.accepting })
+        line.insertCoins([1, 2])
+        line.run(for: Self.second)
+        // A coin falls in as the daemon restarts: the acceptor still accepts until told otherwise.
+        line.insert(.coin(position: 3))
+        line.restartHost(remembering: true)
+        let before = line.events.count
+        #expect(line.run(until: Self.second) { !$0.acceptor.accepting }, "master inhibit goes out first")
+        #expect(line.run(until: 3 * Self.second) { $0.identifiedCount == 2 && $0.acceptor.accepting })
+        let after = Array(line.events[before...])
+        let firstBatch = try #require(after.firstIndex { if case .batch = $0 { true } else { false } })
+        let identified = try #require(after.firstIndex { if case .identified = $0 { true } else { false } })
+        #expect(firstBatch < identified, "the buffer is recorded while the rest is asked")
+        #expect(line.ledger.creditKeys.map(\.number) == [1, 2, 3])
+        expectExactlyOnce(line)
+    }
+
     @Test("events in the buffer at the daemon's first start are backlog, never credited; later coins are")
     func backlogAtFirstStart() {
         var line = CCTalkSimulatedLine(acceptor: CCTalkAcceptor(settings: CCTalkSimulatedLine.acceptorSettings(), runningWithCounter: 37))

@@ -77,9 +77,10 @@ struct CCTalkSimulatedLine {
 
     mutating func start() { apply(host.start(now: now)) }
 
-    /// The daemon restarts: a new host from what the ledger holds.
-    mutating func restartHost() {
-        host = CCTalkHost(configuration: configuration, persisted: ledger.state)
+    /// The daemon restarts: a new host from what the ledger holds (and, `remembering`, the
+    /// device the last host identified, as the daemon reads it from the ledger).
+    mutating func restartHost(remembering: Bool = false) {
+        host = CCTalkHost(configuration: configuration, persisted: ledger.state, remembered: remembering ? host.identity : nil)
         deliveries.removeAll { $0.toHost }  // the old process's unread bytes die with it
         apply(host.start(now: now))
     }

@@ -384,7 +384,7 @@ struct DaemonConfigurationTests {
         #expect(okStatus == 0)
     }
 
-    @Test("the shipped configurations are valid", arguments: ["coinmechd.yaml", "coinmechd.demo.yaml"])
+    @Test("the shipped configurations are valid", arguments: ["coinmechd.yaml", "coinmechd.demo.yaml", "cctalk.yaml"])
     func shipped(name: String) throws {
         let daemon = try ChildProcess("coinmechd", ["--config", "\(TestSupport.packageRoot)/config/\(name)", "--plugin-dir", TestSupport.binDirectory, "--check-config"])
         #expect(daemon.wait() == 0, "\(daemon.stderr)")

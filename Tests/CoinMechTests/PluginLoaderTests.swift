@@ -7,7 +7,7 @@ import Testing
 @Suite("Plugin loader: real dlopen of the plugins the build produced")
 struct PluginLoaderTests {
     @Test("every shipped plugin loads and describes itself: name, version, license, summary, reading kinds",
-          arguments: ["coin", "coin-table", "sanity", "repeat-guard", "weight-floor", "channel-map"])
+          arguments: ["coin", "coin-table", "sanity", "repeat-guard", "weight-floor", "channel-map", "coin-id"])
     func shippedPluginsLoad(name: String) throws {
         let image = try TestSupport.loader().load(plugin: name)
         #expect(image.name == name)
@@ -17,7 +17,8 @@ struct PluginLoaderTests {
         #expect(image.metadata.abiVersion == COINMECH_PLUGIN_ABI_VERSION)
         #expect(image.metadata.license == "LicenseRef-CoinMech")
         #expect(image.metadata.summary.count > 20)
-        #expect(image.metadata.readingKinds == COINMECH_KINDS_MEASURED)
+        // Coin ids from acceptors for coin-id; measured readings for the others.
+        #expect(image.metadata.readingKinds == (name == "coin-id" ? UInt32(COINMECH_KINDS_COIN_ID) : COINMECH_KINDS_MEASURED))
         #expect(image.metadata.concurrentInstances)
         #expect(ShippedPlugins.names.contains(name))
     }

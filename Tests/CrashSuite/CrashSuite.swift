@@ -35,14 +35,16 @@ struct CrashSuite: ParsableCommand {
     var seed: UInt64 = 1
     @Flag(help: "Keep the scratch directory (ledger, logs, truth) and print its path.")
     var keep = false
+    @Option(name: .customLong("protocol"), help: "The mech: serial (the raw-sensor mech) or cctalk (a ccTalk coin acceptor).")
+    var lineProtocol: CrashProtocol = .serial
 
     func run() throws {
         do {
-            let suite = try Run(bin: bin ?? Self.ownDirectory(), seed: seed)
+            let suite = try Run(bin: bin ?? Self.ownDirectory(), seed: seed, protocol: lineProtocol)
             let verdict = try suite.play(failpoints: failpoints, kills: kills, stalls: stalls)
             if keep { print("kept: \(suite.dir)") } else { try? FileManager.default.removeItem(atPath: suite.dir) }
             print(verdict.json)
-            if !verdict.audit.isClean { throw ExitCode(1) }
+            if !verdict.isClean { throw ExitCode(1) }
         } catch let error as CrashSuiteError {
             FileHandle.standardError.write(Data("coinmech-crash: \(error)\n".utf8))
             throw ExitCode(2)
@@ -61,9 +63,18 @@ struct Verdict {
     var kills = 0
     var stalls = 0
     var audit: MoneyAudit
+    /// The ccTalk run's audit (then `audit` is empty).
+    var cctalk: CCTalkMoneyAudit?
+
+    var isClean: Bool { cctalk?.isClean ?? audit.isClean }
 
     var json: String {
-        "{\"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), \"coins\": \(audit.coins), "
+        if let cctalk {
+            return "{\"protocol\": \"cctalk\", \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
+                + "\"credits\": \(cctalk.credits), \"lost\": \(cctalk.lost.count), \"doubled\": \(cctalk.doubled.count), "
+                + "\"phantom\": \(cctalk.phantom.count), \"dropped_by_acceptor\": \(cctalk.namedLost), \"value_ok\": \(cctalk.creditedValue == cctalk.owedValue)}"
+        }
+        return "{\"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), \"coins\": \(audit.coins), "
             + "\"lost\": \(audit.lost.count), \"doubled\": \(audit.doubled.count), \"phantom\": \(audit.phantom.count), "
             + "\"unconfirmed\": \(audit.unconfirmed.count), \"pending\": \(audit.pending.count)}"
     }
@@ -73,6 +84,7 @@ struct Verdict {
 final class Run {
     let bin: String
     let dir: String
+    let lineProtocol: CrashProtocol
     var random: SplitMix64
     private var simulator: ChildProcess?
     private var daemon: ChildProcess?
@@ -81,16 +93,21 @@ final class Run {
     var config: String { "\(dir)/coinmechd.yaml" }
     var socket: String { "\(dir)/run/coinmechd.sock" }
 
-    init(bin: String, seed: UInt64) throws {
+    init(bin: String, seed: UInt64, protocol lineProtocol: CrashProtocol = .serial) throws {
         self.bin = bin
+        self.lineProtocol = lineProtocol
         random = SplitMix64(seed: seed)
         var template = Array("\(NSTemporaryDirectory())/coinmech-crash-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CrashSuiteError("mkdtemp: \(String(cString: strerror(errno)))") }
         dir = String(cString: made)
-        for tool in ["coinmechd", "coinsim", "libcoin-table.so"] where !FileManager.default.fileExists(atPath: "\(bin)/\(tool)") {
+        for tool in ["coinmechd", "coinsim", "libcoin-table.so", "libcoin-id.so"] where !FileManager.default.fileExists(atPath: "\(bin)/\(tool)") {
             throw CrashSuiteError("\(bin)/\(tool) not found: build first (swift build), or pass --bin")
         }
         let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
+        if lineProtocol == .cctalk {
+            try writeCCTalkFiles(user: user, seed: seed)
+            return
+        }
         try """
             log_level: info
             source: {kind: serial, device: mech, baud: 115200, confirm_window_ms: 300}
@@ -123,13 +140,13 @@ final class Run {
 
     func play(failpoints: Bool, kills: Int, stalls: Int) throws -> Verdict {
         let sim = try ChildProcess(path: "\(bin)/coinsim", ["--scenario", "\(dir)/crash.yaml", "--link", "\(dir)/mech", "--truth", "\(dir)/truth.json",
-                                               "--linger-ms", "3000"], stderrPath: "\(dir)/coinsim.log")
+                                               "--linger-ms", "3000"] + lineProtocol.simulatorArguments, stderrPath: "\(dir)/coinsim.log")
         simulator = sim
         guard sim.readLine(timeout: 20) != nil else { throw CrashSuiteError("coinsim printed no device: see \(dir)/coinsim.log") }
         var verdict = Verdict(audit: MoneyAudit(truths: [], events: [], boots: [:]))
 
         if failpoints {
-            for point in Failpoints.Point.allCases {
+            for point in Failpoints.Point.allCases where lineProtocol.passes(point) {
                 try failpoint(point)
                 verdict.failpoints += 1
             }
@@ -149,6 +166,11 @@ final class Run {
             }
         }
         try finish()
+        if lineProtocol == .cctalk {
+            verdict.cctalk = try cctalkAudit()
+            if let audit = verdict.cctalk, !audit.isClean { print(audit.problems) }
+            return verdict
+        }
         verdict.audit = try audit()
         for (key, explanation) in verdict.audit.unconfirmed {
             print("unconfirmed: \(key): \(explanation ?? "NO CAUSE IN THE TRUTH")")

@@ -1,0 +1,207 @@
+import CoinMechCCTalk
+import CoinMechLedger
+
+/// The money rules of a coin acceptor (ccTalk), with no I/O: what the host engine reports
+/// becomes ledger entries, and each buffer batch one transaction with the counter state that
+/// yielded it (`AcceptorCommit`). The shell writes it, and hands the outcome back before it
+/// publishes anything or lets the engine go on.
+///
+/// - A credit event is passed through the chain as a coin id: an accept credits it (a
+///   decision credited at once, named by its epoch and event number); anything else records
+///   it as `coin_uncredited` (the acceptor has already taken it: it cannot be returned).
+/// - Error, invalid, backlog, lost and restart entries, faults and identifications become
+///   acceptor events. Those not tied to a batch go with the next commit; when one fails, they
+///   are carried to the one after.
+public struct AcceptorCore: Sendable {
+    public let source: String
+    public let address: UInt8
+    public private(set) var counts = AcceptorCounts()
+    /// Why the last commit failed, until one succeeds.
+    public private(set) var ledgerFailure: String?
+    /// Events to record with the next commit.
+    private var carried: [Occurrence] = []
+
+    public init(source: String, address: UInt8) {
+        self.source = source
+        self.address = address
+    }
+
+    /// A coin the acceptor took, as the chain is asked about it.
+    public struct Coin: Sendable, Equatable {
+        public var epoch: UInt64
+        public var number: UInt64
+        public var position: Int
+        public var coinID: String
+        public var sorterPath: UInt8
+    }
+
+    /// Takes note of what the engine reported; a batch comes back as the commit to write (with
+    /// whatever waited), anything else is kept for the next commit (nil then).
+    public mutating func handle(_ event: CCTalkHostEvent, decide: (Coin) -> Decided) -> AcceptorCommit? {
+        switch event {
+        case .batch(let batch):
+            return commit(batch, decide: decide)
+        case .identified(let identity):
+            let coins = identity.coinIDs.keys.sorted().map { "\($0)=\(identity.coinIDs[$0]!.text)" }.joined(separator: ",")
+            carried.append(.acceptor(source: source, .identified(
+                manufacturer: identity.manufacturer ?? "", product: identity.productCode ?? "", serialNumber: identity.serialNumber,
+                software: identity.softwareRevision ?? "", coins: coins)))
+        case .fault(let code, let extra):
+            counts.fault = code.description
+            carried.append(.acceptor(source: source, .fault(code: code.code, name: code.name, message: code.message, extra: extra)))
+        case .faultCleared:
+            counts.fault = nil
+            carried.append(.acceptor(source: source, .faultCleared))
+        case .configured, .notResponding, .responding, .refused, .malformedReply, .lineError, .notACoinAcceptor:
+            break  // logs and status only
+        }
+        return nil
+    }
+
+    /// The events waiting for a commit, as one to write on their own (no batch came).
+    public mutating func pendingNotes() -> AcceptorCommit? {
+        guard !carried.isEmpty else { return nil }
+        defer { carried = [] }
+        return AcceptorCommit(entries: carried.map { .note($0) }, change: nil, batch: nil, carried: carried)
+    }
+
+    /// What the shell must do after writing `commit`.
+    public enum Next: Sendable, Equatable {
+        /// Stored: hand these events to clients; the engine goes on.
+        case publish([LedgerEvent])
+        /// The ledger had moved the counter already (the batch was applied before, or another
+        /// writer moved it): nothing was written; tell the engine where the ledger stands.
+        case rewind(to: CCTalkCounterState?)
+        /// Nothing was written: tell the engine (`notRecorded`) so it holds the acceptor
+        /// inhibited and offers the batch again.
+        case retry(CCTalkLedgerBatch?)
+    }
+
+    /// `commit` was written (or found the counter moved).
+    public mutating func written(_ commit: AcceptorCommit, _ outcome: AcceptorAppend) -> Next {
+        ledgerFailure = nil
+        switch outcome {
+        case .applied(let result):
+            count(commit, result)
+            return .publish(result.events)
+        case .counterMoved(let current):
+            carried = commit.carried + carried
+            return .rewind(to: current.map(CCTalkCounterState.init))
+        }
+    }
+
+    /// `commit` could not be written: nothing of it is on the ledger.
+    public mutating func failed(_ commit: AcceptorCommit, _ error: LedgerError) -> Next {
+        ledgerFailure = error.description
+        carried = commit.carried + carried
+        return .retry(commit.batch)
+    }
+
+    private mutating func commit(_ batch: CCTalkLedgerBatch, decide: (Coin) -> Decided) -> AcceptorCommit {
+        var entries: [LedgerEntry] = carried.map { .note($0) }
+        let waiting = carried
+        carried = []
+        for entry in batch.entries {
+            switch entry {
+            case .credit(let event):
+                let position = Int(event.result.a)
+                let coinID = event.coinID?.text ?? ""
+                let decided = decide(Coin(epoch: event.epoch, number: event.number, position: position, coinID: coinID, sorterPath: event.result.b))
+                switch decided.verdict {
+                case .accept:
+                    var record = DecisionRecord(source: source, epoch: Int64(bitPattern: event.epoch), deviceSeq: event.number,
+                                                diameterMM: nil, weightG: nil, thicknessMM: nil, channel: UInt32(position), verdict: decided.verdict,
+                                                link: decided.link, chainGeneration: decided.chainGeneration)
+                    record.detail = ["coin_id": coinID, "position": "\(position)", "sorter_path": "\(event.result.b)"]
+                    entries.append(.decision(record, credit: .atOnce))
+                case .reject(let reason, let message):
+                    entries.append(.note(.acceptor(source: source, .uncredited(
+                        epoch: event.epoch, number: event.number, position: position, coinID: event.coinID?.text,
+                        reason: reason, message: "\(message) (link \(decided.link)); the acceptor has taken the coin"))))
+                }
+            case .error(let event, let error):
+                entries.append(.note(.acceptor(source: source, .error(
+                    epoch: event.epoch, number: event.number, code: error.code, name: error.name, message: error.message,
+                    rejected: error.rejection.rawValue))))
+            case .invalid(let event):
+                entries.append(.note(.acceptor(source: source, .invalid(epoch: event.epoch, number: event.number, a: event.result.a, b: event.result.b))))
+            case .backlog(let event):
+                entries.append(.note(.acceptor(source: source, .backlog(
+                    epoch: event.epoch, number: event.number, a: event.result.a, b: event.result.b, coinID: event.coinID?.text))))
+            case .lost(let epoch, let numbers):
+                entries.append(.note(.acceptor(source: source, .lost(epoch: epoch, first: numbers.lowerBound, last: numbers.upperBound))))
+            case .restarted(let epoch, let cause):
+                entries.append(.note(.acceptor(source: source, .restarted(epoch: epoch, cause: cause.description))))
+            }
+        }
+        let change = AcceptorCounterChange(source: source, address: address, before: batch.before.map(AcceptorCounter.init),
+                                           after: AcceptorCounter(batch.after))
+        return AcceptorCommit(entries: entries, change: change, batch: batch, carried: waiting)
+    }
+
+    private mutating func count(_ commit: AcceptorCommit, _ result: AppendResult) {
+        for (entry, outcome) in zip(commit.entries, result.outcomes) {
+            guard case .recorded = outcome else {
+                if case .duplicate = outcome { counts.duplicates += 1 }
+                continue
+            }
+            switch entry {
+            case .decision: counts.credited += 1
+            case .note(.acceptor(_, let record)):
+                switch record {
+                case .uncredited: counts.uncredited += 1
+                case .error, .invalid: counts.errorEvents += 1
+                case .backlog: counts.backlog += 1
+                case .lost(_, let first, let last): counts.lostEvents += Int(last - first + 1)
+                case .restarted: counts.restarts += 1
+                case .fault, .faultCleared, .identified: break
+                }
+            default: break
+            }
+        }
+    }
+}
+
+/// One transaction of an acceptor: entries, and the counter move they depend on (none for
+/// events not tied to a batch).
+public struct AcceptorCommit: Sendable, Equatable {
+    public var entries: [LedgerEntry]
+    public var change: AcceptorCounterChange?
+    /// The engine's batch it records, to hand back if it fails.
+    public var batch: CCTalkLedgerBatch?
+    /// The events not of the batch it carries, kept if it fails.
+    var carried: [Occurrence]
+}
+
+/// What an acceptor's commits recorded since the start, for `status`.
+public struct AcceptorCounts: Sendable, Equatable {
+    public var credited = 0
+    /// Coins the acceptor took that the chain did not credit.
+    public var uncredited = 0
+    public var errorEvents = 0
+    public var backlog = 0
+    /// Events lost to buffer overruns: must stay 0.
+    public var lostEvents = 0
+    public var restarts = 0
+    /// Credits already on the ledger (a batch applied twice): must stay 0.
+    public var duplicates = 0
+    /// The fault the acceptor reports, nil when none.
+    public var fault: String?
+
+    public init() {}
+}
+
+extension AcceptorCounter {
+    init(_ state: CCTalkCounterState) {
+        self.init(epoch: state.epoch, eventNumber: state.eventNumber, lastResults: state.lastResults, serialNumber: state.serialNumber,
+                  expectsRestart: state.expectsRestart)
+    }
+}
+
+extension CCTalkCounterState {
+    /// The engine's state from the ledger's row.
+    public init(_ row: AcceptorCounter) {
+        self.init(epoch: row.epoch, eventNumber: row.eventNumber, lastResults: row.lastResults, serialNumber: row.serialNumber,
+                  expectsRestart: row.expectsRestart)
+    }
+}

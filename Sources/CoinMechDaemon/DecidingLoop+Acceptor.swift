@@ -1,0 +1,114 @@
+import CoinMechCCTalk
+import CoinMechChain
+import CoinMechPluginABI
+import CoinMechCore
+import CoinMechLedger
+import CoinMechSources
+
+extension DecidingLoop {
+    /// Records what a ccTalk acceptor's engine reported, each batch in one transaction with its
+    /// counter state, before anything of it is published or the engine goes on.
+    func serviceAcceptor() {
+        guard let acceptorMech, var core = acceptor else { return }
+        defer { acceptor = core }
+        for event in acceptorMech.takeHostEvents() {
+            log(event)
+            guard let commit = core.handle(event, decide: decideCoin) else { continue }
+            write(commit, &core, mech: acceptorMech)
+        }
+        if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech) }
+    }
+
+    /// Enables the positions the operator allows and the chain can credit (after a reload
+    /// swapped a chain in).
+    func allowAcceptorPositions() {
+        guard let acceptorMech, let allowed = operatorPositions else { return }
+        let positions = Self.creditablePositions(chain.current).intersection(allowed)
+        if positions == .none { logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited") }
+        acceptorMech.allow(positions)
+        serviceAcceptor()
+    }
+
+    /// All positions when a link of `chain` takes coin ids, none otherwise: a coin nobody can
+    /// credit would be taken and not credited.
+    static func creditablePositions(_ chain: Chain) -> CoinPositionMask {
+        chain.links.contains { $0.origin.readingKinds & UInt32(COINMECH_KINDS_COIN_ID) != 0 } ? .all : .none
+    }
+
+    private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: CCTalkMech) {
+        let money = commit.batch?.credits.isEmpty == false
+        if money { failpoints.hit(.beforeCommit) }
+        let next: AcceptorCore.Next
+        let wasFailing = core.ledgerFailure != nil
+        do throws(LedgerError) {
+            let outcome: AcceptorAppend
+            if let change = commit.change {
+                outcome = try ledger.append(commit.entries, moving: change)
+            } else {
+                outcome = .applied(try ledger.append(commit.entries))
+            }
+            next = core.written(commit, outcome)
+            if wasFailing { logger.notice("the acceptor's events are recorded again; it takes coins again") }
+        } catch {
+            // Once per outage: the engine offers the batch again at every poll.
+            logger.log(level: wasFailing ? .debug : .critical, "could not record the acceptor's events: it stays inhibited (returning every coin) until the ledger can",
+                       metadata: ["error": "\(error)"])
+            next = core.failed(commit, error)
+        }
+        switch next {
+        case .publish(let events):
+            if money { failpoints.hit(.afterCommit) }
+            hub.publish(events)
+            if money { failpoints.hit(.published) }
+        case .rewind(let state):
+            logger.warning("the ledger's counter of the acceptor moved under the batch; nothing written, going on from it",
+                           metadata: ["counter": "\(state.map(String.init(describing:)) ?? "none")"])
+            mech.rewind(to: state)
+        case .retry(let batch):
+            if let batch { mech.notRecorded(batch) }
+        }
+    }
+
+    /// The device an `acceptor_identified` event recorded (its serial number and coin ids);
+    /// nil without a serial number, which is what a device is recognised by.
+    static func identity(recorded detail: [String: String], address: UInt8) -> CCTalkDeviceIdentity? {
+        guard let serial = detail["serial_number"].flatMap(UInt32.init) else { return nil }
+        var identity = CCTalkDeviceIdentity(address: address)
+        identity.serialNumber = serial
+        identity.manufacturer = detail["manufacturer"]
+        identity.productCode = detail["product"]
+        for pair in (detail["coins"] ?? "").split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let position = Int(parts[0]), CoinPositionMask.positions.contains(position) else { continue }
+            identity.coinIDs[position] = CoinID(String(parts[1]))
+        }
+        return identity
+    }
+
+    /// Asks the current chain about a coin the acceptor took.
+    private func decideCoin(_ coin: AcceptorCore.Coin) -> Decided {
+        let decision = chain.current.decide(Reading(
+            deviceSeq: coin.number, timestampNanoseconds: Instant.now.nanoseconds, coinPosition: UInt32(coin.position),
+            coinID: coin.coinID, sorterPath: UInt32(coin.sorterPath), source: sourceName))
+        let verdict: DecisionRecord.Verdict
+        switch decision.verdict {
+        case .accept(let denomination): verdict = .accept(currency: denomination.currency, code: denomination.code, valueMinor: denomination.valueMinor)
+        case .reject(let rejection): verdict = .reject(reason: rejection.reason, message: rejection.message)
+        }
+        return Decided(verdict: verdict, link: decision.linkName, chainGeneration: decision.chainGeneration, decidedAt: .now)
+    }
+
+    private func log(_ event: CCTalkHostEvent) {
+        switch event {
+        case .batch(let batch):
+            if batch.lostCount > 0 { logger.critical("ccTalk: \(batch.lostCount) event(s) LOST to a buffer overrun: coins may have been taken without credit") }
+            logger.debug("ccTalk \(event)")
+        case .fault, .notResponding, .notACoinAcceptor, .refused:
+            logger.warning("ccTalk \(event)")
+        case .identified, .responding, .faultCleared:
+            logger.notice("ccTalk \(event)")
+        case .configured, .malformedReply, .lineError:
+            logger.debug("ccTalk \(event)")
+        }
+    }
+}

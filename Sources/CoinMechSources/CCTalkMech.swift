@@ -1,0 +1,153 @@
+import CoinMechCCTalk
+import CoinMechHotplug
+
+/// A ccTalk coin acceptor on a serial port: the I/O shell around `CCTalkHost`. It opens the
+/// port (reconnecting with backoff), writes what the host sends, feeds it what the line gives
+/// back, and keeps the host's events for the deciding loop (`takeHostEvents`).
+///
+/// The acceptor decides and takes coins itself: the mech produces no readings to answer. Its
+/// credits come as ledger batches, which the loop must record, then report back before the
+/// host is called again: nothing (stored), `notRecorded` or `rewind`.
+///
+/// Owned by the deciding loop's thread; not thread-safe.
+public final class CCTalkMech: Mech {
+    public private(set) var path: String
+    private var host: CCTalkHost
+    private var port: SerialPort?
+    private var started = false
+    private var hostEvents: [CCTalkHostEvent] = []
+    private var nextAttempt = Instant(nanoseconds: 0)
+    private var backoff: Duration = .milliseconds(100)
+    private var lastOpenError: String?
+
+    /// `persisted`: the counter state the ledger holds for this acceptor (nil if none);
+    /// `remembered`: who the ledger last identified at its address.
+    public init(path: String, host configuration: CCTalkHostConfiguration, persisted: CCTalkCounterState?,
+                remembered: CCTalkDeviceIdentity? = nil) {
+        self.path = path
+        host = CCTalkHost(configuration: configuration, persisted: persisted, remembered: remembered)
+    }
+
+    public var location: String { path }
+    public var descriptor: Int32? { port?.descriptor }
+    public var isConnected: Bool { port != nil }
+    public var disconnectedReason: String? { port == nil ? lastOpenError : nil }
+    /// No answers go to a ccTalk acceptor: no answer deadline to time.
+    public var lineBaud: Int? { nil }
+
+    public var nextWake: Instant? {
+        let hostWake = host.nextWake.map { Instant(nanoseconds: $0) }
+        guard port == nil else { return hostWake }
+        return [hostWake, nextAttempt].compactMap { $0 }.min()
+    }
+
+    /// The engine's view, for `status`.
+    public var engine: CCTalkHost { host }
+
+    /// What the host reported since the last call, oldest first.
+    public func takeHostEvents() -> [CCTalkHostEvent] {
+        defer { hostEvents.removeAll() }
+        return hostEvents
+    }
+
+    public func poll(now: Instant) -> [MechEvent] {
+        var events: [MechEvent] = []
+        if port == nil, now >= nextAttempt {
+            do throws(SerialPortError) {
+                port = try SerialPort(path: path, baud: host.configuration.baud)
+                backoff = .milliseconds(100)
+                lastOpenError = nil
+                events.append(.connected(path: path))
+            } catch {
+                lastOpenError = error.description
+                nextAttempt = now + backoff
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+        if !started, port != nil {
+            started = true
+            carry(host.start(now: now.nanoseconds))
+        } else if started {
+            // Requests go on while the port is away: they time out, and the host reports the
+            // device as not responding (once) and identifies it again when it answers.
+            carry(host.tick(now: now.nanoseconds))
+        }
+        return events
+    }
+
+    public func readEvents(now: Instant, hungUp: Bool) -> [MechEvent] {
+        guard let port else { return [] }
+        // One call into the host for everything waiting: a batch it yields must be settled
+        // (recorded or not) before it is called again.
+        var waiting: [UInt8] = []
+        var lost: String?
+        reading: while true {
+            switch port.read() {
+            case .nothing:
+                if hungUp { lost = "hang-up" }
+                break reading
+            case .hangUp(let reason):
+                lost = reason
+                break reading
+            case .bytes(let bytes):
+                waiting += bytes
+            }
+        }
+        if !waiting.isEmpty { carry(host.received(waiting, at: Instant.now.nanoseconds)) }
+        return lost.map { disconnect(reason: $0, now: now) } ?? []
+    }
+
+    /// A ccTalk acceptor is never asked about a coin: it has taken it already.
+    public func answer(deviceSeq: UInt64, accept: Bool) -> Bool { false }
+
+    /// Master inhibit on (the acceptor returns every coin) or off.
+    public func setInhibit(_ on: Bool) {
+        carry(host.setInhibited(on, now: Instant.now.nanoseconds))
+    }
+
+    /// Enables these coin positions (those the chain can credit).
+    public func allow(_ positions: CoinPositionMask) {
+        carry(host.allow(positions, now: Instant.now.nanoseconds))
+    }
+
+    /// The ledger could not store `batch`: the host holds the acceptor inhibited and offers
+    /// the entries again with the next poll.
+    public func notRecorded(_ batch: CCTalkLedgerBatch) { host.notRecorded(batch) }
+
+    /// The ledger holds another counter state than the batch started from: go on from it.
+    public func rewind(to state: CCTalkCounterState?) { host.rewind(to: state) }
+
+    public func hotplug(_ change: HotplugTracker.Change, now: Instant) -> [MechEvent] {
+        switch change {
+        case .vanished:
+            return disconnect(reason: "device removed", now: now)
+        case .appeared:
+            nextAttempt = now
+            backoff = .milliseconds(100)
+            return poll(now: now)
+        }
+    }
+
+    /// Closes the port. Master inhibit goes out first, so that no coin is taken while nobody
+    /// polls (the acceptor would inhibit itself after about a second anyway); coins it took
+    /// before stay in its buffer for the next start.
+    public func disconnect(reason: String, now: Instant) -> [MechEvent] {
+        guard let port else { return [] }
+        let configuration = host.configuration
+        let inhibit = CCTalkRequest.setMasterInhibit(accepting: false)
+            .frame(to: configuration.address, from: configuration.hostAddress).encoded(configuration.checksum)
+        _ = port.write(inhibit)
+        self.port = nil
+        nextAttempt = now + backoff
+        return [.lost(path: path, reason: reason)]
+    }
+
+    private func carry(_ outputs: [CCTalkHostOutput]) {
+        for output in outputs {
+            switch output {
+            case .send(let bytes): _ = port?.write(bytes)
+            case .event(let event): hostEvents.append(event)
+            }
+        }
+    }
+}

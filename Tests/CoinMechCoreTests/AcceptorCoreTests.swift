@@ -1,0 +1,109 @@
+import CoinMechCCTalk
+import CoinMechCore
+import CoinMechLedger
+import Foundation
+import Testing
+
+/// The acceptor core on hand-made batches against a real ledger in a scratch directory: what
+/// each buffer entry becomes, one transaction per batch with its counter, a batch applied twice
+/// writing nothing, and a failed write carrying its events to the next.
+@Suite("The acceptor core: a ccTalk batch, its chain verdicts and its counter in one transaction")
+struct AcceptorCoreTests {
+    static let source = "cctalk"
+
+    func ledger() throws -> Ledger {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("acceptor-core-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return try Ledger(directory: dir)
+    }
+
+    static func state(_ number: UInt64, epoch: UInt64 = 0) -> CCTalkCounterState {
+        CCTalkCounterState(epoch: epoch, eventNumber: number, lastResults: [UInt8](repeating: UInt8(number % 200), count: 10), serialNumber: 7)
+    }
+
+    static func credit(_ number: UInt64, position: Int, id: String, epoch: UInt64 = 0) -> CCTalkLedgerEntry {
+        .credit(CCTalkBufferedEvent(epoch: epoch, number: number, result: .credit(position: position, sorterPath: 1), coinID: CoinID(id)))
+    }
+
+    /// The chain of the tests: EU200A is two euros, anything else is not credited.
+    static func decide(_ coin: AcceptorCore.Coin) -> Decided {
+        coin.coinID == "EU200A"
+            ? Decided(verdict: .accept(currency: "EUR", code: "EUR_2", valueMinor: 200), link: "euro", chainGeneration: 1)
+            : Decided(verdict: .reject(reason: "unknown_coin_id", message: "no such coin"), link: "euro", chainGeneration: 1)
+    }
+
+    /// The commit the core makes of `batch`.
+    static func commit(_ core: inout AcceptorCore, _ batch: CCTalkLedgerBatch) throws -> AcceptorCommit {
+        let commit = core.handle(.batch(batch), decide: decide)
+        return try #require(commit)
+    }
+
+    func write(_ commit: AcceptorCommit, _ ledger: Ledger) throws -> AcceptorAppend {
+        try ledger.append(commit.entries, moving: try #require(commit.change))
+    }
+
+    @Test("backlog recorded, a coin id credited, one not; the counter moves with them; the same batch again writes nothing")
+    func creditOnce() throws {
+        let ledger = try ledger()
+        var core = AcceptorCore(source: Self.source, address: 2)
+        let first = CCTalkLedgerBatch(before: nil, after: Self.state(2), entries: [
+            .backlog(CCTalkBufferedEvent(epoch: 0, number: 1, result: .credit(position: 6, sorterPath: 1), coinID: CoinID("EU200A"))),
+            .backlog(CCTalkBufferedEvent(epoch: 0, number: 2, result: .error(CoinAcceptorError(code: 2)))),
+        ])
+        let backlog = try Self.commit(&core, first)
+        guard case .publish = core.written(backlog, try write(backlog, ledger)) else { Issue.record("not stored"); return }
+        #expect(try ledger.totals().lifetime.isEmpty, "backlog is never credited")
+
+        let second = CCTalkLedgerBatch(before: Self.state(2), after: Self.state(4), entries: [
+            Self.credit(3, position: 6, id: "EU200A"), Self.credit(4, position: 1, id: "EU005A"),
+        ])
+        let commit = try Self.commit(&core, second)
+        guard case .publish(let events) = core.written(commit, try write(commit, ledger)) else { Issue.record("not stored"); return }
+        #expect(events.map(\.kind) == ["decision", "coin", "coin_uncredited"])
+        #expect(events.first?.deviceSeq == 3 && events.first?.epoch == 0)
+        #expect(core.counts.credited == 1 && core.counts.uncredited == 1 && core.counts.backlog == 2)
+        #expect(try ledger.acceptorCounter(source: Self.source, address: 2).map(CCTalkCounterState.init) == Self.state(4))
+
+        // Applied before (a restart between the commit and the engine hearing of it): nothing
+        // is written, and the engine is told where the ledger stands.
+        let again = try Self.commit(&core, second)
+        #expect(core.written(again, try write(again, ledger)) == .rewind(to: Self.state(4)))
+        #expect(Totals.value(of: try ledger.totals().lifetime) == ["EUR": 200])
+        #expect(core.counts.credited == 1)
+    }
+
+    @Test("errors, invalid results, lost events, restarts and faults become acceptor events with the specification's names")
+    func acceptorEvents() throws {
+        let ledger = try ledger()
+        var core = AcceptorCore(source: Self.source, address: 2)
+        #expect(core.handle(.fault(CCTalkFaultCode(code: 5), extra: nil), decide: Self.decide) == nil)
+        let batch = CCTalkLedgerBatch(before: nil, after: Self.state(3, epoch: 1), entries: [
+            .restarted(epoch: 1, cause: .counterZero),
+            .error(CCTalkBufferedEvent(epoch: 1, number: 1, result: .error(CoinAcceptorError(code: 25))), CoinAcceptorError(code: 25)),
+            .invalid(CCTalkBufferedEvent(epoch: 1, number: 2, result: BufferedResult(a: 40, b: 1))),
+            .lost(epoch: 1, numbers: 3...3),
+        ])
+        let commit = try Self.commit(&core, batch)
+        guard case .publish(let events) = core.written(commit, try write(commit, ledger)) else { Issue.record("not stored"); return }
+        // The fault waited for the batch's transaction.
+        #expect(events.map(\.kind) == ["acceptor_fault", "mech_power_up", "cctalk_error", "cctalk_error", "cctalk_lost"])
+        #expect(events[2].detail?.contains(CoinAcceptorError(code: 25).name) == true)
+        #expect(core.counts.lostEvents == 1 && core.counts.errorEvents == 2 && core.counts.restarts == 1)
+        #expect(core.counts.fault != nil)
+        #expect(try ledger.acceptorLostEvents(source: Self.source) == 1)
+    }
+
+    @Test("a failed write records nothing: the engine is handed the batch back and waiting events are kept for the next")
+    func failedWrite() throws {
+        var core = AcceptorCore(source: Self.source, address: 2)
+        _ = core.handle(.faultCleared, decide: Self.decide)
+        let batch = CCTalkLedgerBatch(before: nil, after: Self.state(1), entries: [Self.credit(1, position: 6, id: "EU200A")])
+        let commit = try Self.commit(&core, batch)
+        #expect(core.failed(commit, .full(message: "disk full")) == .retry(batch))
+        #expect(core.ledgerFailure != nil)
+        let pending = core.pendingNotes()
+        let notes = try #require(pending)
+        #expect(notes.entries == [.note(.acceptor(source: Self.source, .faultCleared))])
+        #expect(notes.change == nil)
+    }
+}

@@ -1,0 +1,78 @@
+import ArgumentParser
+import CoinMechAudit
+import CoinMechFailpoints
+import CoinMechLedger
+import CoinSimCore
+import Foundation
+
+/// Which mech the crash suite plays.
+enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
+    case serial
+    /// A ccTalk coin acceptor (`coinsim --protocol cctalk`): it takes coins itself, so the
+    /// money is each credit event of its buffer, recorded once with its counter.
+    case cctalk
+
+    var simulatorArguments: [String] { self == .cctalk ? ["--protocol", "cctalk"] : [] }
+
+    /// Whether a daemon on this mech passes `point`: an acceptor is never answered or asked
+    /// about a coin, and its batches pass before-commit, after-commit and published.
+    func passes(_ point: Failpoints.Point) -> Bool {
+        switch (self, point) {
+        case (.cctalk, .readingParsed), (.cctalk, .answerWritten), (.cctalk, .confirmationReceived), (.cctalk, .confirmationCommitted):
+            false
+        default:
+            true
+        }
+    }
+}
+
+
+
+extension Run {
+    /// The configuration and scenario of a ccTalk run: a euro acceptor on a single-wire bus,
+    /// 2 coins a second (fewer than five events in the second a restarted daemon takes to read
+    /// the buffer again), lost replies, NAKs and BUSYs.
+    func writeCCTalkFiles(user: String, seed: UInt64) throws {
+        try """
+            log_level: info
+            source: {kind: cctalk, device: mech}
+            state_dir: state
+            runtime_dir: run
+            cache_dir: cache
+            socket: {control_users: [\(user)]}
+            chain:
+              - name: euro
+                plugin: coin-id
+                config:
+                  currency: EUR
+                  coins:
+                    EU005A: {code: EUR_5c, value: 5}
+                    EU010A: {code: EUR_10c, value: 10}
+                    EU020A: {code: EUR_20c, value: 20}
+                    EU050A: {code: EUR_50c, value: 50}
+                    EU100A: {code: EUR_1, value: 100}
+                    EU200A: {code: EUR_2, value: 200}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        try """
+            name: crash-cctalk
+            seed: \(seed)
+            coins: 0
+            rate_per_s: 2
+            currency: EUR
+            mix: {EUR_5c: 1, EUR_10c: 2, EUR_20c: 3, EUR_50c: 3, EUR_1: 4, EUR_2: 3}
+            others: {slug: 0.05, foreign: 0.03, foreign_currency: GBP}
+            cctalk:
+              echo: true
+              coins: {"1": EU005A, "2": EU010A, "3": EU020A, "4": EU050A, "5": EU100A, "6": EU200A}
+              faults: {lost_reply: 0.02, nak: 0.01, busy: 0.01}
+            """.write(toFile: "\(dir)/crash.yaml", atomically: true, encoding: .utf8)
+    }
+
+    func cctalkAudit() throws -> CCTalkMoneyAudit {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let ledger = try Ledger(directory: "\(dir)/state")
+        return CCTalkMoneyAudit(truth: truth, events: try ledger.events(since: 0, limit: 100_000_000), source: "cctalk")
+    }
+}
