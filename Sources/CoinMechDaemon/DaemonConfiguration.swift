@@ -71,6 +71,8 @@ public struct DaemonConfiguration: Sendable {
     }
 
     public static let defaultPath = "/etc/coinmech/coinmechd.yaml"
+    /// A GPIO line's offset on its chip (the kernel's is a 32-bit number; chips have far fewer).
+    static let lineOffsets = 0...65_535
     static let topKeys: Set<String> = ["log_level", "source", "chain", "plugin_dir", "state_dir", "runtime_dir", "cache_dir", "socket", "ledger", "plugins"]
 
     /// Reads and checks `path`. Relative paths in it are relative to the file's directory.
@@ -141,15 +143,15 @@ public struct DaemonConfiguration: Sendable {
             var gateSettings: LightGateDecoder.Settings?
             if let pulse = try sourceTable.table("pulse") {
                 try pulse.rejectUnknownKeys(["line", "active_low", "min_pulse_ms", "gap_ms", "highest_channel"])
-                guard let line = try pulse.int("line"), line >= 0 else { throw pulse.error("line", "is required: the counting line's offset") }
+                guard let line = try pulse.int("line", in: Self.lineOffsets) else { throw pulse.error("line", "is required: the counting line's offset") }
                 pulseSettings = PulseDecoder.Settings(
                     line: UInt32(line), activeLow: try pulse.bool("active_low") ?? true,
                     minimumPulseMilliseconds: try pulse.double("min_pulse_ms") ?? 10, gapMilliseconds: try pulse.double("gap_ms") ?? 150,
-                    highestChannel: UInt32(max(1, try pulse.int("highest_channel") ?? 16)))
+                    highestChannel: UInt32(try pulse.int("highest_channel", in: 1...255) ?? 16))
             }
             if let gates = try sourceTable.table("gates") {
                 try gates.rejectUnknownKeys(["a", "b", "distance_mm", "active_low", "min_occlusion_ms"])
-                guard let a = try gates.int("a"), let b = try gates.int("b"), a >= 0, b >= 0, a != b else {
+                guard let a = try gates.int("a", in: Self.lineOffsets), let b = try gates.int("b", in: Self.lineOffsets), a != b else {
                     throw gates.error("a and b, the two gates' line offsets, are required and must differ")
                 }
                 guard let distance = try gates.double("distance_mm"), distance > 0 else { throw gates.error("distance_mm", "is required and must be positive") }
@@ -175,7 +177,7 @@ public struct DaemonConfiguration: Sendable {
                 hotplug = .gpioChip(label: device)
                 if let scale = try sourceTable.table("scale") {
                     try scale.rejectUnknownKeys(["data", "clock", "tare", "counts_per_gram"])
-                    guard let data = try scale.int("data"), let clock = try scale.int("clock"), data >= 0, clock >= 0,
+                    guard let data = try scale.int("data", in: Self.lineOffsets), let clock = try scale.int("clock", in: Self.lineOffsets),
                           let perGram = try scale.double("counts_per_gram"), perGram != 0 else {
                         throw scale.error("data, clock and counts_per_gram (from a calibration) are required")
                     }
@@ -184,12 +186,12 @@ public struct DaemonConfiguration: Sendable {
                 }
                 if let gate = try sourceTable.table("accept_gate") {
                     try gate.rejectUnknownKeys(["line", "pulse_ms"])
-                    guard let line = try gate.int("line"), line >= 0 else { throw gate.error("line", "is required") }
+                    guard let line = try gate.int("line", in: Self.lineOffsets) else { throw gate.error("line", "is required") }
                     gpio.acceptGate = Source.Output(line: UInt32(line), pulseMilliseconds: try gate.double("pulse_ms") ?? 80, activeLow: false)
                 }
                 if let inhibit = try sourceTable.table("inhibit") {
                     try inhibit.rejectUnknownKeys(["line", "active_low"])
-                    guard let line = try inhibit.int("line"), line >= 0 else { throw inhibit.error("line", "is required") }
+                    guard let line = try inhibit.int("line", in: Self.lineOffsets) else { throw inhibit.error("line", "is required") }
                     gpio.inhibit = Source.Output(line: UInt32(line), pulseMilliseconds: 0, activeLow: try inhibit.bool("active_low") ?? false)
                 }
                 kind = .gpio(gpio)

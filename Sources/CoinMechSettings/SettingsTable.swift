@@ -100,7 +100,7 @@ public struct SettingsTable {
 
     public func double(_ key: String) throws(SettingsError) -> Double? {
         guard let value = value(key) else { return nil }
-        guard case .scalar = value, let number = value.float ?? value.int.map(Double.init), number.isFinite else {
+        guard case .scalar = value, let number = value.float ?? value.wholeNumber.map(Double.init), number.isFinite else {
             throw error(key, "must be a number, got \(Self.describe(value))")
         }
         return number
@@ -108,9 +108,16 @@ public struct SettingsTable {
 
     public func int(_ key: String) throws(SettingsError) -> Int? {
         guard let value = value(key) else { return nil }
-        guard case .scalar = value, let number = value.int else {
+        guard case .scalar = value, let number = value.wholeNumber else {
             throw error(key, "must be a whole number, got \(Self.describe(value))")
         }
+        return number
+    }
+
+    /// A whole number within `range`; out of it, an error that names the range.
+    public func int(_ key: String, in range: ClosedRange<Int>) throws(SettingsError) -> Int? {
+        guard let number = try int(key) else { return nil }
+        guard range.contains(number) else { throw error(key, "must be \(range.lowerBound) to \(range.upperBound), got \(number)") }
         return number
     }
 
@@ -155,7 +162,7 @@ public struct SettingsTable {
         guard case .sequence(let sequence) = value else { throw error(key, "must be a list of numbers") }
         var numbers: [Double] = []
         for item in sequence {
-            guard let number = item.float ?? item.int.map(Double.init) else {
+            guard let number = item.float ?? item.wholeNumber.map(Double.init) else {
                 throw error(key, "must be a list of numbers, got \(Self.describe(item))")
             }
             numbers.append(number)
@@ -185,7 +192,7 @@ public struct SettingsTable {
             if scalar.style == .plain {
                 if node.null != nil { return NSNull() }
                 if let bool = node.bool { return bool }
-                if let int = node.int { return int }
+                if let int = node.wholeNumber { return int }
                 if let double = node.float { return double }
             }
             return substitutions.reduce(scalar.string) { $0.replacingOccurrences(of: $1.key, with: $1.value) }

@@ -1,0 +1,55 @@
+import CoinMechDaemon
+import CoinMechProtocol
+import CoinMechSettings
+import Testing
+
+/// What the long fuzz runs found (each also under `Fuzz/regressions/`), as plain checks with
+/// the message a person sees.
+@Suite("Fuzz findings: base-60 numbers, GPIO line offsets, whole numbers in JSON")
+struct FuzzFindingsTests {
+    // Yams reads YAML 1.1's base-60 integers (`1:30`) with unchecked arithmetic: a long one
+    // stopped coinsim (scenario) and coinmechd (configuration) instead of being refused.
+    @Test("a base-60 number is refused as a whole number, not a crash", arguments: ["66666666666666222:+22262:2:+2:+226", "1:30"])
+    func baseSixty(text: String) throws {
+        let table = try SettingsTable.parse("coins: \(text)\n", file: "s.yaml")
+        #expect(throws: SettingsError.self) { try table.int("coins") }
+        do {
+            _ = try table.int("coins")
+        } catch {
+            #expect(error.description == "s.yaml:1: key 'coins': must be a whole number, got '\(text)'")
+        }
+    }
+
+    // A GPIO line offset beyond UInt32 stopped coinmechd at `UInt32(line)`.
+    @Test("a GPIO line offset out of range is refused at its line")
+    func lineOffset() throws {
+        let text = """
+            source:
+              kind: gpio
+              chip: gpiochip0
+              pulse: {line: 17}
+              inhibit: {line: 2599999999999991}
+            chain: [{plugin: channel-map, config: {currency: USD, channels: {1: 25}}}]
+
+            """
+        let table = try SettingsTable.parse(text, file: "c.yaml")
+        #expect(throws: SettingsError.self) { try DaemonConfiguration.parse(table, pluginDirectory: "/nonexistent") }
+        do {
+            _ = try DaemonConfiguration.parse(table, pluginDirectory: "/nonexistent")
+        } catch {
+            #expect(error.description == "c.yaml:5: key 'source.inhibit.line': must be 0 to 65535, got 2599999999999991")
+        }
+    }
+
+    // `{"id": 922337203685477233.2}` was a `.double`, written as 9.223372036854772e+17, and
+    // read back as an `.int`: the reply did not carry the request's id as itself.
+    @Test("a whole number read with a fraction or an exponent is an int, and reads back as itself", arguments: [
+        ("922337203685477233.2", nil), ("9.2e17", JSON.int(920_000_000_000_000_000)), ("2.0", .int(2)), ("-0.0", .int(0)),
+        ("1e300", .double(1e300)), ("0.5", .double(0.5)),
+    ] as [(String, JSON?)])
+    func wholeNumbers(text: String, expected: JSON?) throws {
+        let value = try #require(JSON.parse("{\"id\": \(text)}")?["id"])
+        #expect(JSON.parse(value.description) == value, "\(text) → \(value.description)")
+        if let expected { #expect(value == expected) }
+    }
+}
