@@ -126,6 +126,8 @@ bench: bootstrap
 	$(RELEASE_BIN)/coinmech-bench e2e
 	$(RELEASE_BIN)/coinmech-bench reload
 	$(RELEASE_BIN)/coinmech-bench isolation
+	$(RELEASE_BIN)/coinmech-bench classify
+	$(RELEASE_BIN)/coinmech-bench footprint
 
 ## The release build and the manual-page generator packaging/stage runs.
 release-build:
