@@ -161,7 +161,9 @@ public struct Scenario: Sendable {
         if let bursts = try table.table("bursts") {
             try bursts.rejectUnknownKeys(["every_s", "coins", "rate_per_s"])
             guard let every = try positive(bursts, "every_s", max: 86_400) else { throw bursts.error("every_s", "is required") }
-            guard let count = try bursts.int("coins"), count > 0 else { throw bursts.error("coins", "must be a whole number above 0") }
+            guard let count = try bursts.int("coins"), (1...1_000_000).contains(count) else {
+                throw bursts.error("coins", "must be a whole number from 1 to 1000000")
+            }
             s.burst = Burst(everySeconds: every, coins: count, ratePerSecond: try positive(bursts, "rate_per_s", max: 1000) ?? 20)
         }
         if let faults = try table.table("faults") {
@@ -228,8 +230,8 @@ public struct Scenario: Sendable {
 
     static func insertionNumbers(_ table: SettingsTable, _ key: String) throws(SettingsError) -> [Int] {
         guard let values = try table.doubles(key) else { return [] }
-        guard values.allSatisfy({ $0 >= 1 && $0 == $0.rounded() }) else {
-            throw table.error(key, "must list insertion numbers (1 = the first coin)")
+        guard values.allSatisfy({ $0 >= 1 && $0 <= 1e12 && $0 == $0.rounded() }) else {
+            throw table.error(key, "must list insertion numbers (1 = the first coin, at most 10^12)")
         }
         return values.map { Int($0) }
     }

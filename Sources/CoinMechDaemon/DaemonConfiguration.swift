@@ -146,7 +146,7 @@ public struct DaemonConfiguration: Sendable {
                 guard let line = try pulse.int("line", in: Self.lineOffsets) else { throw pulse.error("line", "is required: the counting line's offset") }
                 pulseSettings = PulseDecoder.Settings(
                     line: UInt32(line), activeLow: try pulse.bool("active_low") ?? true,
-                    minimumPulseMilliseconds: try pulse.double("min_pulse_ms") ?? 10, gapMilliseconds: try pulse.double("gap_ms") ?? 150,
+                    minimumPulseMilliseconds: try pulse.double("min_pulse_ms", in: 0...1_000) ?? 10, gapMilliseconds: try pulse.double("gap_ms", in: 1...10_000) ?? 150,
                     highestChannel: UInt32(try pulse.int("highest_channel", in: 1...255) ?? 16))
             }
             if let gates = try sourceTable.table("gates") {
@@ -157,7 +157,7 @@ public struct DaemonConfiguration: Sendable {
                 guard let distance = try gates.double("distance_mm"), distance > 0 else { throw gates.error("distance_mm", "is required and must be positive") }
                 gateSettings = LightGateDecoder.Settings(
                     gateA: UInt32(a), gateB: UInt32(b), distanceMM: distance, activeLow: try gates.bool("active_low") ?? true,
-                    minimumOcclusionMilliseconds: try gates.double("min_occlusion_ms") ?? 0.5)
+                    minimumOcclusionMilliseconds: try gates.double("min_occlusion_ms", in: 0...1_000) ?? 0.5)
             }
             let decoding: Source.Decoding
             switch (pulseSettings, gateSettings) {
@@ -187,7 +187,7 @@ public struct DaemonConfiguration: Sendable {
                 if let gate = try sourceTable.table("accept_gate") {
                     try gate.rejectUnknownKeys(["line", "pulse_ms"])
                     guard let line = try gate.int("line", in: Self.lineOffsets) else { throw gate.error("line", "is required") }
-                    gpio.acceptGate = Source.Output(line: UInt32(line), pulseMilliseconds: try gate.double("pulse_ms") ?? 80, activeLow: false)
+                    gpio.acceptGate = Source.Output(line: UInt32(line), pulseMilliseconds: try gate.double("pulse_ms", in: 1...10_000) ?? 80, activeLow: false)
                 }
                 if let inhibit = try sourceTable.table("inhibit") {
                     try inhibit.rejectUnknownKeys(["line", "active_low"])

@@ -114,6 +114,15 @@ public struct SettingsTable {
         return number
     }
 
+    /// A number within `range`; out of it, an error that names the range.
+    public func double(_ key: String, in range: ClosedRange<Double>) throws(SettingsError) -> Double? {
+        guard let number = try double(key) else { return nil }
+        guard range.contains(number) else {
+            throw error(key, "must be \(String(format: "%g", range.lowerBound)) to \(String(format: "%g", range.upperBound)), got \(String(format: "%g", number))")
+        }
+        return number
+    }
+
     /// A whole number within `range`; out of it, an error that names the range.
     public func int(_ key: String, in range: ClosedRange<Int>) throws(SettingsError) -> Int? {
         guard let number = try int(key) else { return nil }

@@ -41,6 +41,23 @@ struct FuzzFindingsTests {
         }
     }
 
+    // A negative or huge time in milliseconds stopped coinmechd converting it to nanoseconds.
+    @Test("GPIO times out of range are refused at their line", arguments: [
+        ("gates: {a: 22, b: 23, distance_mm: 50, min_occlusion_ms: -.5}", "source.gates.min_occlusion_ms': must be 0 to 1000, got -0.5"),
+        ("pulse: {line: 17, gap_ms: 1e300}", "source.pulse.gap_ms': must be 1 to 10000, got 1e+300"),
+        ("pulse: {line: 17}\n  accept_gate: {line: 24, pulse_ms: -1}", "source.accept_gate.pulse_ms': must be 1 to 10000, got -1"),
+    ])
+    func gpioTimes(source: String, message: String) throws {
+        let text = "source:\n  kind: gpio\n  chip: gpiochip0\n  \(source)\nchain: [{plugin: channel-map}]\n"
+        let table = try SettingsTable.parse(text, file: "c.yaml")
+        #expect(throws: SettingsError.self) { try DaemonConfiguration.parse(table, pluginDirectory: "/nonexistent") }
+        do {
+            _ = try DaemonConfiguration.parse(table, pluginDirectory: "/nonexistent")
+        } catch {
+            #expect(error.description.hasSuffix(message), "\(error.description)")
+        }
+    }
+
     // `{"id": 922337203685477233.2}` was a `.double`, written as 9.223372036854772e+17, and
     // read back as an `.int`: the reply did not carry the request's id as itself.
     @Test("a whole number read with a fraction or an exponent is an int, and reads back as itself", arguments: [

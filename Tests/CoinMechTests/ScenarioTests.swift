@@ -50,7 +50,7 @@ struct ScenarioTests {
         ("currency: XXX\n", "t.yaml:1: key 'currency': no coin table for 'XXX' (known: USD, EUR, GBP)"),
         ("mix:\n  quarter: 1\n  loonie: 2\n", "t.yaml:3: key 'mix.loonie': not a USD denomination (known: cent, nickel, dime, quarter)"),
         ("faults:\n  garbage: 2\n", "t.yaml:2: key 'faults.garbage': must be a fraction between 0 and 1"),
-        ("faults:\n  jam_at: [0]\n", "t.yaml:2: key 'faults.jam_at': must list insertion numbers (1 = the first coin)"),
+        ("faults:\n  jam_at: [0]\n", "t.yaml:2: key 'faults.jam_at': must list insertion numbers (1 = the first coin, at most 10^12)"),
         ("noise:\n  weight: {sigma: 0.1, absolut: true}\n", "t.yaml:2: key 'noise.weight.absolut': unknown key (known here: absolute, sigma)"),
         ("coins: [1, 2\n", "t.yaml:2: not valid YAML: did not find expected ',' or ']'"),
         ("- 1\n- 2\n", "t.yaml:1: must be a table"),
