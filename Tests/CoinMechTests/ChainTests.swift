@@ -2,6 +2,7 @@ import CoinFacts
 import CoinMechChain
 import CoinMechPluginABI
 import CoinMechPlugins
+import CoinSimCore
 import Foundation
 import Testing
 
@@ -127,6 +128,44 @@ struct ChainTests {
         #expect(AcceptPolicy(maximumValueMinor: 500).allows(decision))
         #expect(!AcceptPolicy(maximumValueMinor: 499).allows(decision))
         #expect(AcceptPolicy(maximumValueMinor: 499).problem(decision) == "value 500 is above the limit of 499 for CHF")
+    }
+
+    @Test("the accept check, a word at a time, agrees with a byte-by-byte reading of the rule on every field tried")
+    func acceptCheckMatchesReference() {
+        /// The rule as the header states it, byte by byte: three capital letters and a NUL that are
+        /// an active code; a code of printable ASCII ending in a NUL within its field; a value of a
+        /// coin of that currency (USD, EUR, GBP), otherwise at most the limit.
+        func reference(_ currency: [UInt8], _ code: [UInt8], _ value: Int64) -> Bool {
+            guard currency[3] == 0, currency[0...2].allSatisfy({ $0 >= 65 && $0 <= 90 }) else { return false }
+            let name = String(decoding: currency[0...2], as: UTF8.self)
+            // Of the codes tried, these are active (ISO 4217); ZZZ is not.
+            guard ["USD", "EUR", "GBP", "CHF", "JPY"].contains(name) else { return false }
+            guard let end = code.firstIndex(of: 0), code[..<end].allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return false }
+            if let values = CirculatingValues.byCurrency[name] { return values.contains(value) }
+            return value <= 10_000
+        }
+        var rng = SplitMix64(seed: 9)
+        let policy = AcceptPolicy.standard
+        var checked = 0
+        for round in 0..<20_000 {
+            var currency: [UInt8] = Array(["USD", "EUR", "GBP", "CHF", "ZZZ", "usd", "U@D", "US[", "JPY"].randomElement(using: &rng)!.utf8) + [0]
+            if round % 17 == 0 { currency[3] = UInt8.random(in: 1...255, using: &rng) }
+            let length = Int.random(in: 0...32, using: &rng)
+            var code = (0..<32).map { index -> UInt8 in index < length ? UInt8.random(in: 0x20...0x7E, using: &rng) : 0 }
+            if round % 5 == 0 { code[Int.random(in: 0..<32, using: &rng)] = [0x1F, 0x7F, 0x80, 0xFF, 0x01].randomElement(using: &rng)! }
+            let value = [1, 5, 10, 25, 37, 100, 200, 255, 256, 10_000, 10_001, -1].randomElement(using: &rng)!
+            var decision = coinmech_decision()
+            decision.size = UInt32(MemoryLayout<coinmech_decision>.size)
+            decision.verdict = COINMECH_VERDICT_ACCEPT.rawValue
+            withUnsafeMutableBytes(of: &decision.currency) { $0.copyBytes(from: currency) }
+            withUnsafeMutableBytes(of: &decision.code) { $0.copyBytes(from: code) }
+            decision.value_minor = Int64(value)
+            let expected = reference(currency, code, Int64(value))
+            #expect(policy.allows(decision) == expected, "\(currency) \(code) \(value)")
+            if expected != policy.allows(decision) { break }
+            checked += 1
+        }
+        #expect(checked == 20_000)
     }
 
     @Test("one Decision reused across verdicts and chains names each decider and keeps no stale accept")
