@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechPlugins
 import Foundation
 import Synchronization
 

@@ -1,3 +1,4 @@
+import CoinMechPlugins
 import CoinMechSources
 import Foundation
 import Logging

@@ -81,15 +81,7 @@ final class HostSupervisor: @unchecked Sendable {
     /// Starts the supervisor thread and waits for the first host to load the plugin and create
     /// the instance; throws what went wrong (and the thread ends) if it could not.
     func start() throws(PluginLoadError) -> HostWire.Ready {
-        // Named from the thread itself: on Linux, Foundation passes a name set from outside to
-        // the system thread only if it has none (it inherits its creator's). Linux keeps 15 bytes
-        // of a thread's name and refuses a longer one.
-        let name = String(decoding: Array("host:\(link)".utf8.prefix(15)), as: UTF8.self)
-        let thread = Thread { [self] in
-            Thread.current.name = name
-            run()
-        }
-        thread.start()
+        Thread.startNamed("host:\(link)") { [self] in run() }
         // `launch` gives up after the start timeout itself; the margin covers killing and reaping.
         guard firstStartKnown.wait(timeout: .now() + settings.startTimeoutSeconds + 5) == .success,
               let outcome = state.withLock({ $0.firstStart }) else {
