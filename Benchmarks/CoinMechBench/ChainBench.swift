@@ -133,9 +133,9 @@ struct ChainBench: ParsableCommand {
     }
 
     /// coin-table set up to decide as the ±5 % ladder does, so the three implementations can be
-    /// checked against each other: a hard ±5 % limit, σ-windows wider than it, no margin, no
+    /// checked against each other: a hard ±5 % limit, σ-windows wider than it, no margin, windows held still, no
     /// foreign coins. It runs the same scan as any configuration, over the 4 USD rows.
-    static let ladderTable = #"{"currency":"USD","tolerance":0.05,"sensor_noise":{"diameter":0.2,"weight":0.2},"margin":0,"foreign":[]}"#
+    static let ladderTable = #"{"currency":"USD","tolerance":0.05,"sensor_noise":{"diameter":0.2,"weight":0.2},"margin":0,"foreign":[],"follow_drift":false}"#
 
     private func pad(_ value: Double) -> String {
         let text = String(format: "%.1f", value)

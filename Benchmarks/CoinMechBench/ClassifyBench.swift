@@ -23,6 +23,8 @@ struct ClassifyBench: ParsableCommand {
     @Option(help: "coin-table's window in σ (default: the plugin's).") var window: Double?
     @Option(help: "coin-table's margin in σ (default: the plugin's).") var margin: Double?
     @Option(help: "coin-table's foreign currencies, comma-separated, or 'none' (default: the plugin's).") var foreignCurrencies: String?
+    @Flag(help: "Windows do not follow the mech's drift (coin-table's follow_drift: false).") var noFollow = false
+    @Option(help: "coin-table's foreign odds (default: the plugin's).") var foreignOdds: Double?
     @Option(help: "The mech's relative bias: DIAMETER,WEIGHT,THICKNESS.") var bias = "-0.003,0.015,0.03"
     @Flag(help: "In the table, also list what was credited as what and which denominations were returned.") var details = false
 
@@ -36,6 +38,8 @@ struct ClassifyBench: ParsableCommand {
         let bias = (diameter: parts[0], weight: parts[1], thickness: parts[2])
         var settings = window.map { #","window":\#($0)"# } ?? ""
         settings += margin.map { #","margin":\#($0)"# } ?? ""
+        settings += foreignOdds.map { #","foreign_odds":\#($0)"# } ?? ""
+        if noFollow { settings += #","follow_drift":false"# }
         if let foreignCurrencies {
             let list = foreignCurrencies == "none" ? [] : foreignCurrencies.split(separator: ",").map { #""\#($0)""# }
             settings += #","foreign":[\#(list.joined(separator: ","))]"#

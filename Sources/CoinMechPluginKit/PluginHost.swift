@@ -19,6 +19,12 @@ public struct PluginHost {
         message.withCString { coinmech_log(services, level, $0) }
     }
 
+    /// The same from a NUL-terminated buffer, for a plugin that must not allocate where it logs.
+    public func log(_ level: coinmech_log_level, cString message: UnsafePointer<CChar>) {
+        guard let services else { return }
+        coinmech_log(services, level, message)
+    }
+
     /// CLOCK_MONOTONIC in nanoseconds, as the host reads it (0 when the host gives no clock).
     public var monotonicNanoseconds: UInt64 {
         guard let services, has(\.monotonic_ns), let clock = services.pointee.monotonic_ns else { return 0 }

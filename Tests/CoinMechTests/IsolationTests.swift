@@ -31,7 +31,7 @@ struct IsolationTests {
         var isolated: Chain? = try Self.builder().build(generation: 1, links: [Self.isolated("eur", "coin-table", config)])
         let inProcess = try TestSupport.chain([LinkSpec(name: "eur", plugin: "coin-table", configJSON: config)])
         let origin = try #require(isolated?.links[0].origin)
-        #expect(origin.plugin == "coin-table" && origin.version == "2.1.0" && origin.license == "LicenseRef-CoinMech")
+        #expect(origin.plugin == "coin-table" && origin.version == "2.2.0" && origin.license == "LicenseRef-CoinMech")
         #expect(origin.description == inProcess.links[0].origin.description)
         var generator = SystemRandomNumberGenerator()
         for seq in 1...300 {

@@ -12,7 +12,7 @@ struct PluginLoaderTests {
         let image = try TestSupport.loader().load(plugin: name)
         #expect(image.name == name)
         // 2.x: built for plugin ABI 2 (coin-table 2.1: noise-aware matching came in 1.1).
-        #expect(image.version == (name == "coin-table" ? "2.1.0" : "2.0.0"))
+        #expect(image.version == (name == "coin-table" ? "2.2.0" : "2.0.0"))
         #expect(image.sha256.count == 64)
         #expect(image.metadata.abiVersion == COINMECH_PLUGIN_ABI_VERSION)
         #expect(image.metadata.license == "LicenseRef-CoinMech")

@@ -12,7 +12,13 @@ struct CandidateList {
     let noise: SensorNoise
     let window: Double
     let margin: Double
+    /// How many times likelier a reading must be of the accepted denomination than of any foreign
+    /// coin: crediting a foreign coin loses money, where returning a genuine one costs a retry.
+    let foreignOdds: Double
     let requireWeight: Bool
+    /// Whether the windows follow the mech's drift, and how far at most (relative, per axis).
+    let followDrift: Bool
+    let maxDrift: Double
     /// Where the calibration came from, for `describe`: nil, a path, or "inline".
     let calibrationSource: String?
     /// The mech's bias as the taught coins show it (taught mean ÷ mint figure, per axis), which
@@ -39,7 +45,12 @@ struct CandidateList {
         try require(window, in: 1...10, key: "window")
         let margin = config.margin ?? CoinTableConfig.defaultMargin
         try require(margin, in: 0...10, key: "margin")
+        foreignOdds = config.foreign_odds ?? CoinTableConfig.defaultForeignOdds
+        try require(foreignOdds, in: 1...1e12, key: "foreign_odds")
         let requireWeight = config.require_weight ?? true
+        followDrift = config.follow_drift ?? true
+        maxDrift = config.max_drift ?? CoinTableConfig.defaultMaxDrift
+        try require(maxDrift, in: 0...0.15, key: "max_drift")
         (self.noise, self.window, self.margin, self.requireWeight) = (noise, window, margin, requireWeight)
         if let tolerance = config.tolerance { try require(tolerance, in: 0.001...0.5, key: "tolerance") }
         for (code, axes) in config.tolerances ?? [:] {

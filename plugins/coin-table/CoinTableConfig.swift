@@ -22,11 +22,18 @@ struct CoinTableConfig: PluginConfiguration {
     var window: Double?
     /// How much farther (in σ) the runner-up must be than the nearest for an accept.
     var margin: Double?
+    /// How many times likelier a reading must be of the accepted denomination than of any
+    /// foreign coin (default 300); a foreign coin nearest must be as much likelier to pass.
+    var foreign_odds: Double?
     /// Currencies whose coins this link knows in order never to credit them (default: every
     /// other built-in table).
     var foreign: [String]?
     /// Teach mode's calibration of this mech: a file path, or the file's object inline.
     var calibration: CalibrationSource?
+    /// Whether the windows follow the mech's drift, learnt from the coins it credits (default true).
+    var follow_drift: Bool?
+    /// The largest drift followed per axis, relative (default 0.05, i.e. ±5 %).
+    var max_drift: Double?
     /// Optional hard limit, relative to the window's centre, on every axis of every denomination
     /// (the window of configurations written before the noise model).
     var tolerance: Double?
@@ -35,11 +42,13 @@ struct CoinTableConfig: PluginConfiguration {
 
     static let keys: Set<String> = [
         "currency", "denominations", "require_weight", "sensor_noise", "window", "margin", "foreign", "calibration",
-        "tolerance", "tolerances",
+        "tolerance", "tolerances", "follow_drift", "max_drift", "foreign_odds",
     ]
 
     static let defaultWindow = 4.0
     static let defaultMargin = 1.5
+    static let defaultMaxDrift = 0.05
+    static let defaultForeignOdds = 300.0
 }
 
 /// The `calibration` key: a file teach mode wrote, or the same object inline.

@@ -7,19 +7,31 @@ import CoinMechPluginKit
 /// on this mech (mint tolerance and sensor noise, or what teach mode measured). It is accepted
 /// as the nearest denomination only when that one's window holds it and every other known coin
 /// (own or foreign) is farther by the margin; a reading within reach of two is rejected as
-/// `ambiguous`, naming both; a reading near none passes (and ends `unrecognized`).
+/// `ambiguous`, naming both; a reading near none passes (and ends `unrecognized`). The windows
+/// follow the mech's drift (`DriftFollower`), within `max_drift`.
 final class CoinTableValidator: SwiftValidator {
     let candidates: CandidateList
     private let table: MatchTable
+    private let drift: DriftFollower
 
     init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         candidates = try CandidateList(CoinTableConfig.decode(configJSON))
         table = MatchTable(candidates)
+        drift = DriftFollower(enabled: candidates.followDrift, limit: candidates.maxDrift, host: host)
     }
 
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
-        guard let figures = figures(reading) else { return }
-        table.write(table.match(figures.d, figures.w, figures.t, hasWeight: figures.hasWeight, hasThickness: figures.hasThickness), to: decision)
+        guard let f = figures(reading) else { return }
+        // The table judges the reading as this mech's drift corrected reads it; a coin it credits
+        // credits beyond doubt teaches the drift.
+        let factor = drift.factors
+        let d = f.d * factor.diameter, w = f.w * factor.weight, t = f.t * factor.thickness
+        var certain = false
+        let match = table.match(d, w, t, hasWeight: f.hasWeight, hasThickness: f.hasThickness, certain: &certain)
+        if certain, case .accept(let index) = match {
+            drift.update(judged: d, w, t, reciprocalCentre: table.reciprocalCentre(of: index), hasWeight: f.hasWeight, hasThickness: f.hasThickness)
+        }
+        table.write(match, to: decision)
     }
 
     /// The figures the table judges, or nil when the reading is not for it: no diameter, no
@@ -35,8 +47,11 @@ final class CoinTableValidator: SwiftValidator {
     }
 
     func explain(_ reading: ReadingView) -> String? {
-        let match = figures(reading).map { table.match($0.d, $0.w, $0.t, hasWeight: $0.hasWeight, hasThickness: $0.hasThickness) }
-        return jsonText(Explanation(reading: reading, candidates: candidates, match: match))
+        let now = drift.current
+        let match = figures(reading).map {
+            table.match($0.d / now.diameter, $0.w / now.weight, $0.t / now.thickness, hasWeight: $0.hasWeight, hasThickness: $0.hasThickness)
+        }
+        return jsonText(Explanation(reading: reading, candidates: candidates, match: match, drift: drift.enabled ? now : nil))
     }
 
     func describe() -> String { jsonText(Description(candidates)) }
@@ -45,7 +60,7 @@ final class CoinTableValidator: SwiftValidator {
 @_cdecl("coinmech_plugin_entry")
 public func coinmechPluginEntry(_ hostABI: UInt32, _ plugin: UnsafeMutablePointer<coinmech_plugin>?) -> Int32 {
     PluginExport.fill(
-        plugin, hostABI: hostABI, name: "coin-table", version: "2.1.0", license: "LicenseRef-CoinMech",
+        plugin, hostABI: hostABI, name: "coin-table", version: "2.2.0", license: "LicenseRef-CoinMech",
         description: "matches a reading against a whole currency with each axis's noise in mind; returns a coin that could be two as ambiguous",
         create: { PluginExport.create(CoinTableValidator.self, $0, $1, $2, $3) },
         validate: { PluginExport.validate(CoinTableValidator.self, $0, $1, $2) },

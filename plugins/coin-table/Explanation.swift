@@ -25,14 +25,20 @@ struct Explanation: Encodable {
     let other: String?
     let window: Double
     let margin: Double
+    let foreign_odds: Double
+    /// The drift the windows follow (relative per axis, 0 = none) and from how many coins; absent when not followed.
+    let drift: [String: Double]?
     /// Nearby candidates, nearest first.
     let candidates: [Scored]
 
-    init(reading: ReadingView, candidates list: CandidateList, match: MatchTable.Match?) {
+    init(reading: ReadingView, candidates list: CandidateList, match: MatchTable.Match?,
+         drift now: (diameter: Double, weight: Double, thickness: Double, coins: Int)?) {
         window = list.window
         margin = list.margin
+        foreign_odds = list.foreignOdds
+        drift = now.map { ["diameter": $0.diameter - 1, "weight": $0.weight - 1, "thickness": $0.thickness - 1, "coins": Double($0.coins)] }
         let all = list.all
-        guard let match, let d = reading.diameterMM else {
+        guard let match, let raw = reading.diameterMM else {
             let why = reading.diameterMM == nil ? "no diameter" : reading.weightG == nil ? "no weight (require_weight is true)" : "a figure is not a finite number"
             lines = ["pass: not judged (\(why))"]
             decision = "pass"
@@ -41,12 +47,17 @@ struct Explanation: Encodable {
             candidates = []
             return
         }
-        let w = reading.weightG, t = reading.thicknessMM
+        // The windows are judged against the reading with the mech's drift taken out.
+        let factor = now ?? (1, 1, 1, 0)
+        let d = raw / factor.diameter, w = reading.weightG.map { $0 / factor.weight }, t = reading.thicknessMM.map { $0 / factor.thickness }
         // What the scan leaves out for this reading: foreign coins without a weight, some without a thickness.
         func applies(_ candidate: Candidate) -> Bool { candidate.own || (w != nil && (t != nil || !candidate.onlyWithThickness)) }
         let scored = all.map { candidate -> Scored in
             let z = candidate.spread.zScores(diameter: d, weight: w, thickness: t)
-            let distance = candidate.spread.distance(diameter: d, weight: w, thickness: t)
+            // As the table scores it: a measured thickness counts 1σ² against a coin with none recorded.
+            let unknown = t != nil && candidate.spread.thickness == nil ? 1.0 : 0
+            let plain = candidate.spread.distance(diameter: d, weight: w, thickness: t)
+            let distance = (plain * plain + unknown).squareRoot()
             func withinLimit(_ relative: Double?, _ value: Double?, _ centre: Double?) -> Bool {
                 guard let relative, let value, let centre else { return true }
                 return abs(value - centre) <= relative * centre
@@ -64,7 +75,13 @@ struct Explanation: Encodable {
         // Nearby: the three nearest, and any other within reach of the window and margin.
         candidates = byDistance.enumerated().filter { $0.offset < 3 || $0.element.distance <= list.window + list.margin }.map(\.element)
 
-        var lines = candidates.map { c in
+        var lines: [String] = []
+        if let now {
+            func percent(_ value: Double) -> String { String(format: "%+.1f %%", (value - 1) * 100) }
+            lines.append("following the mech's drift from \(now.coins) coins: diameter \(percent(now.diameter)), weight \(percent(now.weight)), "
+                + "thickness \(percent(now.thickness)); the distances are of the reading with it taken out")
+        }
+        lines += candidates.map { c in
             let axes = [("diameter", c.z["diameter"]), ("weight", c.z["weight"]), ("thickness", c.z["thickness"])]
                 .compactMap { name, z in z.map { "\(name) \(String(format: "%+.1f", $0))σ" } }.joined(separator: ", ")
             let state = c.inside ? "inside " : "outside"
@@ -73,19 +90,31 @@ struct Explanation: Encodable {
         let nearest = byDistance.first
         switch match {
         case .accept(let index):
-            let runnerUp = byDistance.first { $0.name != all[index].name }
             decision = "accept"
             code = all[index].spec.code
             other = nil
-            lines.append("accept \(all[index].name): inside its \(sigmas(list.window)) window"
-                + (runnerUp.map { "; the runner-up \($0.name) is \(sigmas($0.distance - scored[index].distance)) farther (margin \(sigmas(list.margin)))" } ?? ""))
+            let runnerUpOwn = byDistance.first { $0.name != all[index].name && $0.origin != .foreign }
+            let nearestForeign = byDistance.first { $0.origin == .foreign }
+            var line = "accept \(all[index].name): inside its \(sigmas(list.window)) window"
+            if let r = runnerUpOwn {
+                line += "; the next denomination, \(r.name), is \(sigmas(r.distance - scored[index].distance)) farther (margin \(sigmas(list.margin)))"
+            }
+            if let f = nearestForeign {
+                line += "; the nearest foreign coin, \(f.name), is \(times(odds(scored[index], f))) less likely (at least \(times(list.foreignOdds)))"
+            }
+            lines.append(line)
         case .ambiguous(let own, let otherIndex):
             decision = "ambiguous"
             code = all[own].spec.code
             other = all[otherIndex].name
             let (near, far) = scored[own].distance <= scored[otherIndex].distance ? (own, otherIndex) : (otherIndex, own)
-            lines.append("ambiguous: \(all[far].name) is only \(sigmas(scored[far].distance - scored[near].distance)) farther than "
-                + "\(all[near].name), less than the margin of \(sigmas(list.margin)): returned")
+            if all[own].origin == .foreign || all[otherIndex].origin == .foreign {
+                lines.append("ambiguous: \(all[far].name) is only \(times(odds(scored[near], scored[far]))) less likely than "
+                    + "\(all[near].name), less than the foreign odds of \(times(list.foreignOdds)): returned")
+            } else {
+                lines.append("ambiguous: \(all[far].name) is only \(sigmas(scored[far].distance - scored[near].distance)) farther than "
+                    + "\(all[near].name), less than the margin of \(sigmas(list.margin)): returned")
+            }
         case .none:
             decision = "pass"
             code = nil
@@ -98,6 +127,16 @@ struct Explanation: Encodable {
         }
         self.lines = lines
     }
+}
+
+/// How many times likelier a reading is of `near` than of `far`: exp((far² − near²) / 2).
+private func odds(_ near: Explanation.Scored, _ far: Explanation.Scored) -> Double {
+    exp((far.distance * far.distance - near.distance * near.distance) / 2)
+}
+
+/// "300×", "4.2×", "> 10⁶×".
+private func times(_ value: Double) -> String {
+    value >= 1e6 ? "over 10⁶ times" : value >= 100 ? String(format: "%.0f times", value) : String(format: "%.1f times", value)
 }
 
 /// What `describe` returns: the windows in force, the foreign coins watched, and warnings.
@@ -117,8 +156,12 @@ struct Description: Encodable {
     let currency: String
     let window: Double
     let margin: Double
+    let foreign_odds: Double
     let sensor_noise: SensorNoise
     let calibration: String?
+    /// Whether the windows follow the mech's drift, and the most they follow (relative).
+    let follow_drift: Bool
+    let max_drift: Double
     /// Taught mean ÷ mint figure per axis (1 where nothing was taught).
     let bias: [String: Double]
     let denominations: [Window]
@@ -129,8 +172,11 @@ struct Description: Encodable {
         currency = list.currency
         window = list.window
         margin = list.margin
+        foreign_odds = list.foreignOdds
         sensor_noise = list.noise
         calibration = list.calibrationSource
+        follow_drift = list.followDrift
+        max_drift = list.maxDrift
         bias = ["diameter": list.bias.diameter, "weight": list.bias.weight, "thickness": list.bias.thickness]
         func describe(_ c: Candidate) -> Window {
             var limit: [String: Double] = [:]

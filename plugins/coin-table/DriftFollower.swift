@@ -1,0 +1,189 @@
+import CoinMechPluginABI
+import CoinMechPluginKit
+import Synchronization
+
+/// Follows the mech's drift: how far, per axis, its readings of the coins it credits lie from
+/// the windows' centres (a load cell that reads 1.5 % heavy, a diameter gate 0.3 % small, a
+/// sensor that slowly wanders), so the windows stay centred where this mech reads the coins.
+///
+/// Mechs bias every coin alike (the bias is a factor of the sensor, not of the coin), so one
+/// factor per axis serves every denomination and the foreign coins with them: the table judges
+/// `reading ÷ drift`. The factor is a running mean of `reading ÷ centre` over coins accepted beyond doubt (`MatchTable.match(…certain:)`) —
+/// the mean of the first ones (weighed against 8 coins at no drift, so a few odd ones cannot
+/// swing it) and then of about the last 128 — and never leaves `1 ± limit`. It moves windows,
+/// never widens them. Each point it moves is logged, so the journal audits it.
+///
+/// `update` runs on the deciding path (one thread per instance) and allocates nothing; `current`
+/// may be read from any thread.
+final class DriftFollower {
+    /// Coins at no drift that the first accepted coins are weighed against.
+    static let prior = 8
+    /// About how many recent coins the mean follows once warm.
+    static let horizon = 128
+    /// How far (relative) any axis moves before the journal hears of it.
+    static let logStep = 0.01
+
+    let enabled: Bool
+    /// The largest drift followed, relative (0.04 = ±4 %).
+    let limit: Double
+    private let host: PluginHost
+
+    /// Reading ÷ these: the inverse of each axis's drift, as `Double` bit patterns.
+    private let inverseDiameter = Atomic<UInt64>(1.0.bitPattern)
+    private let inverseWeight = Atomic<UInt64>(1.0.bitPattern)
+    private let inverseThickness = Atomic<UInt64>(1.0.bitPattern)
+    private let coins = Atomic<Int>(0)
+
+    // The deciding thread's own state: the inverse of each axis's drift. One thread touches it
+    // (the contract's one validate at a time per instance), so the runtime's exclusivity check —
+    // a quarter of the link's time when it was on — is left out.
+    @exclusivity(unchecked) private var inverse = (diameter: 1.0, weight: 1.0, thickness: 1.0)
+    @exclusivity(unchecked) private var counts = (diameter: 0, weight: 0, thickness: 0)
+    @exclusivity(unchecked) private var band = (diameter: DriftFollower.band(around: 1), weight: DriftFollower.band(around: 1), thickness: DriftFollower.band(around: 1))
+    @exclusivity(unchecked) private var loggedAtBound = false
+    /// An axis is at its bound past `enterBound`, and stays there until back inside `leaveBound`
+    /// (half a step in), so a drift resting on the bound is not logged on every coin.
+    private let enterBound, leaveBound: (low: Double, high: Double)
+    private let message: UnsafeMutableBufferPointer<UInt8>
+
+    /// The inverse's bounds: 1 / (1 + limit) and 1 / (1 − limit).
+    private let lowestInverse, highestInverse: Double
+
+    init(enabled: Bool, limit: Double, host: PluginHost) {
+        self.enabled = enabled
+        self.limit = limit
+        lowestInverse = 1 / (1 + limit)
+        highestInverse = 1 / (1 - limit)
+        enterBound = (1 / (1 + limit - 1e-9), 1 / (1 - limit + 1e-9))
+        leaveBound = (1 / (1 + limit - Self.logStep / 2), 1 / (1 - limit + Self.logStep / 2))
+        self.host = host
+        message = .allocate(capacity: 256)
+        message.initialize(repeating: 0)
+    }
+
+    deinit { message.deallocate() }
+
+    /// The factors to multiply a reading's figures by before matching.
+    @inline(__always)
+    var factors: (diameter: Double, weight: Double, thickness: Double) {
+        (Double(bitPattern: inverseDiameter.load(ordering: .relaxed)), Double(bitPattern: inverseWeight.load(ordering: .relaxed)),
+         Double(bitPattern: inverseThickness.load(ordering: .relaxed)))
+    }
+
+    /// The drift followed so far (1 = none) and from how many accepted coins.
+    var current: (diameter: Double, weight: Double, thickness: Double, coins: Int) {
+        let i = factors
+        return (1 / i.diameter, 1 / i.weight, 1 / i.thickness, coins.load(ordering: .relaxed))
+    }
+
+    /// Learns from a coin accepted beyond doubt: its figures as the table judged them (the drift
+    /// taken out) and the reciprocal of the centre of the window that took it. An axis the
+    /// reading or the window lacks (0) teaches nothing.
+    ///
+    /// With q = judged ÷ centre, the drift d = 1 / inverse moves as d ← d (1 + w (q − 1)); the
+    /// inverse is updated as inverse ← inverse (1 − w (q − 1)), the same to within w²(q − 1)²
+    /// (under 10⁻⁴ of a step), so no division is made once warm.
+    @inline(__always)
+    func update(judged d: Double, _ w: Double, _ t: Double, reciprocalCentre: (diameter: Double, weight: Double, thickness: Double),
+                hasWeight: Bool, hasThickness: Bool) {
+        guard enabled else { return }
+        step(&inverse.diameter, &counts.diameter, d * reciprocalCentre.diameter, inverseDiameter)
+        if hasWeight { step(&inverse.weight, &counts.weight, w * reciprocalCentre.weight, inverseWeight) }
+        if hasThickness && reciprocalCentre.thickness > 0 {
+            step(&inverse.thickness, &counts.thickness, t * reciprocalCentre.thickness, inverseThickness)
+        }
+        coins.add(1, ordering: .relaxed)
+        // Compared in the inverse's terms, so a coin costs no division: the bands were worked
+        // out when the journal last heard of the drift.
+        let i = inverse
+        let atBound = loggedAtBound
+            ? i.diameter <= leaveBound.low || i.diameter >= leaveBound.high || i.weight <= leaveBound.low || i.weight >= leaveBound.high
+                || i.thickness <= leaveBound.low || i.thickness >= leaveBound.high
+            : i.diameter <= enterBound.low || i.diameter >= enterBound.high || i.weight <= enterBound.low || i.weight >= enterBound.high
+                || i.thickness <= enterBound.low || i.thickness >= enterBound.high
+        let moved = i.diameter <= band.diameter.low || i.diameter >= band.diameter.high || i.weight <= band.weight.low
+            || i.weight >= band.weight.high || i.thickness <= band.thickness.low || i.thickness >= band.thickness.high
+        if moved || atBound != loggedAtBound {
+            let drift = (diameter: 1 / i.diameter, weight: 1 / i.weight, thickness: 1 / i.thickness)
+            band = (Self.band(around: drift.diameter), Self.band(around: drift.weight), Self.band(around: drift.thickness))
+            loggedAtBound = atBound
+            report(drift, atBound: atBound)
+        }
+    }
+
+    /// The inverses at which a drift has moved a step from `drift`.
+    private static func band(around drift: Double) -> (low: Double, high: Double) {
+        let step = logStep - 1e-9
+        return (1 / (drift + step), 1 / (drift - step))
+    }
+
+    @inline(__always)
+    private func step(_ value: inout Double, _ count: inout Int, _ q: Double, _ shared: borrowing Atomic<UInt64>) {
+        count += 1
+        let weight = count < Self.horizon - Self.prior ? 1 / Double(count + Self.prior) : 1 / Double(Self.horizon)
+        value = min(max(value * (1 - weight * (q - 1)), lowestInverse), highestInverse)
+        shared.store(value.bitPattern, ordering: .relaxed)
+    }
+
+    /// "coin-table: following the mech's drift from 120 coins: diameter -0.3 %, weight +1.5 %,
+    /// thickness +3.0 % (bound ±4.0 %)", written into the buffer made at creation.
+    private func report(_ drift: (diameter: Double, weight: Double, thickness: Double), atBound: Bool) {
+        var out = ASCIIWriter(message)
+        out.append("following the mech's drift from ")
+        out.append(integer: coins.load(ordering: .relaxed))
+        out.append(" coins: diameter ")
+        out.append(percent: drift.diameter - 1)
+        out.append(", weight ")
+        out.append(percent: drift.weight - 1)
+        out.append(", thickness ")
+        out.append(percent: drift.thickness - 1)
+        out.append(" (bound ±")
+        out.append(percent: limit, signed: false)
+        out.append(")")
+        if atBound { out.append(": an axis is at its bound, so the mech may need service or teaching") }
+        out.terminate()
+        message.withMemoryRebound(to: CChar.self) { host.log(atBound ? COINMECH_LOG_WARNING : COINMECH_LOG_INFO, cString: $0.baseAddress!) }
+    }
+}
+
+/// Appends ASCII to a fixed buffer, truncating, without allocating.
+struct ASCIIWriter {
+    private let buffer: UnsafeMutableBufferPointer<UInt8>
+    private var count = 0
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+    mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { for byte in $0 { append(byte: byte) } }
+    }
+
+    mutating func append(byte: UInt8) {
+        guard count < buffer.count - 1 else { return }
+        buffer[count] = byte
+        count += 1
+    }
+
+    mutating func append(integer value: Int) {
+        if value < 0 { append(byte: UInt8(ascii: "-")) }
+        var magnitude = value.magnitude, divisor: UInt = 1
+        while magnitude / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            append(byte: UInt8(ascii: "0") + UInt8(magnitude / divisor))
+            magnitude %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// A fraction as a percentage with one decimal: 0.0153 → "+1.5 %".
+    mutating func append(percent fraction: Double, signed: Bool = true) {
+        let tenths = Int((fraction * 1000).rounded())
+        if signed || tenths < 0 { append(byte: tenths < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")) }
+        append(integer: abs(tenths) / 10)
+        append(byte: UInt8(ascii: "."))
+        append(byte: UInt8(ascii: "0") + UInt8(abs(tenths) % 10))
+        append(" %")
+    }
+
+    /// Ends the text with a NUL.
+    mutating func terminate() { buffer[count] = 0 }
+}
