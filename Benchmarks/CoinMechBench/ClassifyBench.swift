@@ -203,6 +203,13 @@ struct ClassifyResult: Encodable {
             "no_slug_credited": cells.allSatisfy { $0.slugs_credited == 0 },
             "genuine_returned_nominal_at_most_3pct": cells.filter { $0.windows == "nominal" }.allSatisfy { $0.genuine_returned_rate <= 0.03 },
             "genuine_returned_taught_at_most_1pct": cells.filter { $0.windows == "taught" }.allSatisfy { $0.genuine_returned_rate <= 0.01 },
+            // The same at the common noise levels (1–2 % weight): 3 % weight no longer separates
+            // coins 14 % apart (USD quarter, GBP 10p).
+            "genuine_returned_nominal_at_most_3pct_at_1_2pct_weight": cells.filter { $0.windows == "nominal" && $0.weight_noise <= 0.02 }
+                .allSatisfy { $0.genuine_returned_rate <= 0.03 },
+            "genuine_returned_taught_at_most_1pct_at_1_2pct_weight": cells.filter { $0.windows == "taught" && $0.weight_noise <= 0.02 }
+                .allSatisfy { $0.genuine_returned_rate <= 0.01 },
+            "no_foreign_coin_credited_at_1_2pct_weight": cells.filter { $0.weight_noise <= 0.02 }.allSatisfy { $0.foreign_coins_credited == 0 },
         ]
     }
 

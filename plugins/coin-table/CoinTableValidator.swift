@@ -23,7 +23,7 @@ final class CoinTableValidator: SwiftValidator {
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
         guard let f = figures(reading) else { return }
         // The table judges the reading as this mech's drift corrected reads it; a coin it credits
-        // credits beyond doubt teaches the drift.
+        // credits near its centre teaches the drift.
         let factor = drift.factors
         let d = f.d * factor.diameter, w = f.w * factor.weight, t = f.t * factor.thickness
         var certain = false

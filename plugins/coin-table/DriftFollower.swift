@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Mechs bias every coin alike (the bias is a factor of the sensor, not of the coin), so one
 /// factor per axis serves every denomination and the foreign coins with them: the table judges
-/// `reading ÷ drift`. The factor is a running mean of `reading ÷ centre` over coins accepted beyond doubt (`MatchTable.match(…certain:)`) —
+/// `reading ÷ drift`. The factor is a running mean of `reading ÷ centre` over coins accepted within 2.5σ of their centre (`MatchTable.match(…certain:)`) —
 /// the mean of the first ones (weighed against 8 coins at no drift, so a few odd ones cannot
 /// swing it) and then of about the last 128 — and never leaves `1 ± limit`. It moves windows,
 /// never widens them. Each point it moves is logged, so the journal audits it.
@@ -76,7 +76,7 @@ final class DriftFollower {
         return (1 / i.diameter, 1 / i.weight, 1 / i.thickness, coins.load(ordering: .relaxed))
     }
 
-    /// Learns from a coin accepted beyond doubt: its figures as the table judged them (the drift
+    /// Learns from a coin accepted within 2.5σ of its centre: its figures as the table judged them (the drift
     /// taken out) and the reciprocal of the centre of the window that took it. An axis the
     /// reading or the window lacks (0) teaches nothing.
     ///

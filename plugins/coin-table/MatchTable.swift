@@ -133,10 +133,12 @@ final class MatchTable {
         return match(d, w, t, hasWeight: hasWeight, hasThickness: hasThickness, certain: &certain)
     }
 
-    /// The same, and whether an accept is beyond doubt: within `certainRadius` of its centre, and
-    /// every other candidate farther by twice its margin. Only such coins teach the drift, so a
-    /// coin credited near the edge of a window, or near another coin, cannot pull the window
-    /// its way.
+    /// The same, and whether an accept is beyond doubt: within `certainRadius` σ of its centre.
+    /// Only such coins teach the drift, so a coin credited near the edge of a window cannot pull
+    /// the window its way. The cut is a sphere round the centre, the same on every side: a cut
+    /// that also left out coins near another denomination or a foreign twin (farther by twice the
+    /// margin, twice the odds) trimmed the side facing the twin, pushed the learnt drift away from
+    /// it, and returned more genuine coins (USD taught, 0.6 % diameter: 1.01–1.09 % against 0.89–0.92 %).
     @inline(__always)
     func match(_ d: Double, _ w: Double, _ t: Double, hasWeight: Bool, hasThickness: Bool, certain: inout Bool) -> Match {
         // A copy of the scan for each kind of reading and table, chosen once per reading (a mech
@@ -201,7 +203,6 @@ final class MatchTable {
             return .ambiguous(own: index(nearest), other: index(foreign))
         }
         let chosen = index(nearest), chosenSquared = squared(nearest)
-        var beyondDoubt = chosenSquared <= certainRadiusSquared
         if second != .max {
             // Another denomination must lie farther by the margin, without square roots:
             // r ≥ c + m ⟺ r² − c² − m² ≥ 2mc ≥ 0.
@@ -209,9 +210,6 @@ final class MatchTable {
             guard excess >= 0 && excess * excess >= 4 * scaledMarginSquared * chosenSquared else {
                 return .ambiguous(own: chosen, other: index(second))
             }
-            // Beyond doubt: farther by twice the margin.
-            let twice = squared(second) - chosenSquared - 4 * scaledMarginSquared
-            beyondDoubt = beyondDoubt && twice >= 0 && twice * twice >= 16 * scaledMarginSquared * chosenSquared
         }
         if foreign != .max {
             // The reading must be `foreign_odds` times likelier this denomination than any foreign
@@ -219,9 +217,8 @@ final class MatchTable {
             // across the line joining them costs nothing.
             let excess = squared(foreign) - chosenSquared
             guard excess >= scaledForeignThreshold else { return .ambiguous(own: chosen, other: index(foreign)) }
-            beyondDoubt = beyondDoubt && excess >= 2 * scaledForeignThreshold
         }
-        certain = beyondDoubt
+        certain = chosenSquared <= certainRadiusSquared
         return .accept(chosen)
     }
 
