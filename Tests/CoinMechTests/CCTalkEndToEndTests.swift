@@ -34,22 +34,52 @@ struct CCTalkEndToEndTests {
         var description: String { "\(epoch)/\(number)" }
     }
 
+    /// One test's directory, with coinsim playing the acceptor on a pty and coinmechd on it.
+    struct Rig {
+        let dir: String
+        let sim: ChildProcess
+        var daemon: ChildProcess
+        var socket: String { "\(dir)/run/coinmechd.sock" }
+
+        /// Writes the daemon's configuration and the scenario, starts coinsim (its ground truth
+        /// in truth.json) and coinmechd, and waits for the daemon's socket.
+        init(_ name: String, config: String, scenario: String) throws {
+            dir = TestSupport.temporaryDirectory(name)
+            try config.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+            try scenario.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
+            sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
+                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
+            _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
+            daemon = try Self.startDaemon(dir)
+            let socket = "\(dir)/run/coinmechd.sock"
+            try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+        }
+
+        static func startDaemon(_ dir: String) throws -> ChildProcess {
+            try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
+        }
+
+        /// What coinsim says happened, once it has finished.
+        func truth() throws -> CCTalkGroundTruth {
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            return try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        }
+    }
+
     @Test("backlog, a counter wrap, an overrun, a reset, a power cycle and kill -9 mid-run: each coin credited once, totals match")
     func wrapResetAndKill() throws {
-        let dir = TestSupport.temporaryDirectory("cctalk-e2e")
-        let socket = "\(dir)/run/coinmechd.sock"
-        try """
+        // Counter 250 at the start: five events before the daemon came (backlog), then 251…255
+        // and the wrap to 1. Insertion 8 is an overrun (7 coins between two polls), 18 a reset,
+        // 30 a power cycle.
+        var rig = try Rig("cctalk-e2e", config: """
             log_level: debug
             source: {kind: cctalk, device: acceptor, address: 2, checksum: simple8, poll_interval_ms: 200}
             state_dir: state
             runtime_dir: run
             cache_dir: cache
             \(Self.chain)
-            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
-        // Counter 250 at the start: five events before the daemon came (backlog), then 251…255
-        // and the wrap to 1. Insertion 8 is an overrun (7 coins between two polls), 18 a reset,
-        // 30 a power cycle.
-        try """
+            """, scenario: """
             name: cctalk-e2e
             seed: 18
             coins: 44
@@ -62,12 +92,8 @@ struct CCTalkEndToEndTests {
               counter: 250
               coins: {"1": EU005A, "2": EU010A, "3": EU020A, "4": EU050A, "5": EU100A, "6": EU200A}
               faults: {lost_reply: 0.02, nak: 0.01, busy: 0.01, overrun_at: [8], reset_at: [18], power_cycle_at: [30]}
-            """.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
-        let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
-                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
-        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
-        var daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
-        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+            """)
+        let dir = rig.dir, socket = rig.socket
         var client = try CoinMechConnection(path: socket)
         // After the reset: a daemon that did not keep its counter would give the new session's
         // events the old session's numbers, and take the buffer it finds for backlog.
@@ -75,13 +101,11 @@ struct CCTalkEndToEndTests {
             let acceptor = try client.request("status")["acceptor"]
             return (acceptor?["restarts"]?.int ?? 0) >= 1 && (acceptor?["credited"]?.int ?? 0) >= 16
         }
-        daemon.signal(SIGKILL)
-        #expect(daemon.wait(timeout: 20) == 137)
-        daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
-        #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        rig.daemon.signal(SIGKILL)
+        #expect(rig.daemon.wait(timeout: 20) == 137)
+        rig.daemon = try Rig.startDaemon(dir)
+        #expect(rig.sim.wait(timeout: 60) == 0, "coinsim: \(rig.sim.stderr)")
+        let truth = try rig.truth()
 
         // What the acceptor took and reported (not lost before a reply carried it), after the daemon came.
         func key(_ event: CCTalkGroundTruth.Event) -> Key { Key(epoch: Int64(event.session), number: Int64(event.event)) }
@@ -97,9 +121,9 @@ struct CCTalkEndToEndTests {
         }
         let totals = try client.request("totals")
         let status = try client.request("status")
-        #expect(daemon.wait(timeout: 0.01) == nil, "the daemon is still running")
-        daemon.signal(SIGTERM)
-        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+        #expect(rig.daemon.wait(timeout: 0.01) == nil, "the daemon is still running")
+        rig.daemon.signal(SIGTERM)
+        #expect(rig.daemon.wait(timeout: 20) == 0, "\(rig.daemon.stderr)")
 
         let events = try Ledger(directory: "\(dir)/state").events(since: 0, limit: 1_000_000).filter { $0.source == "cctalk" }
         let accepted = events.filter { $0.kind == "decision" && $0.verdict == "accept" }.map { Key(epoch: $0.epoch!, number: $0.deviceSeq!) }
@@ -145,10 +169,8 @@ struct CCTalkEndToEndTests {
 
     @Test("a watcher sees each credit once, as the ledger has it; the operator's inhibit closes the acceptor, and its coins go back uncredited")
     func watchAndInhibit() throws {
-        let dir = TestSupport.temporaryDirectory("cctalk-watch")
-        let socket = "\(dir)/run/coinmechd.sock"
         let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
-        try """
+        let rig = try Rig("cctalk-watch", config: """
             log_level: debug
             source: {kind: cctalk, device: acceptor}
             state_dir: state
@@ -156,8 +178,7 @@ struct CCTalkEndToEndTests {
             cache_dir: cache
             socket: {control_users: [\(user)]}
             \(Self.chain)
-            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
-        try """
+            """, scenario: """
             seed: 3
             coins: 40
             rate_per_s: 5
@@ -166,12 +187,8 @@ struct CCTalkEndToEndTests {
             cctalk:
               echo: true
               coins: {"1": EU005A, "2": EU010A, "3": EU020A, "4": EU050A, "5": EU100A, "6": EU200A, "7": EU001A}
-            """.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
-        let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
-                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
-        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
-        let daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
-        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+            """)
+        let socket = rig.socket, sim = rig.sim, daemon = rig.daemon
         let watcher = try CoinMechConnection(path: socket)
         let since = try #require(try watcher.request("subscribe")["since"]?.int)
         let control = try CoinMechConnection(path: socket)
@@ -186,9 +203,7 @@ struct CCTalkEndToEndTests {
         _ = try control.request("inhibit", ["on": false])
         try TestSupport.waitUntil("the acceptor accepting again", timeout: 10) { try control.request("status")["acceptor"]?["accepting"] == true }
         #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let truth = try rig.truth()
         // The chain maps positions 1–6; the acceptor's 1 cent (position 7) is taken but not credited.
         let taken = truth.events.filter { (1...16).contains($0.a) && !$0.beforeHost && !$0.lost }
         let owed = taken.filter { $0.a <= 6 }.count, uncredited = taken.count - owed
@@ -197,7 +212,7 @@ struct CCTalkEndToEndTests {
             let acceptor = try control.request("status")["acceptor"]
             return (acceptor?["credited"]?.int ?? 0) >= Int64(owed) && (acceptor?["uncredited"]?.int ?? 0) >= Int64(uncredited)
         }
-        let ledger = try Ledger(directory: "\(dir)/state")
+        let ledger = try Ledger(directory: "\(rig.dir)/state")
         let recorded = try ledger.events(since: since, limit: 100_000).filter { !$0.isPendingAccept }
         // Everything recorded since the subscription reached the watcher, once, in order.
         var seen: [Int64] = []
@@ -218,9 +233,7 @@ struct CCTalkEndToEndTests {
 
     @Test("a full ledger: the acceptor is held in master inhibit and returns every coin; nothing is credited unrecorded or twice")
     func ledgerFull() throws {
-        let dir = TestSupport.temporaryDirectory("cctalk-full")
-        let socket = "\(dir)/run/coinmechd.sock"
-        try """
+        let rig = try Rig("cctalk-full", config: """
             log_level: info
             source: {kind: cctalk, device: acceptor}
             state_dir: state
@@ -228,20 +241,15 @@ struct CCTalkEndToEndTests {
             cache_dir: cache
             ledger: {max_size_mb: 0.06}
             \(Self.chain)
-            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
-        try """
+            """, scenario: """
             seed: 4
             coins: 120
             rate_per_s: 8
             currency: EUR
             mix: {EUR_10c: 1, EUR_1: 1}
             cctalk: {echo: true, coins: {"2": EU010A, "5": EU100A}}
-            """.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
-        let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
-                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
-        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
-        let daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
-        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+            """)
+        let socket = rig.socket, sim = rig.sim, daemon = rig.daemon
         let client = try CoinMechConnection(path: socket)
         try TestSupport.waitUntil("the ledger failing and the acceptor held", timeout: 40) {
             let status = try client.request("status")
@@ -250,11 +258,9 @@ struct CCTalkEndToEndTests {
         #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
         daemon.signal(SIGTERM)
         #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let truth = try rig.truth()
         let owed = Set(truth.events.filter { (1...16).contains($0.a) && !$0.beforeHost && !$0.lost }.map { Key(epoch: Int64($0.session), number: Int64($0.event)) })
-        let credited = try Ledger(directory: "\(dir)/state").events(since: 0, limit: 100_000).filter { $0.kind == "coin" }
+        let credited = try Ledger(directory: "\(rig.dir)/state").events(since: 0, limit: 100_000).filter { $0.kind == "coin" }
             .map { Key(epoch: $0.epoch!, number: $0.deviceSeq!) }
         #expect(credited.count == Set(credited).count, "doubled")
         #expect(Set(credited).isSubset(of: owed), "credited what the acceptor did not take")
@@ -269,8 +275,6 @@ struct CCTalkEndToEndTests {
 
     @Test("a chain with no coin-id link keeps every position closed; a reload that adds one opens them, and coins are credited")
     func positionsFollowTheChain() throws {
-        let dir = TestSupport.temporaryDirectory("cctalk-reload")
-        let socket = "\(dir)/run/coinmechd.sock"
         let head = """
             log_level: info
             source: {kind: cctalk, device: acceptor}
@@ -278,20 +282,15 @@ struct CCTalkEndToEndTests {
             runtime_dir: run
             cache_dir: cache
             """
-        try (head + "\nchain:\n  - plugin: sanity\n").write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
-        try """
+        let rig = try Rig("cctalk-reload", config: head + "\nchain:\n  - plugin: sanity\n", scenario: """
             seed: 9
             coins: 40
             rate_per_s: 4
             currency: EUR
             mix: {EUR_10c: 1, EUR_1: 1, EUR_2: 1}
             cctalk: {echo: true, coins: {"2": EU010A, "5": EU100A, "6": EU200A}}
-            """.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
-        let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
-                                               "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
-        _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
-        let daemon = try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
-        try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
+            """)
+        let dir = rig.dir, socket = rig.socket, sim = rig.sim, daemon = rig.daemon
         let client = try CoinMechConnection(path: socket)
         // Nobody could credit a coin: the acceptor takes none (it returns them: inhibited coins).
         try TestSupport.waitUntil("coins returned with every position closed", timeout: 30) {
@@ -308,9 +307,7 @@ struct CCTalkEndToEndTests {
         #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
         daemon.signal(SIGTERM)
         #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let truth = try rig.truth()
         let owed = truth.events.filter { (1...16).contains($0.a) && !$0.beforeHost && !$0.lost }.map { Key(epoch: Int64($0.session), number: Int64($0.event)) }
         let events = try Ledger(directory: "\(dir)/state").events(since: 0, limit: 100_000)
         let credited = events.filter { $0.kind == "coin" }.map { Key(epoch: $0.epoch!, number: $0.deviceSeq!) }
