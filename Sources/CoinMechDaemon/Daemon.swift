@@ -83,7 +83,8 @@ public final class Daemon: Sendable {
         }
         let environment = Self.pluginEnvironment(configuration, logger: logger)
         self.environment = environment
-        let built = try Self.buildChain(configuration, generation: generation, logger: logger, environment: environment)
+        let built = try Self.buildChain(configuration, generation: generation, logger: logger, environment: environment,
+                                        quarantiningCreateCrashes: true)
         let holder = ChainHolder(built, retirement: ChainRetirement(), alarm: environment.alarm ?? PluginAlarm())
         chain = holder
         if let breadcrumb = environment.breadcrumb, let quarantine = environment.quarantine {
@@ -124,8 +125,10 @@ public final class Daemon: Sendable {
 
     /// Builds the configured chain; errors point at the configuration's lines. Tools build with the
     /// standalone environment; the daemon with its breadcrumb, quarantine and alarm.
+    /// At start (`quarantiningCreateCrashes`), an isolated link whose host crashes creating its
+    /// instance is quarantined rather than failing the start (`ChainBuilder.build`).
     public static func buildChain(_ configuration: DaemonConfiguration, generation: UInt64, logger: Logger?,
-                                  environment: ChainEnvironment? = nil) throws(DaemonError) -> Chain {
+                                  environment: ChainEnvironment? = nil, quarantiningCreateCrashes: Bool = false) throws(DaemonError) -> Chain {
         let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
         var environment = environment ?? ChainEnvironment(isolation: configuration.plugins.supervision)
         if environment.breadcrumb == nil, let logger {
@@ -133,7 +136,8 @@ public final class Daemon: Sendable {
             environment.report = linkReport(logger)
         }
         do throws(ChainBuildError) {
-            return try ChainBuilder(loader: loader, environment: environment).build(generation: generation, links: configuration.chain.map(\.spec)) { warning in
+            return try ChainBuilder(loader: loader, environment: environment).build(
+                generation: generation, links: configuration.chain.map(\.spec), quarantiningCreateCrashes: quarantiningCreateCrashes) { warning in
                 logger?.warning("\(warning)")
             }
         } catch {

@@ -73,7 +73,14 @@ public struct ChainBuilder: Sendable {
     /// plugins report (overlapping windows) and quarantines lifted by a changed plugin or
     /// configuration go to `warn`. A link still quarantined is built as a stand-in that rejects
     /// every reading: its plugin is not loaded.
-    public func build(generation: UInt64, links specs: [LinkSpec], warn: (String) -> Void = { _ in }) throws(ChainBuildError) -> Chain {
+    ///
+    /// With `quarantiningCreateCrashes` (the daemon at start), an isolated link whose plugin host
+    /// crashes creating the instance is quarantined and built as a stand-in, as an in-process
+    /// crash is by the breadcrumb: the daemon starts, inhibited and saying why, instead of
+    /// refusing to start and being restarted into the same crash. Without it (a reload, a check)
+    /// the crash fails the build, and a reload keeps the running chain.
+    public func build(generation: UInt64, links specs: [LinkSpec], quarantiningCreateCrashes: Bool = false,
+                      warn: (String) -> Void = { _ in }) throws(ChainBuildError) -> Chain {
         guard !specs.isEmpty else { throw ChainBuildError(position: 0, link: "", cause: .empty) }
         var links: [ChainLink] = []
         var names: Set<String> = []
@@ -88,7 +95,8 @@ public struct ChainBuilder: Sendable {
                 throw ChainBuildError(position: position, link: spec.name, cause: .duplicateName)
             }
             do throws(PluginLoadError) {
-                let (link, lifted) = try build(spec, site: PluginBreadcrumb.Site(generation: generation, index: offset))
+                let (link, lifted) = try build(spec, site: PluginBreadcrumb.Site(generation: generation, index: offset),
+                                               quarantiningCreateCrashes: quarantiningCreateCrashes) { warn("chain link \(position) '\(spec.name)': \($0)") }
                 if let lifted { lifts.append((spec.name, position, lifted)) }
                 for warning in PluginDescription.warnings(in: link.origin.description) {
                     warn("chain link \(position) '\(spec.name)': \(warning)")
@@ -106,7 +114,8 @@ public struct ChainBuilder: Sendable {
     }
 
     /// The link, and the quarantine record it lifts (another plugin file or configuration), if any.
-    private func build(_ spec: LinkSpec, site: PluginBreadcrumb.Site) throws(PluginLoadError) -> (ChainLink, QuarantineRecord?) {
+    private func build(_ spec: LinkSpec, site: PluginBreadcrumb.Site, quarantiningCreateCrashes: Bool,
+                       warn: (String) -> Void) throws(PluginLoadError) -> (ChainLink, QuarantineRecord?) {
         let file = try loader.prepare(plugin: spec.plugin)
         let identity = LinkIdentity(name: spec.name, plugin: spec.plugin, sha256: file.sha256, configSHA256: spec.configSHA256,
                                     budgetNanoseconds: spec.policy.budgetNanoseconds)
@@ -125,7 +134,18 @@ public struct ChainBuilder: Sendable {
                 .link(named: spec.name, policy: spec.policy, health: health)
             return (link, lifted)
         case .process:
-            let validator = try IsolatedValidator(file: file, spec: spec, identity: identity, health: health, environment: environment)
+            let validator: IsolatedValidator
+            do throws(PluginLoadError) {
+                validator = try IsolatedValidator(file: file, spec: spec, identity: identity, health: health, environment: environment)
+            } catch {
+                guard quarantiningCreateCrashes, case .hostCrashed(_, let message) = error, let quarantine = environment.quarantine else { throw error }
+                let record = QuarantineRecord(link: identity, problem: LinkHealth.Problem(
+                    state: .quarantined, cause: "crashed_in_create",
+                    reason: "its plugin host crashed creating the instance (\(message)); the mech stays inhibited until a reload with another plugin file or configuration for this link"))
+                if let failure = quarantine.add(record) { warn("cannot record the quarantine: \(failure)") }
+                warn("quarantined: \(record.problem.reason)")
+                return (Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm), nil)
+            }
             let origin = LinkOrigin(metadata: validator.ready.metadata, sha256: file.sha256, loadedAt: LinkHealth.wallClock(),
                                     description: validator.ready.description)
             return (ChainLink(name: spec.name, origin: origin, validator: validator, policy: spec.policy, health: health), lifted)

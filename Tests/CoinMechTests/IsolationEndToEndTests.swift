@@ -142,6 +142,48 @@ struct IsolationEndToEndTests {
         try Self.expectNothingWrongCredited(harness)
     }
 
+    @Test("isolated, a plugin whose host crashes creating its instance: the daemon starts with the link quarantined and the mech inhibited, not into a crash loop; a reload to it is refused, one with another configuration lifts it")
+    func isolatedCrashInCreate() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: process, config: {mode: crash_create}"))
+        try harness.startSimulator(Self.quarters())
+        try harness.startDaemon(pluginDirectory: plugins)
+        let client = try Self.connect(harness)
+        let status = try client.request("status")
+        let problem = try #require(Self.linkProblem(status, "third-party"), "\(harness.daemonLog)")
+        #expect(problem["state"] == "quarantined")
+        #expect(problem["cause"] == "crashed_in_create")
+        #expect(problem["reason"]?.string?.contains("its plugin host crashed creating the instance") == true, "\(problem)")
+        #expect(status["plugin_inhibit"] != nil)
+        #expect(try client.request("chain")["links"]?.array?[1]["version"] == "(not loaded)")
+        #expect(harness.daemon!.isRunning)
+        // Restarted with the same configuration: still quarantined, from the list, without loading it.
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        try harness.startDaemon(pluginDirectory: plugins)
+        let again = try Self.connect(harness)
+        #expect(Self.linkProblem(try again.request("status"), "third-party")?["cause"] == "crashed_in_create")
+
+        // Another configuration for the link lifts the quarantine at the next reload, and coins are credited again.
+        try String(contentsOfFile: harness.config, encoding: .utf8).replacingOccurrences(of: "mode: crash_create", with: "mode: pass")
+            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        #expect(try again.request("reload")["generation"]?.int != nil)
+        try TestSupport.waitUntil("the quarantine to be lifted", timeout: 20) {
+            let now = try again.request("status")
+            return now["plugin_inhibit"] == nil && Self.linkProblem(now, "third-party") == nil
+        }
+        try TestSupport.waitUntil("coins accepted again", timeout: 30) { try harness.decisions().contains { $0.verdict == "accept" } }
+        // A reload back to the crashing configuration is refused; the running chain stays.
+        try String(contentsOfFile: harness.config, encoding: .utf8).replacingOccurrences(of: "mode: pass", with: "mode: crash_create")
+            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        let refused = TeachEndToEndTests.refusal(again, "reload")
+        #expect(refused?.contains("crashed") == true, "\(refused ?? "reloaded")")
+        #expect(Self.linkProblem(try again.request("status"), "third-party") == nil)
+
+        _ = try harness.stopSimulatorAndReadTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        try Self.expectNothingWrongCredited(harness)
+    }
+
     @Test("a 100 ms plugin, isolated: its host is killed at the budget, the reading returned; at the limit it is quarantined")
     func isolatedSlow() throws {
         let harness = try DaemonHarness(
