@@ -160,4 +160,9 @@ struct DaemonControl: ControlPlane {
     func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         loop.submit(.teachAbort(by: peer.userName, completion: completion))
     }
+
+    func explain(diameter: Double, weight: Double?, thickness: Double?, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        loop.submit(.explain(Reading(deviceSeq: 0, diameterMM: diameter, weightG: weight, thicknessMM: thickness, source: configuration.source.name),
+                             completion: completion))
+    }
 }

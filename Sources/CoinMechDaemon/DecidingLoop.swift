@@ -74,6 +74,9 @@ public final class DecidingLoop: @unchecked Sendable {
         case teachStart(TeachRequest, by: String, completion: Completion)
         case teachCommit(by: String, completion: Completion)
         case teachAbort(by: String, completion: Completion)
+        /// Ask the running chain's links to explain a reading (`LiveExplanation`): here, between
+        /// two readings, because a plugin's `explain` never runs while it validates.
+        case explain(Reading, completion: Completion)
     }
 
     /// The loop's state as `status` shows it.
@@ -286,6 +289,8 @@ public final class DecidingLoop: @unchecked Sendable {
             case .teachAbort(let by, let completion):
                 tickets[ticket] = (completion, nil)
                 step(.teachAbort(by: by, ticket: ticket))
+            case .explain(let reading, let completion):
+                completion(.success(LiveExplanation(reading: reading, chain: chain.current).json))
             }
         }
     }

@@ -21,6 +21,9 @@ public struct ClientRequest: Sendable, Equatable {
         case teachStart(currency: String, code: String, coins: Int)
         case teachCommit
         case teachAbort
+        /// How the running chain's links would judge a reading: figures finite and positive
+        /// (mm, g, mm), weight and thickness optional. Nothing is decided or recorded.
+        case explain(diameter: Double, weight: Double?, thickness: Double?)
     }
 
     /// Why a line is refused, with the request's `id` when it had one.
@@ -88,6 +91,19 @@ public struct ClientRequest: Sendable, Equatable {
             return .teachStart(currency: currency, code: code, coins: Int(coins))
         case "teach_commit": return .teachCommit
         case "teach_abort": return .teachAbort
+        case "explain":
+            func figure(_ key: String, required: Bool) throws(Failure) -> Double? {
+                guard let field = fields[key], field != .null else {
+                    if required { throw Failure(id: id, .badRequest, "\"\(key)\" must be a number of millimetres") }
+                    return nil
+                }
+                guard let value = field.double, value.isFinite, value > 0, value < 1000 else {
+                    throw Failure(id: id, .badRequest, "\"\(key)\" must be a positive number below 1000")
+                }
+                return value
+            }
+            return .explain(diameter: try figure("diameter", required: true)!, weight: try figure("weight", required: false),
+                            thickness: try figure("thickness", required: false))
         default:
             let known = ClientProtocol.readCommands.union(ClientProtocol.controlCommands).sorted().joined(separator: ", ")
             throw Failure(id: id, .unknownCommand, "unknown command '\(name)' (known: \(known))")

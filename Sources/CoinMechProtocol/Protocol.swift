@@ -21,7 +21,7 @@ public enum ClientProtocol {
         case failed
     }
 
-    public static let readCommands: Set<String> = ["status", "totals", "chain", "events", "subscribe", "teach_status"]
+    public static let readCommands: Set<String> = ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain"]
     public static let controlCommands: Set<String> = ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort"]
 
     /// Sample coins `teach_start` may ask for (fewer than 10 cannot be committed), and its default.

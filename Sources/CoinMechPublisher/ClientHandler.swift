@@ -224,6 +224,8 @@ final class ClientHandler: ChannelInboundHandler {
                 control.teachCommit(by: peer, completion: replier(id))
             case .teachAbort:
                 control.teachAbort(by: peer, completion: replier(id))
+            case .explain(let diameter, let weight, let thickness):
+                control.explain(diameter: diameter, weight: weight, thickness: thickness, completion: replier(id))
             }
         } catch {
             send(ClientProtocol.error(id: id, error.code, error.message))

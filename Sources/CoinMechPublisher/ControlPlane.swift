@@ -28,4 +28,7 @@ public protocol ControlPlane: Sendable {
                     completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
     func teachCommit(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
     func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    /// How each link of the running chain would judge a reading, from the links' own `explain`,
+    /// asked between two readings on the deciding thread; nothing is decided or recorded.
+    func explain(diameter: Double, weight: Double?, thickness: Double?, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
 }

@@ -28,7 +28,7 @@ struct CoinCtl: ParsableCommand {
             control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
             error.
             """,
-        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
+        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {
@@ -86,6 +86,26 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "The validator chain with statistics.")
         @OptionGroup var common: Common
         func run() throws { try common.run("chain") { Format.chain($0) } }
+    }
+
+    struct Explain: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "How the running chain would judge a reading, link by link: coin-table's distances and the drift it follows now.",
+            discussion: "Nothing is decided or recorded, and no link's state changes. Isolated links are not asked.")
+        @OptionGroup var common: Common
+        @Argument(help: "DIAMETER,WEIGHT[,THICKNESS] in mm, g, mm, e.g. 24.26,5.67,1.75 (DIAMETER alone for a light gate)") var figures: String
+        func validate() throws { _ = try parsed() }
+        func parsed() throws -> [String: JSON] {
+            let parts = figures.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard (1...3).contains(parts.count), parts.allSatisfy({ $0.map { $0.isFinite && $0 > 0 } ?? false }) else {
+                throw ValidationError("'\(figures)' is not DIAMETER,WEIGHT[,THICKNESS] in mm, g, mm (e.g. 24.26,5.67,1.75)")
+            }
+            var fields: [String: JSON] = ["diameter": .double(parts[0]!)]
+            if parts.count > 1 { fields["weight"] = .double(parts[1]!) }
+            if parts.count > 2 { fields["thickness"] = .double(parts[2]!) }
+            return fields
+        }
+        func run() throws { try common.run("explain", try parsed()) { Format.explanation($0) } }
     }
 
     struct Events: ParsableCommand {

@@ -89,6 +89,26 @@ enum Format {
         return lines.joined(separator: "\n")
     }
 
+    /// The running chain's explanation of a reading: each link's own lines, indented under it.
+    static func explanation(_ e: JSON) -> String {
+        let r = e["reading"]
+        var figures = ["diameter \(r?["diameter"]?.double ?? 0) mm"]
+        if let weight = r?["weight"]?.double { figures.append("weight \(weight) g") }
+        if let thickness = r?["thickness"]?.double { figures.append("thickness \(thickness) mm") }
+        var lines = ["reading: \(figures.joined(separator: ", ")) (chain generation \(e["generation"]?.int ?? 0); nothing decided or recorded)"]
+        for (index, link) in (e["links"]?.array ?? []).enumerated() {
+            let head = "\(index + 1) \(link["name"]?.string ?? "?") (\(link["plugin"]?.string ?? "?") \(link["version"]?.string ?? "?"))"
+            if let why = link["not_asked"]?.string {
+                lines.append("\(head): not asked: \(why)")
+                continue
+            }
+            let details = link["explanation"]
+            lines.append("\(head): \(details?["decision"]?.string ?? "explained")")
+            lines += (details?["lines"]?.array ?? []).compactMap(\.string).map { "    " + $0 }
+        }
+        return lines.joined(separator: "\n")
+    }
+
     static func chain(_ c: JSON) -> String {
         var lines = ["chain generation \(c["generation"]?.int ?? 0)",
                      "\(pad("#", 3))\(pad("link", 14))\(pad("plugin", 14))\(pad("version", 13))\(pad("sha256", 14))\(pad("state", 12))\(pad("calls", 8, right: true))\(pad("accept", 8, right: true))\(pad("reject", 8, right: true))\(pad("pass", 8, right: true))\(pad("mean ns", 9, right: true))"]

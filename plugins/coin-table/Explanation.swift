@@ -77,7 +77,10 @@ struct Explanation: Encodable {
 
         var lines: [String] = []
         if let now {
-            func percent(_ value: Double) -> String { String(format: "%+.1f %%", (value - 1) * 100) }
+            func percent(_ value: Double) -> String {
+                let tenths = ((value - 1) * 1000).rounded()
+                return String(format: "%+.1f %%", tenths == 0 ? 0 : tenths / 10)  // never "-0.0"
+            }
             lines.append("following the mech's drift from \(now.coins) coins: diameter \(percent(now.diameter)), weight \(percent(now.weight)), "
                 + "thickness \(percent(now.thickness)); the distances are of the reading with it taken out")
         }
