@@ -1,4 +1,3 @@
-import ChildProcesses
 import CoinMechClient
 import CoinMechProtocol
 import Foundation
@@ -8,13 +7,6 @@ import Testing
 /// coin-table's drift included, and nothing decided, recorded or learnt.
 @Suite("Explaining a reading to the running daemon", .serialized)
 struct LiveExplainTests {
-    /// coinctl with `arguments`: (exit status, standard output, standard error).
-    static func coinctl(_ harness: DaemonHarness, _ arguments: [String]) throws -> (Int32?, String, String) {
-        let process = try ChildProcess("coinctl", arguments + ["--socket", harness.socket])
-        let out = String(decoding: process.readToEnd(), as: UTF8.self)
-        return (process.wait(timeout: 30), out, process.stderr)
-    }
-
     /// "weight +2.6 %" in coin-table's drift line → 0.026.
     static func drift(_ axis: String, in text: String) -> Double? {
         guard let line = text.split(separator: "\n").first(where: { $0.contains("following the mech's drift from ") }),
@@ -41,7 +33,7 @@ struct LiveExplainTests {
         #expect(truth.coins.count == 80)
         let decided = try harness.decisions().count
 
-        let (status, first, stderr) = try Self.coinctl(harness, ["explain", "24.26,5.67,1.75"])
+        let (status, first, stderr) = try TeachEndToEndTests.coinctl(harness, ["explain", "24.26,5.67,1.75"])
         #expect(status == 0, "\(stderr)")
         #expect(first.hasPrefix("reading: diameter 24.26 mm, weight 5.67 g, thickness 1.75 mm (chain generation 1; nothing decided or recorded)"), "\(first)")
         #expect(first.contains("3 usd (coin-table 2.2.0): "), "\(first)")
@@ -50,13 +42,13 @@ struct LiveExplainTests {
         #expect(weight > 0.015 && weight < 0.035, "\(first)")
         #expect(abs(try #require(Self.drift("diameter", in: first))) < 0.003, "\(first)")
         // Explaining again: the same drift, from the same number of coins; no decision recorded.
-        let (_, second, _) = try Self.coinctl(harness, ["explain", "24.26,5.67,1.75"])
+        let (_, second, _) = try TeachEndToEndTests.coinctl(harness, ["explain", "24.26,5.67,1.75"])
         let coins = { (text: String) in text.split(separator: "\n").first { $0.contains("following the mech's drift from ") }.map(String.init) }
         #expect(coins(first) != nil && coins(first) == coins(second), "\(first)\n\(second)")
         #expect(try harness.decisions().count == decided)
 
         // Bad figures: refused by coinctl, and by the daemon from a raw client.
-        let (bad, _, badError) = try Self.coinctl(harness, ["explain", "24.26,heavy"])
+        let (bad, _, badError) = try TeachEndToEndTests.coinctl(harness, ["explain", "24.26,heavy"])
         #expect(bad != 0 && badError.contains("is not DIAMETER,WEIGHT[,THICKNESS]"), "\(badError)")
         let client = try CoinMechConnection(path: harness.socket)
         for (fields, message) in [([String: JSON](), "\"diameter\" must be a number of millimetres"),
