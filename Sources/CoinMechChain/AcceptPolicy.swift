@@ -97,19 +97,9 @@ public struct AcceptPolicy: Sendable, Equatable {
         let name = String(decoding: currency[0...2], as: UTF8.self)
         let key = Self.pack(Array(currency[0...2]))
         guard ISO4217.isActive(key) else { return "currency '\(name)' is not an ISO 4217 code" }
-        let code = withUnsafeBytes(of: decision.code) { Array($0) }
-        guard let end = code.firstIndex(of: 0), code[..<end].allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
-            return "code is not printable ASCII ending within \(COINMECH_CODE_SIZE - 1) bytes"
-        }
-        if values(of: key) != nil { return "\(decision.value_minor) is not the value of a \(name) coin" }
+        guard Self.isText(decision.code) else { return "code is not printable ASCII ending within \(COINMECH_CODE_SIZE - 1) bytes" }
+        if knownKeys.contains(key) { return "\(decision.value_minor) is not the value of a \(name) coin" }
         return "value \(decision.value_minor) is above the limit of \(maximumValueMinor) for \(name)"
-    }
-
-    /// The creditable values of a currency with a table, or nil.
-    @inline(__always)
-    private func values(of key: UInt32) -> [Int64]? {
-        for index in knownKeys.indices where knownKeys[index] == key { return knownValues[index] }
-        return nil
     }
 
     static func pack(_ letters: [UInt8]) -> UInt32 {
