@@ -194,7 +194,6 @@ struct CoinTableMatchingTests {
         #expect(Double(right["file"]!) >= 0.99 * Double(total), "taught: \(right["file"]!) of \(total)")
         #expect(Double(right["following"]!) >= 0.99 * Double(total), "following: \(right["following"]!) of \(total)")
         #expect(Double(right["nominal"]!) <= 0.9 * Double(total), "nominal: \(right["nominal"]!) of \(total)")
-        print("taughtWindows right \(right) wrong \(wrong) of \(total)")
     }
 
     @Test("on coinsim's eur-close mech (bias, drift, mint spread), taught windows return fewer genuine coins and credit none wrongly")
@@ -230,7 +229,6 @@ struct CoinTableMatchingTests {
         }
         #expect(genuine > 5_000)
         #expect(wrong == ["nominal": 0, "following": 0, "taught": 0])
-        print("taughtOnSimulatedMech returned \(returned) of \(genuine)")
         #expect(foreignCredited == 0)
         // The bias returns genuine coins from nominal windows (2.6 % here); teaching learns it
         // (0.8 %: the load cell's drift, 1.2 % by the 6,000th coin, is what is left).

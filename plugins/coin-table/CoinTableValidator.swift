@@ -5,10 +5,10 @@ import CoinMechPluginKit
 ///
 /// A reading's distance to a denomination is normalised per axis by that denomination's spread
 /// on this mech (mint tolerance and sensor noise, or what teach mode measured). It is accepted
-/// as the nearest denomination only when that one's window holds it and every other known coin
-/// (own or foreign) is farther by the margin; a reading within reach of two is rejected as
-/// `ambiguous`, naming both; a reading near none passes (and ends `unrecognized`). The windows
-/// follow the mech's drift (`DriftFollower`), within `max_drift`.
+/// as the nearest denomination only when that one's window holds it, every other denomination
+/// is farther by the margin and every foreign coin `foreign_odds` times less likely; a reading
+/// within reach of two is rejected as `ambiguous`, naming both; a reading near none passes (and
+/// ends `unrecognized`). The windows follow the mech's drift (`DriftFollower`), within `max_drift`.
 final class CoinTableValidator: SwiftValidator {
     let candidates: CandidateList
     private let table: MatchTable
@@ -22,8 +22,8 @@ final class CoinTableValidator: SwiftValidator {
 
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
         guard let f = figures(reading) else { return }
-        // The table judges the reading as this mech's drift corrected reads it; a coin it credits
-        // credits near its centre teaches the drift.
+        // The table judges the reading with the mech's drift taken out; a coin it credits near
+        // its centre teaches the drift.
         let factor = drift.factors
         let d = f.d * factor.diameter, w = f.w * factor.weight, t = f.t * factor.thickness
         var certain = false
@@ -47,11 +47,12 @@ final class CoinTableValidator: SwiftValidator {
     }
 
     func explain(_ reading: ReadingView) -> String? {
-        let now = drift.current
+        // The same arithmetic as `validate`, so the explanation's decision is the one it would take.
+        let factor = drift.factors
         let match = figures(reading).map {
-            table.match($0.d / now.diameter, $0.w / now.weight, $0.t / now.thickness, hasWeight: $0.hasWeight, hasThickness: $0.hasThickness)
+            table.match($0.d * factor.diameter, $0.w * factor.weight, $0.t * factor.thickness, hasWeight: $0.hasWeight, hasThickness: $0.hasThickness)
         }
-        return jsonText(Explanation(reading: reading, candidates: candidates, match: match, drift: drift.enabled ? now : nil))
+        return jsonText(Explanation(reading: reading, candidates: candidates, match: match, drift: drift.enabled ? drift.current : nil))
     }
 
     func describe() -> String { jsonText(Description(candidates)) }

@@ -8,10 +8,11 @@ import Synchronization
 ///
 /// Mechs bias every coin alike (the bias is a factor of the sensor, not of the coin), so one
 /// factor per axis serves every denomination and the foreign coins with them: the table judges
-/// `reading ÷ drift`. The factor is a running mean of `reading ÷ centre` over coins accepted within 2.5σ of their centre (`MatchTable.match(…certain:)`) —
-/// the mean of the first ones (weighed against 8 coins at no drift, so a few odd ones cannot
-/// swing it) and then of about the last 128 — and never leaves `1 ± limit`. It moves windows,
-/// never widens them. Each point it moves is logged, so the journal audits it.
+/// `reading ÷ drift`. The factor is a running mean of `reading ÷ centre` over coins accepted
+/// within 2.5σ of their centre (`MatchTable.match(…certain:)`) — the mean of the first ones
+/// (weighed against 8 coins at no drift, so a few odd ones cannot swing it) and then of about the
+/// last 128 — and never leaves `1 ± limit`. It moves windows, never widens them. Each point it
+/// moves is logged, so the journal audits it.
 ///
 /// `update` runs on the deciding path (one thread per instance) and allocates nothing; `current`
 /// may be read from any thread.
@@ -28,16 +29,16 @@ final class DriftFollower {
     let limit: Double
     private let host: PluginHost
 
-    /// Reading ÷ these: the inverse of each axis's drift, as `Double` bit patterns.
+    /// Reading × these: the inverse of each axis's drift, as `Double` bit patterns. Written only
+    /// by `update` (one thread), read by it and by `explain`.
     private let inverseDiameter = Atomic<UInt64>(1.0.bitPattern)
     private let inverseWeight = Atomic<UInt64>(1.0.bitPattern)
     private let inverseThickness = Atomic<UInt64>(1.0.bitPattern)
     private let coins = Atomic<Int>(0)
 
-    // The deciding thread's own state: the inverse of each axis's drift. One thread touches it
-    // (the contract's one validate at a time per instance), so the runtime's exclusivity check —
-    // a quarter of the link's time when it was on — is left out.
-    @exclusivity(unchecked) private var inverse = (diameter: 1.0, weight: 1.0, thickness: 1.0)
+    // The deciding thread's own state. One thread touches it (the contract's one validate at a
+    // time per instance), so the runtime's exclusivity check — a quarter of the link's time when
+    // it was on — is left out.
     @exclusivity(unchecked) private var counts = (diameter: 0, weight: 0, thickness: 0)
     @exclusivity(unchecked) private var band = (diameter: DriftFollower.band(around: 1), weight: DriftFollower.band(around: 1), thickness: DriftFollower.band(around: 1))
     @exclusivity(unchecked) private var loggedAtBound = false
@@ -76,9 +77,9 @@ final class DriftFollower {
         return (1 / i.diameter, 1 / i.weight, 1 / i.thickness, coins.load(ordering: .relaxed))
     }
 
-    /// Learns from a coin accepted within 2.5σ of its centre: its figures as the table judged them (the drift
-    /// taken out) and the reciprocal of the centre of the window that took it. An axis the
-    /// reading or the window lacks (0) teaches nothing.
+    /// Learns from a coin accepted within 2.5σ of its centre: its figures as the table judged
+    /// them (the drift taken out) and the reciprocal of the centre of the window that took it. An
+    /// axis the reading or the window lacks (0) teaches nothing.
     ///
     /// With q = judged ÷ centre, the drift d = 1 / inverse moves as d ← d (1 + w (q − 1)); the
     /// inverse is updated as inverse ← inverse (1 − w (q − 1)), the same to within w²(q − 1)²
@@ -87,15 +88,13 @@ final class DriftFollower {
     func update(judged d: Double, _ w: Double, _ t: Double, reciprocalCentre: (diameter: Double, weight: Double, thickness: Double),
                 hasWeight: Bool, hasThickness: Bool) {
         guard enabled else { return }
-        step(&inverse.diameter, &counts.diameter, d * reciprocalCentre.diameter, inverseDiameter)
-        if hasWeight { step(&inverse.weight, &counts.weight, w * reciprocalCentre.weight, inverseWeight) }
-        if hasThickness && reciprocalCentre.thickness > 0 {
-            step(&inverse.thickness, &counts.thickness, t * reciprocalCentre.thickness, inverseThickness)
-        }
+        step(&counts.diameter, d * reciprocalCentre.diameter, inverseDiameter)
+        if hasWeight { step(&counts.weight, w * reciprocalCentre.weight, inverseWeight) }
+        if hasThickness && reciprocalCentre.thickness > 0 { step(&counts.thickness, t * reciprocalCentre.thickness, inverseThickness) }
         coins.add(1, ordering: .relaxed)
         // Compared in the inverse's terms, so a coin costs no division: the bands were worked
         // out when the journal last heard of the drift.
-        let i = inverse
+        let i = factors
         let atBound = loggedAtBound
             ? i.diameter <= leaveBound.low || i.diameter >= leaveBound.high || i.weight <= leaveBound.low || i.weight >= leaveBound.high
                 || i.thickness <= leaveBound.low || i.thickness >= leaveBound.high
@@ -118,11 +117,11 @@ final class DriftFollower {
     }
 
     @inline(__always)
-    private func step(_ value: inout Double, _ count: inout Int, _ q: Double, _ shared: borrowing Atomic<UInt64>) {
+    private func step(_ count: inout Int, _ q: Double, _ inverse: borrowing Atomic<UInt64>) {
         count += 1
         let weight = count < Self.horizon - Self.prior ? 1 / Double(count + Self.prior) : 1 / Double(Self.horizon)
-        value = min(max(value * (1 - weight * (q - 1)), lowestInverse), highestInverse)
-        shared.store(value.bitPattern, ordering: .relaxed)
+        let value = Double(bitPattern: inverse.load(ordering: .relaxed))
+        inverse.store(min(max(value * (1 - weight * (q - 1)), lowestInverse), highestInverse).bitPattern, ordering: .relaxed)
     }
 
     /// "coin-table: following the mech's drift from 120 coins: diameter -0.3 %, weight +1.5 %,
@@ -144,46 +143,4 @@ final class DriftFollower {
         out.terminate()
         message.withMemoryRebound(to: CChar.self) { host.log(atBound ? COINMECH_LOG_WARNING : COINMECH_LOG_INFO, cString: $0.baseAddress!) }
     }
-}
-
-/// Appends ASCII to a fixed buffer, truncating, without allocating.
-struct ASCIIWriter {
-    private let buffer: UnsafeMutableBufferPointer<UInt8>
-    private var count = 0
-
-    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
-
-    mutating func append(_ text: StaticString) {
-        text.withUTF8Buffer { for byte in $0 { append(byte: byte) } }
-    }
-
-    mutating func append(byte: UInt8) {
-        guard count < buffer.count - 1 else { return }
-        buffer[count] = byte
-        count += 1
-    }
-
-    mutating func append(integer value: Int) {
-        if value < 0 { append(byte: UInt8(ascii: "-")) }
-        var magnitude = value.magnitude, divisor: UInt = 1
-        while magnitude / divisor >= 10 { divisor *= 10 }
-        while divisor > 0 {
-            append(byte: UInt8(ascii: "0") + UInt8(magnitude / divisor))
-            magnitude %= divisor
-            divisor /= 10
-        }
-    }
-
-    /// A fraction as a percentage with one decimal: 0.0153 → "+1.5 %".
-    mutating func append(percent fraction: Double, signed: Bool = true) {
-        let tenths = Int((fraction * 1000).rounded())
-        if signed || tenths < 0 { append(byte: tenths < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")) }
-        append(integer: abs(tenths) / 10)
-        append(byte: UInt8(ascii: "."))
-        append(byte: UInt8(ascii: "0") + UInt8(abs(tenths) % 10))
-        append(" %")
-    }
-
-    /// Ends the text with a NUL.
-    mutating func terminate() { buffer[count] = 0 }
 }
