@@ -24,12 +24,17 @@ public final class Ledger: Sendable {
         configuration.busyMode = .timeout(Double(Self.defaultBusyTimeoutMilliseconds) / 1000)
         configuration.label = "ledger"
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             if let maximumPageCount { try db.execute(sql: "PRAGMA max_page_count = \(maximumPageCount)") }
         }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             pool = try DatabasePool(path: path, configuration: configuration)
+            // After the pool, not in prepareDatabase: DatabasePool.init switches the writer to
+            // WAL and then sets `synchronous = NORMAL` on it, which would undo a pragma set
+            // earlier. NORMAL syncs the WAL only at checkpoints, so a power cut rolls back every
+            // commit since the last one, coins the mech already stored among them. FULL syncs
+            // the WAL at every commit, before `append` returns and so before any answer.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try LedgerSchema.migrator.migrate(pool)
         } catch {
             throw .open(path: path, message: Self.message(error))
@@ -78,6 +83,16 @@ public final class Ledger: Sendable {
             throw .busy(message: Self.message(error))
         } catch {
             throw .write(message: Self.message(error))
+        }
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA): what
+    /// every commit of `append` runs under.
+    public func writerSynchronous() throws(LedgerError) -> Int {
+        do {
+            return try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        } catch {
+            throw .read(message: Self.message(error))
         }
     }
 
