@@ -49,9 +49,17 @@ final class DaemonHarness {
     }
 
     /// Starts coinmechd; `pluginDirectory` nil leaves the configuration's `plugin_dir` in force.
-    func startDaemon(_ arguments: [String] = [], pluginDirectory: String? = TestSupport.binDirectory, environment: [String: String] = [:]) throws {
+    /// `wrapper` runs the daemon under another program (`["/usr/bin/strace", …]`).
+    func startDaemon(_ arguments: [String] = [], pluginDirectory: String? = TestSupport.binDirectory, environment: [String: String] = [:],
+                     wrapper: [String] = []) throws {
         let plugins = pluginDirectory.map { ["--plugin-dir", $0] } ?? []
-        daemon = try ChildProcess("coinmechd", ["--config", config] + plugins + arguments, environment: environment)
+        let command = ["--config", config] + plugins + arguments
+        if let program = wrapper.first {
+            daemon = try ChildProcess(program, Array(wrapper.dropFirst()) + ["\(TestSupport.binDirectory)/coinmechd"] + command,
+                                      environment: environment, absolute: true)
+        } else {
+            daemon = try ChildProcess("coinmechd", command, environment: environment)
+        }
     }
 
     /// Waits for the simulator to finish its scenario and returns its ground truth.
