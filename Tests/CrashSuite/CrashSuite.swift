@@ -16,6 +16,20 @@ import Foundation
 struct CrashSuite: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coinmech-crash",
+        abstract: "Prove nothing was lost, doubled or credited wrongly: kill coinmechd at every step (play), or judge a ledger (audit).",
+        subcommands: [Play.self, LedgerAudit.self],
+        defaultSubcommand: Play.self)
+
+    static func ownDirectory() -> String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return (exe as NSString).deletingLastPathComponent
+    }
+}
+
+/// The suite itself: `coinmech-crash [play] …`.
+struct Play: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
         abstract: "Kill and stall coinmechd at every step of the money path; prove nothing was lost, doubled or credited wrongly.",
         discussion: """
             Prints one line per episode, one line per unconfirmed coin (with the truth's explanation),
@@ -40,7 +54,7 @@ struct CrashSuite: ParsableCommand {
 
     func run() throws {
         do {
-            let suite = try Run(bin: bin ?? Self.ownDirectory(), seed: seed, protocol: lineProtocol)
+            let suite = try Run(bin: bin ?? CrashSuite.ownDirectory(), seed: seed, protocol: lineProtocol)
             let verdict = try suite.play(failpoints: failpoints, kills: kills, stalls: stalls)
             if keep { print("kept: \(suite.dir)") } else { try? FileManager.default.removeItem(atPath: suite.dir) }
             print(verdict.json)
@@ -49,11 +63,6 @@ struct CrashSuite: ParsableCommand {
             FileHandle.standardError.write(Data("coinmech-crash: \(error)\n".utf8))
             throw ExitCode(2)
         }
-    }
-
-    static func ownDirectory() -> String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return (exe as NSString).deletingLastPathComponent
     }
 }
 
