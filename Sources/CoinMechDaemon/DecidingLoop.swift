@@ -46,6 +46,8 @@ public final class DecidingLoop: @unchecked Sendable {
     private var tickets: [Ticket: (completion: Completion, chain: Chain?)] = [:]
     /// Which links' problems are recorded; hands the core what changed.
     private var pluginHealth = PluginHealthReview()
+    /// Commits slower than the answer plan allows (a source with a deadline only).
+    private var commitSpeed: CommitSpeedWatch?
     private var nextTicket: UInt64 = 0
     /// A ccTalk source: its engine's shell and the money rules of its batches.
     let acceptorMech: CCTalkMech?
@@ -123,6 +125,7 @@ public final class DecidingLoop: @unchecked Sendable {
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
                                              line: made.mech.lineBaud.map(LineTiming.init(baud:)))
         settings.confirmationWindow = source.confirmationWindow
+        commitSpeed = source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) }
         settings.teachMinimumSamples = CoinCalibration.minimumSamples
         let restored = DecidingCore.Restored(state: state, boots: try ledger.boots(source: source.name), pending: try ledger.pendingCoins(source: source.name))
         core = DecidingCore(settings: settings, restored: restored, logger: logger, now: .now)
@@ -220,7 +223,9 @@ public final class DecidingLoop: @unchecked Sendable {
             case .commit(let entries, let busyTimeout):
                 let milliseconds = Int(busyTimeout.nanoseconds / 1_000_000)
                 do throws(LedgerError) {
+                    let started = Instant.now
                     let result = try ledger.append(entries, busyTimeoutMilliseconds: milliseconds)
+                    noteCommit(took: .now - started)
                     step(.committed(result))
                 } catch {
                     step(.commitFailed(error))
@@ -259,6 +264,21 @@ public final class DecidingLoop: @unchecked Sendable {
                 calibrations.discard(staged)
             }
         }
+    }
+
+    /// Every commit is synced (docs/LEDGER.md): on storage slower than the commit allowance,
+    /// accepts reach the mech late and it returns the coins. The operator hears of it.
+    private func noteCommit(took: Duration) {
+        guard let warning = commitSpeed?.committed(took: took, at: .now) else { return }
+        logger.warning("the ledger's storage is too slow for the mech's deadline: accepts reach the mech late and it returns those coins; give the state directory faster storage, or raise source.commit_allowance_ms if the deadline leaves room", metadata: [
+            "state_dir": "\(stateDirectory)", "slowest_commit_ms": "\(Self.milliseconds(warning.slowest))",
+            "commit_allowance_ms": "\(Self.milliseconds(warning.allowance))", "slow_commits": "\(warning.slowCommits)",
+        ])
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%.1f", Double(seconds) * 1e3 + Double(attoseconds) / 1e15)
     }
 
     private func runCommands() {

@@ -156,3 +156,22 @@ struct PolicyTests {
         #expect(Date().timeIntervalSince(start) >= 0.05)
     }
 }
+
+/// The storage against the mech's deadline: slow commits are said, not hidden, and not on
+/// every coin.
+@Suite("Commit speed: a ledger too slow for the deadline is said once a minute")
+struct CommitSpeedWatchTests {
+    @Test("commits within the allowance say nothing; the first slow one warns; more within the minute are counted into the next warning")
+    func warnsOncePerInterval() {
+        var watch = CommitSpeedWatch(allowance: .milliseconds(10))
+        #expect(watch.committed(took: .milliseconds(3), at: at(0)) == nil)
+        #expect(watch.committed(took: .milliseconds(10), at: at(1)) == nil, "exactly the allowance is in time")
+        #expect(watch.committed(took: .milliseconds(25), at: at(2))
+            == .init(slowCommits: 1, slowest: .milliseconds(25), allowance: .milliseconds(10)))
+        #expect(watch.committed(took: .milliseconds(40), at: at(1_000)) == nil)
+        #expect(watch.committed(took: .milliseconds(12), at: at(30_000)) == nil)
+        #expect(watch.committed(took: .milliseconds(2), at: at(61_000)) == nil, "a fast commit never warns")
+        #expect(watch.committed(took: .milliseconds(11), at: at(62_002))
+            == .init(slowCommits: 3, slowest: .milliseconds(40), allowance: .milliseconds(10)))
+    }
+}
