@@ -131,6 +131,7 @@ bench: bootstrap
 	$(SWIFT) build -c release
 	$(RELEASE_BIN)/coinmech-bench chain
 	$(RELEASE_BIN)/coinmech-bench e2e
+	$(RELEASE_BIN)/coinmech-bench commit
 	$(RELEASE_BIN)/coinmech-bench reload
 	$(RELEASE_BIN)/coinmech-bench isolation
 	$(RELEASE_BIN)/coinmech-bench classify
