@@ -115,10 +115,24 @@ if ((failed)); then
     echo "== console tail ($CONSOLE)"
     tail -n 80 "$CONSOLE" | tr -d '\r'
 fi
-log "VM: boot, checks and power-off in $boot_seconds s; whole run $((SECONDS - TOTAL_START)) s"
-if [[ -z "$summary" ]]; then
-    echo "0 passed, 1 failed"
-else
-    echo "$summary"
+log "VM: boot, checks and power-off in $boot_seconds s"
+passed_count=0
+failed_count=1
+if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed_count=${BASH_REMATCH[1]}
+    failed_count=${BASH_REMATCH[2]}
 fi
+
+# --- Power cuts: the same image on a disk of its own, the mech on this host ------------------
+cleanup
+trap - EXIT
+power_start=$SECONDS
+if "$VM/power-cut.sh"; then
+    passed_count=$((passed_count + 1))
+else
+    failed_count=$((failed_count + 1))
+    failed=1
+fi
+log "power-cut run in $((SECONDS - power_start)) s; whole run $((SECONDS - TOTAL_START)) s"
+echo "$passed_count passed, $failed_count failed"
 exit "$failed"

@@ -9,6 +9,8 @@
 # fails the check; the only timed pauses drive the simulated mech (pulse widths and gaps).
 set -uo pipefail
 HERE=/usr/local/lib/coinmech-vm
+# The power-cut run boots the same image with its own script (vm/power-cut.sh).
+if grep -qw 'coinmech.vmtest=power' /proc/cmdline; then exec "$HERE/power-cut.sh"; fi
 RESULTS=/dev/ttyS1
 stty -F "$RESULTS" raw -echo 2> /dev/null
 exec 3> "$RESULTS"
