@@ -111,7 +111,9 @@ struct E2EBench: ParsableCommand {
 
     /// µs per reading of the least any design must do: a sentence from the device to the host
     /// over a pty, a 4 KiB write made durable on the ledger's filesystem with fdatasync (what
-    /// SQLite calls on the WAL at each commit under `synchronous=FULL`), and the answer back, with the
+    /// SQLite calls on the WAL at each commit under `synchronous=FULL`), the answer back, and a
+    /// second synced write for the coin's settlement (the daemon commits it when the mech
+    /// confirms the coin), with the
     /// device and the host on two threads that sleep in poll as the real ones do. Paced like
     /// the e2e run: `paced` readings `interval` apart, then `hot` back to back.
     private func measureFloor(paced: Int, interval: Double, hot: Int, directory: String) throws -> [Int] {
@@ -124,7 +126,9 @@ struct E2EBench: ParsableCommand {
         let file = open("\(directory)/fsync-probe", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let total = paced + hot
         let host = Thread { [device] in
-            // The host: wait for a sentence, make it durable, answer.
+            // The host: wait for a sentence, make its decision durable, answer; then make the
+            // coin's settlement durable, as the daemon does when the mech confirms the coin
+            // (two synced commits a coin, one of them before the answer).
             let page = [UInt8](repeating: 0x55, count: 4096), answer = Array("$CMD,1,A*35\r\n".utf8)
             var buffer = [UInt8](repeating: 0, count: 256)
             for _ in 0..<total {
@@ -132,6 +136,8 @@ struct E2EBench: ParsableCommand {
                 _ = pwrite(file, page, page.count, 0)
                 fdatasync(file)
                 _ = write(device, answer, answer.count)
+                _ = pwrite(file, page, page.count, 4096)
+                fdatasync(file)
             }
         }
         host.start()
