@@ -17,7 +17,7 @@ installed() { dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q 
 host_tools() {
     local -a missing=()
     local package
-    for package in qemu-system-x86 mmdebstrap e2fsprogs xz-utils patch gcc make flex bison libelf-dev "linux-headers-$KABI"; do
+    for package in qemu-system-x86 mmdebstrap e2fsprogs jq xz-utils patch gcc make flex bison libelf-dev "linux-headers-$KABI"; do
         installed "$package" || missing+=("$package")
     done
     [[ "$(dpkg-query -W -f='${Version}' "$KSRC" 2>/dev/null || true)" == "$KVER" ]] || missing+=("$KSRC=$KVER")
