@@ -1,63 +1,86 @@
 import CoinFacts
 import CoinMechPluginABI
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What the host checks in every accept a plugin returns, before it can become credit. A
-/// plugin is code the operator may not have written: an accept of 10^15 in a currency that does
-/// not exist, or with a code that is not text, is a `plugin_error` naming the link, and the
-/// coin is returned.
+/// plugin is code the operator may not have written:
 ///
-/// - currency: an active ISO 4217 code;
-/// - code: printable ASCII, NUL-terminated within its field;
-/// - value: a circulating coin's value for the currencies the host knows (USD, EUR, GBP), and
-///   for others at most `maximumValueMinor`.
+/// - malformed (`plugin_error`): a currency that is not an active ISO 4217 code, a code that
+///   is not printable ASCII ending within its field;
+/// - a lie (`plugin_lie`): well formed, but not one of the cabinet's coins (`CabinetCoins`:
+///   the configured currencies' mint coins and the declared tokens), with its currency, code
+///   and value together. "dime" at 100 cents, or "EUR_2" in a USD cabinet, is a lie.
+///
+/// Either way the coin is returned and the link named.
 public struct AcceptPolicy: Sendable, Equatable {
     /// A decision's code field as C declares it.
     public typealias CodeField = (CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar,
                                   CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar)
 
-    public static func == (a: AcceptPolicy, b: AcceptPolicy) -> Bool {
-        a.knownKeys == b.knownKeys && a.knownValues == b.knownValues && a.maximumValueMinor == b.maximumValueMinor
-    }
+    public static func == (a: AcceptPolicy, b: AcceptPolicy) -> Bool { a.coins == b.coins }
 
-    /// Values creditable per currency: packed codes, and each one's sorted values. A few
-    /// currencies, searched in turn: no hashing on the deciding path.
-    private let knownKeys: [UInt32]
-    private let knownValues: [[Int64]]
-    /// The same values below 256 as bits.
-    private let knownValueBits: [(UInt64, UInt64, UInt64, UInt64)]
-    /// The largest value creditable in a currency without a table.
-    public let maximumValueMinor: Int64
+    /// What the policy was made from.
+    public let coins: CabinetCoins
+    /// The cabinet's currencies, packed; for each, its coins as (value, code bytes with their
+    /// NUL). A few currencies and a few coins each, searched in turn: no hashing on the
+    /// deciding path.
+    private let currencyKeys: [UInt32]
+    private let entries: [[(value: Int64, code: [UInt8])]]
 
-    public init(known: [String: Set<Int64>] = CirculatingValues.byCurrency, maximumValueMinor: Int64 = 10_000) {
-        let sorted = known.sorted { $0.key < $1.key }
-        knownKeys = sorted.map { Self.pack(Array($0.key.utf8)) }
-        knownValues = sorted.map { $0.value.sorted() }
-        knownValueBits = sorted.map { entry in
-            var bits: [UInt64] = [0, 0, 0, 0]
-            for value in entry.value where value >= 0 && value < 256 { bits[Int(value >> 6)] |= 1 << UInt64(value & 63) }
-            return (bits[0], bits[1], bits[2], bits[3])
+    public init(coins: CabinetCoins) {
+        self.coins = coins
+        currencyKeys = coins.currencies.map { Self.pack(Array($0.utf8)) }
+        entries = coins.currencies.map { currency in
+            coins.coins.filter { $0.currency == currency }.map { (value: $0.valueMinor, code: Array($0.code.utf8) + [0]) }
         }
-        self.maximumValueMinor = maximumValueMinor
     }
 
-    /// The checks as shipped: circulating values of USD, EUR and GBP, up to 100.00 elsewhere.
-    public static let standard = AcceptPolicy()
+    /// The checks with no configured currency: every coin of USD, EUR and GBP, by its mint code.
+    public static let standard = AcceptPolicy(coins: .allMint)
 
     /// Whether `decision` (a well-formed ACCEPT) may be credited. Allocates nothing and hashes
-    /// nothing: it runs on every accept of the deciding path (a word at a time, it costs about a
-    /// tenth of what a byte loop, a `Set` and a `Dictionary` cost).
+    /// nothing: it runs on every accept of the deciding path.
     @inline(__always)
     public func allows(_ decision: borrowing coinmech_decision) -> Bool {
+        guard let key = Self.wellFormedCurrency(decision), Self.isText(decision.code) else { return false }
+        guard let index = currencyKeys.firstIndex(of: key) else { return false }
+        let value = decision.value_minor, code = decision.code
+        for entry in entries[index] where entry.value == value {
+            if Self.codeEquals(code, entry.code) { return true }
+        }
+        return false
+    }
+
+    /// A well-formed accept outside the cabinet's coins: an active currency and a code that is
+    /// text, but not a coin this cabinet takes (only when `allows` said no).
+    public func isLie(_ decision: borrowing coinmech_decision) -> Bool {
+        guard Self.wellFormedCurrency(decision) != nil else { return false }
+        return Self.isText(decision.code)
+    }
+
+    /// The packed currency when it is three capital letters, a NUL and an active ISO 4217 code.
+    @inline(__always)
+    static func wellFormedCurrency(_ decision: borrowing coinmech_decision) -> UInt32? {
         // Three capital letters and a NUL, as one little-endian word: byte 0 is the first letter.
         let currency = withUnsafeBytes(of: decision.currency) { $0.loadUnaligned(as: UInt32.self) }
         let first = currency & 0xFF, second = currency >> 8 & 0xFF, third = currency >> 16 & 0xFF
         // A byte below "A" wraps round to a large number.
-        guard currency >> 24 == 0, first &- 65 < 26, second &- 65 < 26, third &- 65 < 26 else { return false }
+        guard currency >> 24 == 0, first &- 65 < 26, second &- 65 < 26, third &- 65 < 26 else { return nil }
         let key = first << 16 | second << 8 | third
-        guard ISO4217.isActive(key) else { return false }
-        guard Self.isText(decision.code) else { return false }
-        if let index = knownKeys.firstIndex(of: key) { return Self.contains(knownValueBits[index], knownValues[index], decision.value_minor) }
-        return decision.value_minor <= maximumValueMinor
+        return ISO4217.isActive(key) ? key : nil
+    }
+
+    /// Whether the code field holds `code` (bytes with their NUL) at its start.
+    @inline(__always)
+    static func codeEquals(_ field: borrowing CodeField, _ code: [UInt8]) -> Bool {
+        withUnsafeBytes(of: field) { bytes in
+            code.withUnsafeBytes { expected in
+                expected.count <= bytes.count && memcmp(bytes.baseAddress!, expected.baseAddress!, expected.count) == 0
+            }
+        }
     }
 
     /// Whether a code field is printable ASCII up to a NUL within it: the first byte that is not
@@ -81,14 +104,6 @@ public struct AcceptPolicy: Sendable, Equatable {
         }
     }
 
-    /// Whether `value` is one of a currency's values: a bit in `bits` for values below 256.
-    @inline(__always)
-    private static func contains(_ bits: (UInt64, UInt64, UInt64, UInt64), _ values: [Int64], _ value: Int64) -> Bool {
-        guard value >= 0 && value < 256 else { return values.contains(value) }
-        let word: UInt64 = switch value >> 6 { case 0: bits.0; case 1: bits.1; case 2: bits.2; default: bits.3 }
-        return word >> UInt64(value & 63) & 1 == 1
-    }
-
     /// Why `decision` may not be credited, for the rejection's message (only when `allows` said no).
     public func problem(_ decision: borrowing coinmech_decision) -> String {
         let currency = withUnsafeBytes(of: decision.currency) { Array($0) }
@@ -98,8 +113,19 @@ public struct AcceptPolicy: Sendable, Equatable {
         let key = Self.pack(Array(currency[0...2]))
         guard ISO4217.isActive(key) else { return "currency '\(name)' is not an ISO 4217 code" }
         guard Self.isText(decision.code) else { return "code is not printable ASCII ending within \(COINMECH_CODE_SIZE - 1) bytes" }
-        if knownKeys.contains(key) { return "\(decision.value_minor) is not the value of a \(name) coin" }
-        return "value \(decision.value_minor) is above the limit of \(maximumValueMinor) for \(name)"
+        let code = coinmech_decision.string(decision.code)
+        let value = decision.value_minor
+        guard coins.currencies.contains(name) else {
+            return "\(name) is not this cabinet's currency (\(coins.currencies.joined(separator: ", ")))"
+        }
+        let ofCurrency = coins.coins.filter { $0.currency == name }
+        if let known = ofCurrency.first(where: { $0.code == code }) {
+            return "'\(code)' is \(known.valueMinor) \(name) minor units, not \(value)"
+        }
+        if let worth = ofCurrency.first(where: { $0.valueMinor == value }) {
+            return "'\(code)' is not a \(name) coin of this cabinet (\(value) is '\(worth.code)')"
+        }
+        return "'\(code)' at \(value) is not a \(name) coin of this cabinet"
     }
 
     static func pack(_ letters: [UInt8]) -> UInt32 {

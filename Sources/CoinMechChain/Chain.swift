@@ -51,6 +51,8 @@ public final class Chain: Sendable {
 
     /// What every accept must be to count (currency, code, value).
     public let acceptPolicy: AcceptPolicy
+    /// Lies a link may tell (accepts of coins the cabinet does not take) before it is quarantined.
+    public static let maximumLies: UInt64 = 3
 
     /// `breadcrumb`: where the daemon's deciding thread announces each link call (a crash then
     /// quarantines the link at the next start, and the hang watch sees a call over its budget).
@@ -164,6 +166,18 @@ public final class Chain: Sendable {
             case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept && acceptPolicy.allows(decision):
                 entry.statistics.recordAccept()
                 return index
+            case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept && acceptPolicy.isLie(decision):
+                // A plausible claim of money the cabinet does not take ("dime" at 100, a
+                // currency not configured): the coin goes back, the link is flagged, and after
+                // `maximumLies` it is quarantined like a crashing link.
+                let message = "plugin accepted a coin this cabinet does not take: \(acceptPolicy.problem(decision))"
+                let told = entry.statistics.recordLie(message)
+                if told >= Self.maximumLies {
+                    entry.health.mark(LinkHealth.Problem(
+                        state: .quarantined, cause: "lying",
+                        reason: "accepted \(told) coins this cabinet does not take (last: \(acceptPolicy.problem(decision))); not called until a reload with another plugin or configuration"))
+                }
+                decision = .rejecting(reason: "plugin_lie", message: message)
             case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept:
                 // A plugin that claims money the host does not believe: the coin goes back.
                 let message = "plugin accepted what cannot be credited: \(acceptPolicy.problem(decision))"

@@ -12,6 +12,8 @@ public final class LinkStatistics: Sendable {
     private let sampledNanoseconds = Atomic<UInt64>(0)
     private let pluginErrors = Atomic<UInt64>(0)
     private let lastPluginError = Mutex<String?>(nil)
+    private let lies = Atomic<UInt64>(0)
+    private let lastLie = Mutex<String?>(nil)
 
     public init() {}
 
@@ -23,6 +25,14 @@ public final class LinkStatistics: Sendable {
     func recordPluginError(_ message: String) {
         Self.bump(pluginErrors, 1)
         lastPluginError.withLock { $0 = message }
+    }
+
+    /// The link accepted a coin this cabinet does not take (`plugin_lie`); returns how many
+    /// lies it has told.
+    func recordLie(_ message: String) -> UInt64 {
+        Self.bump(lies, 1)
+        lastLie.withLock { $0 = message }
+        return lies.load(ordering: .relaxed)
     }
 
     func recordSample(nanoseconds: UInt64) {
@@ -42,7 +52,8 @@ public final class LinkStatistics: Sendable {
             accepts: accepts.load(ordering: .relaxed), rejects: rejects.load(ordering: .relaxed),
             passes: passes.load(ordering: .relaxed), sampledCalls: sampledCalls.load(ordering: .relaxed),
             sampledNanoseconds: sampledNanoseconds.load(ordering: .relaxed), pluginErrors: pluginErrors.load(ordering: .relaxed),
-            lastPluginError: pluginErrors.load(ordering: .relaxed) == 0 ? nil : lastPluginError.withLock { $0 })
+            lastPluginError: pluginErrors.load(ordering: .relaxed) == 0 ? nil : lastPluginError.withLock { $0 },
+            lies: lies.load(ordering: .relaxed), lastLie: lies.load(ordering: .relaxed) == 0 ? nil : lastLie.withLock { $0 })
     }
 
     public struct Snapshot: Sendable, Hashable, Codable {
@@ -54,6 +65,9 @@ public final class LinkStatistics: Sendable {
         /// Readings this link answered with nonsense (rejected as `plugin_error`), and the last why.
         public var pluginErrors: UInt64 = 0
         public var lastPluginError: String?
+        /// Accepts of coins this cabinet does not take (rejected as `plugin_lie`), and the last.
+        public var lies: UInt64 = 0
+        public var lastLie: String?
 
         public var calls: UInt64 { accepts + rejects + passes }
         /// Mean time per call over the sampled walks, in nanoseconds.

@@ -110,7 +110,7 @@ public struct ChainBuilder: Sendable {
             environment.quarantine?.lift(lift.link)
             warn("chain link \(lift.position) '\(lift.link)': quarantine lifted: the link's plugin file or configuration changed since it was \(lift.record.problem.state) (\(lift.record.problem.reason))")
         }
-        return Chain(generation: generation, links: links, breadcrumb: environment.breadcrumb)
+        return Chain(generation: generation, links: links, acceptPolicy: environment.acceptPolicy, breadcrumb: environment.breadcrumb)
     }
 
     /// The link, and the quarantine record it lifts (another plugin file or configuration), if any.

@@ -12,16 +12,19 @@ public struct ChainEnvironment: Sendable {
     /// The host's lines about links: crashes, restarts, quarantines, a plugin host's output.
     public var report: PluginLogSink
     public var isolation: IsolationSettings
+    /// The coins the cabinet takes: what every accept is checked against.
+    public var acceptPolicy: AcceptPolicy
 
     public init(breadcrumb: PluginBreadcrumb? = nil, quarantine: QuarantineStore? = nil, alarm: PluginAlarm? = nil,
                 log: @escaping PluginLogSink = PluginLog.standardError, report: @escaping PluginLogSink = PluginLog.standardError,
-                isolation: IsolationSettings = IsolationSettings()) {
+                isolation: IsolationSettings = IsolationSettings(), acceptPolicy: AcceptPolicy = .standard) {
         self.breadcrumb = breadcrumb
         self.quarantine = quarantine
         self.alarm = alarm
         self.log = log
         self.report = report
         self.isolation = isolation
+        self.acceptPolicy = acceptPolicy
     }
 
     /// No breadcrumb, no quarantine, logs on standard error.

@@ -32,7 +32,7 @@ public struct ReadingExplanation: Sendable {
         var links: [Link] = []
         var decided: (Verdict, String)?
         for (index, link) in chain.links.enumerated() {
-            let alone = Chain(generation: chain.generation, links: [link]).decide(reading)
+            let alone = Chain(generation: chain.generation, links: [link], acceptPolicy: chain.acceptPolicy).decide(reading)
             let verdict: LinkVerdict = alone.linkName == Chain.terminalLinkName ? .pass : .decided(alone.verdict)
             let details = (link.validator as? PluginInstance)?.explain(reading).map(Self.lines) ?? []
             links.append(Link(position: index + 1, name: link.name, origin: link.origin, verdict: verdict, reached: decided == nil, details: details))

@@ -13,7 +13,8 @@ enum VerdictRules {
         case COINMECH_VERDICT_ACCEPT.rawValue:
             guard decision.value_minor > 0 else { return "accepted with value \(decision.value_minor)" }
             guard AcceptPolicy.standard.allows(decision) else {
-                return "accepted what the host will not credit (it returns the coin as plugin_error): \(AcceptPolicy.standard.problem(decision))"
+                let reason = AcceptPolicy.standard.isLie(decision) ? "plugin_lie" : "plugin_error"
+                return "accepted what the host will not credit (it returns the coin as \(reason)): \(AcceptPolicy.standard.problem(decision))"
             }
             return nil
         case COINMECH_VERDICT_REJECT.rawValue:

@@ -100,10 +100,9 @@ struct ChainTests {
         #expect(emptyAccept.links[0].statistics.snapshot.rejects == 1)
     }
 
-    @Test("the host believes no accept it cannot credit: huge values, codes that are not text, made-up currencies, odd values", arguments: [
+    @Test("the host believes no accept it cannot credit: huge values, codes that are not text, made-up currencies", arguments: [
         ("liar", "plugin accepted what cannot be credited: code is not printable ASCII ending within 31 bytes"),
         ("fake_currency", "plugin accepted what cannot be credited: currency 'ZZZ' is not an ISO 4217 code"),
-        ("odd_value", "plugin accepted what cannot be credited: 37 is not the value of a USD coin"),
     ])
     func hostChecksAccepts(mode: String, message: String) throws {
         let dir = TestSupport.temporaryDirectory("liar")
@@ -120,29 +119,82 @@ struct ChainTests {
         #expect(statistics.lastPluginError == message)
     }
 
-    @Test("a currency without a table may be credited up to the configured limit")
-    func acceptLimit() {
-        var decision = coinmech_decision()
-        decision.size = UInt32(MemoryLayout<coinmech_decision>.size)
-        coinmech_decision_accept(&decision, "CHF", "CHF_5", 500)
-        #expect(AcceptPolicy(maximumValueMinor: 500).allows(decision))
-        #expect(!AcceptPolicy(maximumValueMinor: 499).allows(decision))
-        #expect(AcceptPolicy(maximumValueMinor: 499).problem(decision) == "value 500 is above the limit of 499 for CHF")
+    // Before the cabinet's coins were checked, "dime" at 100 was credited $1, and "EUR_2" in a
+    // USD cabinet €2: the host checked only that a value was some coin's value of the currency.
+    @Test("a plausible lie is returned and flagged, and the third lie quarantines the link", arguments: [
+        ("dime_dollar", "'dime' is 10 USD minor units, not 100"),
+        ("euro_two", "EUR is not this cabinet's currency (USD)"),
+        ("odd_value", "'quarter' is 25 USD minor units, not 37"),
+    ])
+    func plausibleLies(mode: String, problem: String) throws {
+        let dir = TestSupport.temporaryDirectory("lies")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir)
+        let environment = ChainEnvironment(acceptPolicy: AcceptPolicy(coins: CabinetCoins.of(currencies: ["USD"])!))
+        let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir), environment: environment)
+            .build(generation: 1, links: [LinkSpec(name: "third-party", plugin: "misbehaving", configJSON: "{\"mode\":\"\(mode)\"}")])
+        let message = "plugin accepted a coin this cabinet does not take: \(problem)"
+        for told in 1...3 {
+            let decision = chain.decide(.coin(24.26, 5.67))
+            #expect(!decision.isAccept && decision.acceptedValueMinor == 0)
+            #expect(decision.rejection == Rejection(reason: "plugin_lie", message: message))
+            #expect(chain.links[0].statistics.snapshot.lies == UInt64(told))
+            #expect(chain.links[0].health.current == (told < 3 ? .ok : .quarantined), "after \(told) lies")
+        }
+        #expect(chain.links[0].health.problem?.cause == "lying")
+        // Quarantined: not called again, every coin returned.
+        let after = chain.decide(.coin(24.26, 5.67))
+        #expect(after.rejection?.reason == "quarantined")
+        #expect(chain.links[0].statistics.snapshot.lies == 3)
+        #expect(chain.links[0].statistics.snapshot.accepts == 0)
+    }
+
+    @Test("the cabinet's coins: its currencies by their mint codes, declared tokens, and nothing else")
+    func cabinetCoins() {
+        func accept(_ currency: String, _ code: String, _ value: Int64) -> coinmech_decision {
+            var decision = coinmech_decision()
+            decision.size = UInt32(MemoryLayout<coinmech_decision>.size)
+            coinmech_decision_accept(&decision, currency, code, value)
+            return decision
+        }
+        let token = CabinetCoins.Coin(currency: "USD", code: "ARCADE_TOKEN", valueMinor: 25)
+        let usd = AcceptPolicy(coins: CabinetCoins.of(currencies: ["USD"], tokens: [token])!)
+        #expect(usd.allows(accept("USD", "quarter", 25)))
+        #expect(usd.allows(accept("USD", "dollar", 100)))
+        #expect(usd.allows(accept("USD", "ARCADE_TOKEN", 25)))
+        #expect(!usd.allows(accept("USD", "ARCADE_TOKEN", 50)))
+        #expect(!usd.allows(accept("USD", "quarte", 25)), "a prefix of a code is not the code")
+        #expect(!usd.allows(accept("USD", "quarterx", 25)))
+        #expect(!usd.allows(accept("EUR", "EUR_2", 200)))
+        #expect(usd.problem(accept("USD", "quarterx", 25)) == "'quarterx' is not a USD coin of this cabinet (25 is 'quarter')")
+        #expect(usd.problem(accept("USD", "half", 30)) == "'half' at 30 is not a USD coin of this cabinet")
+        // A currency without mint figures is creditable only through its declared coins.
+        let chf = AcceptPolicy(coins: CabinetCoins(coins: [CabinetCoins.Coin(currency: "CHF", code: "CHF_5", valueMinor: 500)]))
+        #expect(chf.allows(accept("CHF", "CHF_5", 500)))
+        #expect(!chf.allows(accept("CHF", "CHF_2", 200)))
+        #expect(CabinetCoins.of(currencies: ["CHF"]) == nil)
+        // The standard policy (no currency configured) takes every mint coin by its code.
+        #expect(AcceptPolicy.standard.allows(accept("GBP", "GBP_2", 200)))
+        #expect(!AcceptPolicy.standard.allows(accept("GBP", "GBP_2", 100)))
+        // Garbage after the code's NUL does not matter; the code up to it does.
+        var padded = accept("USD", "dime", 10)
+        withUnsafeMutableBytes(of: &padded.code) { $0[10] = 0x41 }
+        #expect(usd.allows(padded))
     }
 
     @Test("the accept check, a word at a time, agrees with a byte-by-byte reading of the rule on every field tried")
     func acceptCheckMatchesReference() {
         /// The rule as the header states it, byte by byte: three capital letters and a NUL that are
-        /// an active code; a code of printable ASCII ending in a NUL within its field; a value of a
-        /// coin of that currency (USD, EUR, GBP), otherwise at most the limit.
+        /// an active code; a code of printable ASCII ending in a NUL within its field; and that
+        /// currency, code and value together one of the cabinet's coins (here every mint coin).
         func reference(_ currency: [UInt8], _ code: [UInt8], _ value: Int64) -> Bool {
             guard currency[3] == 0, currency[0...2].allSatisfy({ $0 >= 65 && $0 <= 90 }) else { return false }
             let name = String(decoding: currency[0...2], as: UTF8.self)
-            // Of the codes tried, these are active (ISO 4217); ZZZ is not.
-            guard ["USD", "EUR", "GBP", "CHF", "JPY"].contains(name) else { return false }
             guard let end = code.firstIndex(of: 0), code[..<end].allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return false }
-            if let values = CirculatingValues.byCurrency[name] { return values.contains(value) }
-            return value <= 10_000
+            let text = String(decoding: code[..<end], as: UTF8.self)
+            // The mint coins of USD, EUR and GBP, from the tables the policy is not built from.
+            let mint = CoinTables.usd + CoinTables.eur + CoinTables.gbp
+            return mint.contains { $0.currency == name && $0.code == text && $0.valueMinor == value }
+                || (name == "USD" && ((text == "half_dollar" && value == 50) || (text == "dollar" && value == 100)))
         }
         var rng = SplitMix64(seed: 9)
         let policy = AcceptPolicy.standard
@@ -152,8 +204,13 @@ struct ChainTests {
             if round % 17 == 0 { currency[3] = UInt8.random(in: 1...255, using: &rng) }
             let length = Int.random(in: 0...32, using: &rng)
             var code = (0..<32).map { index -> UInt8 in index < length ? UInt8.random(in: 0x20...0x7E, using: &rng) : 0 }
+            // Real codes half the time, so that the value and currency decide.
+            if round % 2 == 0 {
+                let real = Array(["quarter", "dime", "EUR_2", "EUR_50c", "GBP_20p", "dollar", "nickel", "cent"].randomElement(using: &rng)!.utf8)
+                code = real + [UInt8](repeating: 0, count: 32 - real.count)
+            }
             if round % 5 == 0 { code[Int.random(in: 0..<32, using: &rng)] = [0x1F, 0x7F, 0x80, 0xFF, 0x01].randomElement(using: &rng)! }
-            let value = [1, 5, 10, 25, 37, 100, 200, 255, 256, 10_000, 10_001, -1].randomElement(using: &rng)!
+            let value = [1, 5, 10, 20, 25, 37, 50, 100, 200, 255, 256, 10_000, -1].randomElement(using: &rng)!
             var decision = coinmech_decision()
             decision.size = UInt32(MemoryLayout<coinmech_decision>.size)
             decision.verdict = COINMECH_VERDICT_ACCEPT.rawValue

@@ -5,6 +5,7 @@
      slow           takes 80 ms and passes      sleep          sleeps {"ms": N} and passes
      liar           accepts 10^15 with a code that is not text
      fake_currency  accepts 25 of "ZZZ"         odd_value      accepts 37 cents of USD
+     dime_dollar    accepts USD "dime" at 100   euro_two       accepts EUR "EUR_2" at 200
      segv           dereferences NULL on call {"at": N} (default 1), passes before
      abort          abort()s on call N          exit           _exit(0)s on call N
      scribble       writes garbage to descriptor 3 (a plugin host's channel), then passes
@@ -57,7 +58,7 @@ static long number(const char *config, const char *key, long fallback) {
 
 static void *create(const coinmech_host *host, const char *config, char *error, size_t size) {
     static const char *const modes[] = {"bad_verdict", "empty_accept", "pass", "hang", "echo_source", "slow", "sleep", "liar",
-                                        "fake_currency", "odd_value", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", NULL};
+                                        "fake_currency", "odd_value", "dime_dollar", "euro_two", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", NULL};
     instance *self = calloc(1, sizeof *self);
     const char *mode = strstr(config, "\"mode\"");
     if (!self || !mode || sscanf(mode, "\"mode\" : \"%31[a-z_]\"", self->mode) != 1) {
@@ -101,6 +102,8 @@ static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d)
     else if (is(self, "liar")) coinmech_decision_accept(d, "USD", "\xff\xfe\x01quarter", 1000000000000000LL);
     else if (is(self, "fake_currency")) coinmech_decision_accept(d, "ZZZ", "quarter", 25);
     else if (is(self, "odd_value")) coinmech_decision_accept(d, "USD", "quarter", 37);
+    else if (is(self, "dime_dollar")) coinmech_decision_accept(d, "USD", "dime", 100);
+    else if (is(self, "euro_two")) coinmech_decision_accept(d, "EUR", "EUR_2", 200);
     else if (is(self, "segv") && call == self->at) *(volatile int *)0 = 1;
     else if (is(self, "abort") && call == self->at) abort();
     else if (is(self, "exit") && call == self->at) _exit(0);
