@@ -131,6 +131,7 @@ public final class Daemon: Sendable {
                                   environment: ChainEnvironment? = nil, quarantiningCreateCrashes: Bool = false) throws(DaemonError) -> Chain {
         let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
         var environment = environment ?? ChainEnvironment(isolation: configuration.plugins.supervision)
+        environment.acceptPolicy = AcceptPolicy(coins: configuration.source.coins)
         if environment.breadcrumb == nil, let logger {
             environment.log = pluginLog(logger)
             environment.report = linkReport(logger)

@@ -96,6 +96,7 @@ public struct DaemonConfiguration: Sendable {
         try sourceTable.rejectUnknownKeys([
             "kind", "device", "baud", "name", "file", "chip", "speed", "pulse", "gates", "scale", "accept_gate", "inhibit", "usb",
             "deadline_ms", "commit_allowance_ms", "confirmations", "confirm_window_ms", "address", "checksum", "echo", "poll_interval_ms", "positions",
+            "currencies", "tokens",
         ])
         let kindName = try sourceTable.string("kind") ?? "serial"
         let name = try sourceTable.string("name") ?? kindName
@@ -200,6 +201,7 @@ public struct DaemonConfiguration: Sendable {
             throw sourceTable.error("kind", "unknown source kind '\(kindName)' (known: serial, gpio, gpio-replay, cctalk)")
         }
         var source = Source(name: name, kind: kind, hotplug: hotplug)
+        (source.coins, source.currenciesConfigured) = try CabinetCoinsSettings.parse(sourceTable)
         // The serial protocol's mech returns a coin it hears nothing about within 50 ms; GPIO
         // mechs have no such protocol, so only a configured deadline applies to them.
         if let deadline = try sourceTable.double("deadline_ms") ?? (kindName == "serial" ? 50 : nil) {

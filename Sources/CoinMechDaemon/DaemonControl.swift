@@ -40,6 +40,12 @@ struct DaemonControl: ControlPlane {
             guard stats.pluginErrors > 0 else { return nil }
             return ["link": .string(link.name), "count": .int(Int64(stats.pluginErrors)), "last": .string(stats.lastPluginError ?? "")]
         }
+        // Links that accepted coins this cabinet does not take (returned as plugin_lie).
+        let pluginLies: [JSON] = chain.links.compactMap { link in
+            let stats = link.statistics.snapshot
+            guard stats.lies > 0 else { return nil }
+            return ["link": .string(link.name), "count": .int(Int64(stats.lies)), "last": .string(stats.lastLie ?? "")]
+        }
         // How long ago the deciding loop last turned: it turns at least every second, so more
         // means it is stuck (in a plugin, a commit); the watchdog stops then too.
         let heartbeatAge = Int64((Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)) / 1_000_000)
@@ -53,6 +59,7 @@ struct DaemonControl: ControlPlane {
             "chain_generation": .int(Int64(chain.generation)),
             "links": .int(Int64(chain.links.count)),
             "plugin_errors": .array(pluginErrors),
+            "plugin_lies": .array(pluginLies),
             "counters": .object(counters),
             "uptime_s": .double((Date().timeIntervalSince(started) * 10).rounded() / 10),
             "heartbeat_age_ms": .int(heartbeatAge),
@@ -91,9 +98,11 @@ struct DaemonControl: ControlPlane {
                     "calls": .int(Int64(stats.calls)), "accepts": .int(Int64(stats.accepts)), "rejects": .int(Int64(stats.rejects)),
                     "passes": .int(Int64(stats.passes)), "mean_ns": .double(stats.meanNanoseconds.rounded()),
                     "sampled_calls": .int(Int64(stats.sampledCalls)), "plugin_errors": .int(Int64(stats.pluginErrors)),
+                    "lies": .int(Int64(stats.lies)),
                 ],
             ]
             if let last = stats.lastPluginError { object["last_plugin_error"] = .string(last) }
+            if let last = stats.lastLie { object["last_lie"] = .string(last) }
             if let problem = link.health.problem { object["problem"] = Self.problem(link: link.name, problem) }
             if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
             return .object(object)

@@ -1,4 +1,5 @@
 import CLinux
+import CoinFacts
 import CoinMechCCTalk
 import CoinMechChain
 import CoinMechCore
@@ -46,6 +47,8 @@ public final class DecidingLoop: @unchecked Sendable {
     private var tickets: [Ticket: (completion: Completion, chain: Chain?)] = [:]
     /// Which links' problems are recorded; hands the core what changed.
     private var pluginHealth = PluginHealthReview()
+    /// Whether `source.currencies` was configured (said once deciding starts, if not).
+    private let currenciesConfigured: Bool
     /// Commits slower than the answer plan allows (a source with a deadline only).
     private var commitSpeed: CommitSpeedWatch?
     private var nextTicket: UInt64 = 0
@@ -125,6 +128,7 @@ public final class DecidingLoop: @unchecked Sendable {
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
                                              line: made.mech.lineBaud.map(LineTiming.init(baud:)))
         settings.confirmationWindow = source.confirmationWindow
+        currenciesConfigured = source.currenciesConfigured
         commitSpeed = source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) }
         settings.teachMinimumSamples = CoinCalibration.minimumSamples
         let restored = DecidingCore.Restored(state: state, boots: try ledger.boots(source: source.name), pending: try ledger.pendingCoins(source: source.name))
@@ -161,6 +165,9 @@ public final class DecidingLoop: @unchecked Sendable {
 
     /// Runs until `stop()`.
     public func run() {
+        if !currenciesConfigured {
+            logger.warning("source.currencies is not set: plugins may credit the coins of every currency CoinMech knows (\(CabinetCoins.mintCurrencies.joined(separator: ", "))); set it to this cabinet's currency so that an accept in another is returned")
+        }
         logger.info("deciding", metadata: [
             "device": "\(mech.location)", "chain_generation": "\(chain.current.generation)",
             "credit": "\(core.settings.credit == .onConfirmation ? "when the mech stores the coin" : "with the answer")",
@@ -211,7 +218,14 @@ public final class DecidingLoop: @unchecked Sendable {
         let verdict: DecisionRecord.Verdict
         switch decision.verdict {
         case .accept(let denomination): verdict = .accept(currency: denomination.currency, code: denomination.code, valueMinor: denomination.valueMinor)
-        case .reject(let rejection): verdict = .reject(reason: rejection.reason, message: rejection.message)
+        case .reject(let rejection):
+            verdict = .reject(reason: rejection.reason, message: rejection.message)
+            // At most `Chain.maximumLies` a link before it is quarantined: no flood.
+            if rejection.reason == "plugin_lie" {
+                logger.warning("a plugin lied: it accepted a coin this cabinet does not take; the coin is returned", metadata: [
+                    "link": "\(decision.linkName)", "devseq": "\(reading.deviceSeq)", "why": "\(rejection.message)",
+                ])
+            }
         }
         return Decided(verdict: verdict, link: decision.linkName, chainGeneration: decision.chainGeneration, decidedAt: .now)
     }

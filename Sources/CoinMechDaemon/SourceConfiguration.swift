@@ -1,3 +1,4 @@
+import CoinFacts
 import CoinMechCCTalk
 import CoinMechCore
 import CoinMechFailpoints
@@ -16,6 +17,10 @@ public struct SourceConfiguration: Sendable, Equatable {
     public var hotplug: DeviceMatch?
     /// The mech's answer deadline (serial: 50 ms unless set; GPIO mechs: none unless set).
     public var answerDeadline: AnswerDeadline?
+    /// The coins this cabinet takes (`currencies`, `tokens`): no accept outside them is credited.
+    public var coins: CabinetCoins = .allMint
+    /// Whether `currencies` was configured (else every mint currency is taken, with a warning).
+    public var currenciesConfigured = false
 
     public init(name: String, kind: Kind, hotplug: DeviceMatch? = nil, answerDeadline: AnswerDeadline? = nil) {
         self.name = name

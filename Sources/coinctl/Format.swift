@@ -28,9 +28,13 @@ enum Format {
         let problems = (s["link_problems"]?.array ?? []).map { problem in
             "\n            link        \(problem["link"]?.string ?? "?") \((problem["state"]?.string ?? "?").uppercased()) (\(problem["cause"]?.string ?? "?")): \(problem["reason"]?.string ?? "")"
         }.joined()
+        // Links that accepted coins this cabinet does not take: loud, they wanted money.
+        let lies = (s["plugin_lies"]?.array ?? []).map { lie in
+            "\n            LIES        \(lie["link"]?.string ?? "?") accepted \(lie["count"]?.int ?? 0) coins this cabinet does not take (returned); last: \(lie["last"]?.string ?? "")"
+        }.joined()
         return """
             source      \(source?["kind"]?.string ?? "?") \(source?["device"]?.string ?? "?") (\(source?["state"]?.string ?? "?"))
-            inhibited   \(inhibited)\(problems)
+            inhibited   \(inhibited)\(problems)\(lies)
             ledger      \(s["ledger"]?.string ?? "?")
             chain       generation \(s["chain_generation"]?.int ?? 0), \(s["links"]?.int ?? 0) links
             readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0), too late to accept \(counters?["deadline_passed"]?.int ?? 0), late answers \(counters?["late_answers"]?.int ?? 0))

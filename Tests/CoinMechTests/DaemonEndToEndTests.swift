@@ -360,6 +360,11 @@ struct DaemonConfigurationTests {
         ("source: {device: x}\nchain:\n  - plugin: sanity\n  - name: deadline\n    plugin: sanity\n", "coinmechd: coinmechd.yaml:4: key 'chain[1].name': chain link 2 'deadline': the host names its own decisions so (reserved: deadline, inhibit, source, teach, unrecognized); give the link another name"),
         ("source: {device: x, confirm_window_ms: 10}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.confirm_window_ms': must be between 50 and 60000"),
         ("source: {kind: gpio-replay, file: e.txt, confirmations: true, pulse: {line: 0}}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.confirmations': applies to serial mechs only: a GPIO mech's coin is credited with its answer"),
+        ("source: {device: x, currencies: []}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.currencies': must name at least one currency, e.g. [USD]"),
+        ("source: {device: x, currencies: [usd]}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.currencies': 'usd' is not a currency code (three capital letters, e.g. USD)"),
+        ("source: {device: x, currencies: [CHF]}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'source.currencies': CoinMech has no coin figures for CHF (it has USD, EUR, GBP): declare the coins this cabinet takes in it under source.tokens"),
+        ("source:\n  device: x\n  currencies: [USD]\n  tokens:\n    - {code: TOKEN, value: 0}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:5: key 'source.tokens[0].value': is required: what the token is worth in minor units of its currency (at least 1)"),
+        ("source:\n  device: x\n  currencies: [USD]\n  tokens:\n    - {code: TOKEN, value: 25, currency: EUR}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:5: key 'source.tokens[0].currency': EUR is not one of source.currencies (USD)"),
     ])
     func errors(text: String, message: String) throws {
         let (status, stderr) = try run(text)

@@ -25,11 +25,11 @@ final class DaemonHarness {
             config: {currency: USD, tolerance: 0.04}
         """
 
-    init(chain: String = DaemonHarness.defaultChain, extra: String = "") throws {
+    init(chain: String = DaemonHarness.defaultChain, extra: String = "", source: String = "{kind: serial, device: mech, baud: 9600}") throws {
         dir = TestSupport.temporaryDirectory("daemon")
         try """
             log_level: debug
-            source: {kind: serial, device: mech, baud: 9600}
+            source: \(source)
             state_dir: state
             runtime_dir: run
             cache_dir: cache
