@@ -185,7 +185,7 @@ public final class CCTalkSimulator {
         var value: (currency: String, valueMinor: Int64)?
         switch insertion.kind {
         case .coin(let spec):
-            value = (spec.currency, spec.valueMinor)
+            value = (spec.currency, FaceValues.faceValue(of: spec))
             let id = (1...999).contains(spec.valueMinor) ? CoinID.standard(currency: spec.currency, valueMinor: spec.valueMinor) : nil
             item = id.flatMap { positions[$0] }.map { .coin(position: $0) } ?? .unknown
         case .slug: item = .slug

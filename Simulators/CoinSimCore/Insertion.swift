@@ -21,9 +21,10 @@ public enum CoinKind: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The value a correct acceptor credits for it: only genuine coins of the currency count.
+    /// The value a correct acceptor credits for it: only genuine coins of the currency count,
+    /// at their face value as the mints state it (`FaceValues`, not the tables a plugin reads).
     public var creditableValue: (currency: String, valueMinor: Int64)? {
-        if case .coin(let spec) = self { return (spec.currency, spec.valueMinor) }
+        if case .coin(let spec) = self { return (spec.currency, FaceValues.faceValue(of: spec)) }
         return nil
     }
 }

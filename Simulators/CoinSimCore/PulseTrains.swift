@@ -46,7 +46,7 @@ public struct PulseTrains: Sendable {
                 truth.coins.append(Coin(insertion: number, kind: insertion.kind.description))
                 continue
             }
-            truth.coins.append(Coin(insertion: number, kind: insertion.kind.description, channel: channel, currency: spec.currency, valueMinor: spec.valueMinor))
+            truth.coins.append(Coin(insertion: number, kind: insertion.kind.description, channel: channel, currency: spec.currency, valueMinor: FaceValues.faceValue(of: spec)))
             truth.creditedValue[spec.currency, default: 0] += spec.valueMinor
             truth.trains += 1
             for pulse in 0..<UInt64(channel) {

@@ -12,7 +12,9 @@ import CoinSimCore
 /// - **phantom**: the ledger credited it, but it did not reach the cash box;
 /// - **unconfirmed**: the ledger holds it as unconfirmed (audit, not credit); each is
 ///   explained by the truth (power lost while it fell) or listed as unexplained;
-/// - **pending**: still waiting for the mech's word when the run ended.
+/// - **pending**: still waiting for the mech's word when the run ended;
+/// - **wrong value**: credited at another value or currency than the coin's face value, as the
+///   simulator states it (`FaceValues`, apart from the tables plugins credit from).
 public struct MoneyAudit: Sendable {
     public struct Key: Hashable, Sendable, Comparable, CustomStringConvertible {
         public var boot: UInt64
@@ -32,6 +34,7 @@ public struct MoneyAudit: Sendable {
     public var doubled: [Key] = []
     public var phantom: [Key] = []
     public var pending: [Key] = []
+    public var wrongValue: [Key] = []
     /// Each unconfirmed coin with the truth's explanation (nil: unexplained).
     public var unconfirmed: [(key: Key, explanation: String?)] = []
     /// Ledger coins whose epoch has no boot number: they cannot be joined.
@@ -61,6 +64,9 @@ public struct MoneyAudit: Sendable {
             case EventKind.coin.rawValue:
                 credited[key, default: 0] += 1
                 held.insert(key)
+                if let coin = fates[key], coin.fate == "stored", coin.currency != event.currency || coin.valueMinor != event.valueMinor {
+                    wrongValue.append(key)
+                }
             case EventKind.coinUnconfirmed.rawValue:
                 held.insert(key)
                 let coin = fates[key]
@@ -80,11 +86,13 @@ public struct MoneyAudit: Sendable {
         phantom = credited.keys.filter { fates[$0]?.fate != "stored" }.sorted()
         unconfirmed.sort { $0.key < $1.key }
         pending.sort()
+        wrongValue.sort()
     }
 
-    /// Nothing lost, doubled or phantom, no unconfirmed coin unexplained, nothing pending.
+    /// Nothing lost, doubled, phantom or at a wrong value, no unconfirmed coin unexplained,
+    /// nothing pending.
     public var isClean: Bool {
-        lost.isEmpty && doubled.isEmpty && phantom.isEmpty && pending.isEmpty && unjoinable == 0
+        lost.isEmpty && doubled.isEmpty && phantom.isEmpty && pending.isEmpty && wrongValue.isEmpty && unjoinable == 0
             && unconfirmed.allSatisfy { $0.explanation != nil }
     }
 
@@ -95,6 +103,7 @@ public struct MoneyAudit: Sendable {
         for key in doubled { lines.append("doubled: \(key) credited \(credited[key] ?? 0) times") }
         for key in phantom { lines.append("phantom: \(key) credited but not in the cash box") }
         for key in pending { lines.append("pending: \(key) still waits for the mech's word") }
+        for key in wrongValue { lines.append("wrong value: \(key) credited at another value or currency than its face value") }
         for (key, explanation) in unconfirmed where explanation == nil { lines.append("unconfirmed without a cause in the truth: \(key)") }
         if unjoinable > 0 { lines.append("\(unjoinable) credited coins in epochs without a boot number") }
         return lines.joined(separator: "\n")
