@@ -63,10 +63,13 @@ demo-check:
 ## (lost, doubled and phantom must be 0). Then the same for a ccTalk coin acceptor
 ## (coinsim --protocol cctalk; its commit failpoints, kills and stalls). CRASH_ARGS adds
 ## options to both (coinmech-crash --help).
+## Each run takes a new seed and prints it with the command that repeats it; CRASH_SEED=N
+## repeats a run (both protocols).
+CRASH_SEED ?=
 test-crash: bootstrap
 	$(SWIFT) build
-	$(BIN)/coinmech-crash --bin $(BIN) $(CRASH_ARGS)
-	$(BIN)/coinmech-crash --bin $(BIN) --protocol cctalk $(CRASH_ARGS)
+	$(BIN)/coinmech-crash --bin $(BIN) $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
+	$(BIN)/coinmech-crash --bin $(BIN) --protocol cctalk $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
 
 ## The short form CI runs: every failpoint once, 10 kills, 3 stalls (about 25 s more for ccTalk).
 test-crash-short:

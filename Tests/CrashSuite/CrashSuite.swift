@@ -45,18 +45,24 @@ struct Play: ParsableCommand {
     var stalls = 10
     @Flag(inversion: .prefixedNo, help: "Kill the daemon at each named failpoint in turn first.")
     var failpoints = true
-    @Option(help: "Seed of the random moments and of the scenario.")
-    var seed: UInt64 = 1
+    @Option(help: "Seed of the random moments and of the scenario (default: a new one, printed).")
+    var seed: UInt64?
     @Flag(help: "Keep the scratch directory (ledger, logs, truth) and print its path.")
     var keep = false
     @Option(name: .customLong("protocol"), help: "The mech: serial (the raw-sensor mech) or cctalk (a ccTalk coin acceptor).")
     var lineProtocol: CrashProtocol = .serial
 
     func run() throws {
+        // A new seed each run explores new moments; printed, so that any run can be repeated.
+        let seed = seed ?? UInt64.random(in: 1...999_999)
+        let repeatIt = "coinmech-crash --seed \(seed) --kills \(kills) --stalls \(stalls)\(failpoints ? "" : " --no-failpoints") --protocol \(lineProtocol.rawValue)"
+        print("coinmech-crash: seed \(seed) (\(repeatIt) repeats this run)")
         do {
             let suite = try Run(bin: bin ?? CrashSuite.ownDirectory(), seed: seed, protocol: lineProtocol)
-            let verdict = try suite.play(failpoints: failpoints, kills: kills, stalls: stalls)
+            var verdict = try suite.play(failpoints: failpoints, kills: kills, stalls: stalls)
+            verdict.seed = seed
             if keep { print("kept: \(suite.dir)") } else { try? FileManager.default.removeItem(atPath: suite.dir) }
+            if !verdict.isClean { print("the money is wrong; repeat the run with: \(repeatIt) --keep") }
             print(verdict.json)
             if !verdict.isClean { throw ExitCode(1) }
         } catch let error as CrashSuiteError {
@@ -68,7 +74,10 @@ struct Play: ParsableCommand {
 
 /// What the suite found.
 struct Verdict {
+    var seed: UInt64 = 0
     var failpoints = 0
+    /// Coins the mech lost power under while they fell (coinsim's power_loss_at).
+    var powerLosses = 0
     var kills = 0
     var stalls = 0
     var audit: MoneyAudit
@@ -79,13 +88,13 @@ struct Verdict {
 
     var json: String {
         if let cctalk {
-            return "{\"protocol\": \"cctalk\", \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
+            return "{\"protocol\": \"cctalk\", \"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
                 + "\"credits\": \(cctalk.credits), \"lost\": \(cctalk.lost.count), \"doubled\": \(cctalk.doubled.count), "
                 + "\"phantom\": \(cctalk.phantom.count), \"dropped_by_acceptor\": \(cctalk.namedLost), \"value_ok\": \(cctalk.creditedValue == cctalk.owedValue)}"
         }
-        return "{\"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), \"coins\": \(audit.coins), "
-            + "\"lost\": \(audit.lost.count), \"doubled\": \(audit.doubled.count), \"phantom\": \(audit.phantom.count), "
-            + "\"unconfirmed\": \(audit.unconfirmed.count), \"pending\": \(audit.pending.count)}"
+        return "{\"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), \"power_losses\": \(powerLosses), "
+            + "\"coins\": \(audit.coins), \"lost\": \(audit.lost.count), \"doubled\": \(audit.doubled.count), \"phantom\": \(audit.phantom.count), "
+            + "\"wrong_value\": \(audit.wrongValue.count), \"unconfirmed\": \(audit.unconfirmed.count), \"pending\": \(audit.pending.count)}"
     }
 }
 
@@ -133,7 +142,8 @@ final class Run {
                 config: {currency: USD, tolerance: 0.04}
             """.write(toFile: config, atomically: true, encoding: .utf8)
         // The fast scenario: coins as a busy cabinet sees them, and every way the mech can
-        // surprise the host (bounces, lost confirmations, repeated sentences, power lost mid-coin).
+        // surprise the host (bounces, lost confirmations, repeated sentences, power lost mid-coin;
+        // the first power loss early enough for the short run, which sees about 130 coins).
         try """
             name: crash
             seed: \(seed)
@@ -143,7 +153,7 @@ final class Run {
             currency: USD
             mix: {quarter: 3, dime: 2, nickel: 1}
             others: {slug: 0.05}
-            faults: {duplicate: 0.03, bounce: 0.05, lost_confirmation: 0.1, power_loss_at: [150, 600]}
+            faults: {duplicate: 0.03, bounce: 0.05, lost_confirmation: 0.1, power_loss_at: [40, 150, 600]}
             """.write(toFile: "\(dir)/crash.yaml", atomically: true, encoding: .utf8)
     }
 
@@ -180,7 +190,7 @@ final class Run {
             if let audit = verdict.cctalk, !audit.isClean { print(audit.problems) }
             return verdict
         }
-        verdict.audit = try audit()
+        (verdict.audit, verdict.powerLosses) = try audit()
         for (key, explanation) in verdict.audit.unconfirmed {
             print("unconfirmed: \(key): \(explanation ?? "NO CAUSE IN THE TRUTH")")
         }
@@ -279,11 +289,12 @@ final class Run {
         }
     }
 
-    private func audit() throws -> MoneyAudit {
+    private func audit() throws -> (MoneyAudit, powerLosses: Int) {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         let truth = try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
         let ledger = try Ledger(directory: "\(dir)/state")
-        return MoneyAudit(truths: [truth], events: try ledger.events(since: 0, limit: 100_000_000), boots: try ledger.boots(source: "serial"))
+        let audit = MoneyAudit(truths: [truth], events: try ledger.events(since: 0, limit: 100_000_000), boots: try ledger.boots(source: "serial"))
+        return (audit, truth.coins.filter { $0.confirmation == "power_lost" }.count)
     }
 }
