@@ -109,6 +109,7 @@ public struct CCTalkHost: Sendable {
         counterState = persisted
         recordedState = persisted
         allowed = configuration.allowed
+        creditableCoinIDs = configuration.creditableCoinIDs
         draft = CCTalkDeviceIdentity(address: configuration.address)
         parser = CCTalkParser(checksum: configuration.checksum, destinations: [configuration.hostAddress, configuration.address],
                               interByteTimeout: configuration.interByteTimeout)
@@ -176,9 +177,12 @@ public struct CCTalkHost: Sendable {
     }
 
     /// Enables these positions (those that hold a coin): what the chain and the operator allow.
-    public mutating func allow(_ positions: CoinPositionMask, now: UInt64) -> [CCTalkHostOutput] {
+    /// `creditable`: the coin ids the chain will credit; a position whose coin id is not among
+    /// them stays closed, so the acceptor returns its coins instead of keeping them uncredited.
+    public mutating func allow(_ positions: CoinPositionMask, creditable: Set<String>? = nil, now: UInt64) -> [CCTalkHostOutput] {
         settleVerdict()
         allowed = positions
+        creditableCoinIDs = creditable
         if phase == .running, !jobs.contains(.applyInhibits) { jobs.append(.applyInhibits) }
         return service(now)
     }
@@ -251,7 +255,13 @@ public struct CCTalkHost: Sendable {
 
     // MARK: The schedule
 
-    private var targetEnabled: CoinPositionMask { allowed.intersection(draft.populated) }
+    /// The coin ids the chain credits (nil: every populated position may open).
+    private var creditableCoinIDs: Set<String>?
+    private var targetEnabled: CoinPositionMask {
+        let open = allowed.intersection(draft.populated)
+        guard let creditableCoinIDs else { return open }
+        return CoinPositionMask(positions: draft.coinIDs.filter { creditableCoinIDs.contains($0.value.text) }.keys).intersection(open)
+    }
     /// Master inhibit is lifted only when nothing holds the acceptor: the operator, a ledger
     /// that cannot record, a reset under way (this host's, or one a previous host announced).
     private var targetAccepting: Bool {

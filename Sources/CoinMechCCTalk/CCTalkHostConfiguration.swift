@@ -38,6 +38,8 @@ public struct CCTalkHostConfiguration: Sendable, Hashable {
     public var faultCheckInterval: UInt64 = 1_000_000_000
     /// The positions the daemon allows at the start (`allow` changes them).
     public var allowed: CoinPositionMask = .all
+    /// The coin ids the chain credits at the start (nil: any populated position may open).
+    public var creditableCoinIDs: Set<String>?
 
     public init() {}
 

@@ -1,9 +1,12 @@
+import CoinFacts
 import CoinMechCCTalk
 import CoinMechChain
 import CoinMechPluginABI
 import CoinMechCore
 import CoinMechLedger
+import CoinMechProtocol
 import CoinMechSources
+import Logging
 
 extension DecidingLoop {
     /// Records what a ccTalk acceptor's engine reported, each batch in one transaction with its
@@ -25,7 +28,7 @@ extension DecidingLoop {
         guard let acceptorMech, let allowed = operatorPositions else { return }
         let positions = Self.creditablePositions(chain.current).intersection(allowed)
         if positions == .none { logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited") }
-        acceptorMech.allow(positions)
+        acceptorMech.allow(positions, creditable: Self.creditableCoinIDs(chain.current, logger: logger))
         serviceAcceptor()
     }
 
@@ -33,6 +36,29 @@ extension DecidingLoop {
     /// credit would be taken and not credited.
     static func creditablePositions(_ chain: Chain) -> CoinPositionMask {
         chain.links.contains { $0.origin.readingKinds & UInt32(COINMECH_KINDS_COIN_ID) != 0 } ? .all : .none
+    }
+
+    /// The coin ids the chain credits: those its coin-id links list in their description
+    /// (`credits`: id → currency, code, value) as coins of this cabinet. A position whose id is
+    /// not among them stays closed, so the acceptor returns the coin instead of keeping it
+    /// uncredited; a link that takes coin ids but does not say which opens none.
+    static func creditableCoinIDs(_ chain: Chain, logger: Logger?) -> Set<String> {
+        var ids: Set<String> = []
+        for link in chain.links where link.origin.readingKinds & UInt32(COINMECH_KINDS_COIN_ID) != 0 {
+            guard let credits = link.origin.description.flatMap(JSON.parse)?["credits"]?.object else {
+                logger?.warning("link '\(link.name)' takes coin ids but does not list what it credits (its description has no 'credits'): the acceptor's positions stay closed to it")
+                continue
+            }
+            for (id, coin) in credits {
+                guard let currency = coin["currency"]?.string, let code = coin["code"]?.string, let value = coin["value"]?.int else { continue }
+                if chain.acceptPolicy.coins.coins.contains(CabinetCoins.Coin(currency: currency, code: code, valueMinor: value)) {
+                    ids.insert(id)
+                } else {
+                    logger?.warning("link '\(link.name)' credits coin id \(id) as \(currency) \(code) at \(value), which is not a coin of this cabinet: its position stays closed")
+                }
+            }
+        }
+        return ids
     }
 
     private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: CCTalkMech) {

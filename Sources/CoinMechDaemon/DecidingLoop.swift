@@ -118,7 +118,8 @@ public final class DecidingLoop: @unchecked Sendable {
             acceptor = AcceptorCore(source: source.name, address: cctalk.address)
         }
         let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, remembered: remembered,
-                                    positions: Self.creditablePositions(chain.current).intersection(allowed ?? .all), failpoints: failpoints)
+                                    positions: Self.creditablePositions(chain.current).intersection(allowed ?? .all),
+                                    creditableCoinIDs: allowed == nil ? nil : Self.creditableCoinIDs(chain.current, logger: logger), failpoints: failpoints)
         operatorPositions = allowed
         if allowed != nil, Self.creditablePositions(chain.current) == .none {
             logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited")

@@ -141,10 +141,11 @@ public struct SourceConfiguration: Sendable, Equatable {
 
 /// Builds the mech a source configuration names, and says how its coins become credit.
 /// `persisted`, `remembered` and `positions` are a ccTalk acceptor's: its counter on the ledger,
-/// who the ledger last identified at its address, and the coin positions the chain can credit.
+/// who the ledger last identified at its address, the coin positions the operator allows and the
+/// coin ids the chain credits.
 enum MechFactory {
     static func make(_ source: SourceConfiguration, lastDeviceSeq: UInt64?, persisted: CCTalkCounterState?, remembered: CCTalkDeviceIdentity?,
-                     positions: CoinPositionMask,
+                     positions: CoinPositionMask, creditableCoinIDs: Set<String>?,
                      failpoints: Failpoints) -> (mech: any Mech, credit: CreditRule) {
         switch source.kind {
         case .serial(let serial):
@@ -161,6 +162,7 @@ enum MechFactory {
             // The acceptor took the coin before it said so: its credit is the ledger's, at once.
             var host = cctalk.hostConfiguration
             host.allowed = positions  // from the first identification on
+            host.creditableCoinIDs = creditableCoinIDs
             return (CCTalkMech(path: cctalk.device, host: host, persisted: persisted, remembered: remembered), .atOnce)
         case .gpioReplay(let replay):
             return (GPIOMech(input: ReplayEdgeInput(path: replay.file, speed: replay.speed), decoder: replay.decoding.decoder,

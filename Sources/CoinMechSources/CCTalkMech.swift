@@ -105,9 +105,10 @@ public final class CCTalkMech: Mech {
         carry(host.setInhibited(on, now: Instant.now.nanoseconds))
     }
 
-    /// Enables these coin positions (those the chain can credit).
-    public func allow(_ positions: CoinPositionMask) {
-        carry(host.allow(positions, now: Instant.now.nanoseconds))
+    /// Enables these coin positions, those of them whose coin ids are `creditable` (the chain
+    /// credits them): the acceptor returns a coin of any other.
+    public func allow(_ positions: CoinPositionMask, creditable: Set<String>?) {
+        carry(host.allow(positions, creditable: creditable, now: Instant.now.nanoseconds))
     }
 
     /// The ledger could not store `batch`: the host holds the acceptor inhibited and offers

@@ -167,7 +167,10 @@ struct CCTalkEndToEndTests {
         #expect(events.contains { $0.kind == "acceptor_identified" })
     }
 
-    @Test("a watcher sees each credit once, as the ledger has it; the operator's inhibit closes the acceptor, and its coins go back uncredited")
+    // Until the host opened only the positions whose coin ids the chain credits, the acceptor
+    // took every 1 cent here (position 7, which the coin-id map lacks) into the cash box and
+    // the ledger recorded it `coin_uncredited`: the customer lost it.
+    @Test("a watcher sees each credit once, as the ledger has it; a coin the chain cannot credit and the operator's inhibit both send coins back uncredited")
     func watchAndInhibit() throws {
         let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
         let rig = try Rig("cctalk-watch", config: """
@@ -204,10 +207,14 @@ struct CCTalkEndToEndTests {
         try TestSupport.waitUntil("the acceptor accepting again", timeout: 10) { try control.request("status")["acceptor"]?["accepting"] == true }
         #expect(sim.wait(timeout: 60) == 0, "coinsim: \(sim.stderr)")
         let truth = try rig.truth()
-        // The chain maps positions 1–6; the acceptor's 1 cent (position 7) is taken but not credited.
+        // The chain maps positions 1–6: the acceptor's 1 cent (position 7) stays closed, and the
+        // acceptor gives every 1 cent back instead of taking it.
         let taken = truth.events.filter { (1...16).contains($0.a) && !$0.beforeHost && !$0.lost }
         let owed = taken.filter { $0.a <= 6 }.count, uncredited = taken.count - owed
-        #expect(uncredited > 0)
+        #expect(uncredited == 0, "the acceptor took \(uncredited) coins of a position the chain cannot credit")
+        let cents = truth.coins.filter { $0.position == 7 }
+        #expect(!cents.isEmpty, "no 1 cent inserted: the test shows nothing")
+        #expect(cents.allSatisfy { $0.outcome == "inhibited" }, "\(cents.map(\.outcome))")
         try TestSupport.waitUntil("\(owed) coins credited and \(uncredited) not", timeout: 20) {
             let acceptor = try control.request("status")["acceptor"]
             return (acceptor?["credited"]?.int ?? 0) >= Int64(owed) && (acceptor?["uncredited"]?.int ?? 0) >= Int64(uncredited)
