@@ -84,6 +84,8 @@ public struct MoneyAudit: Sendable {
         lost = stored.subtracting(held).sorted()
         doubled = credited.filter { $0.value > 1 }.map(\.key).sorted()
         phantom = credited.keys.filter { fates[$0]?.fate != "stored" }.sorted()
+        // An unconfirmed coin credited later (the mech's journal said stored) is credit, not audit.
+        unconfirmed.removeAll { credited[$0.key] != nil }
         unconfirmed.sort { $0.key < $1.key }
         pending.sort()
         wrongValue.sort()

@@ -53,11 +53,14 @@ public struct DecidingCore: Sendable {
         public var state: SourceState
         public var boots: [Int64: UInt64]
         public var pending: [PendingRecord]
+        /// Unconfirmed coins the mech may still know (`Ledger.unconfirmedCoins`).
+        public var unconfirmed: [PendingRecord]
 
-        public init(state: SourceState, boots: [Int64: UInt64], pending: [PendingRecord]) {
+        public init(state: SourceState, boots: [Int64: UInt64], pending: [PendingRecord], unconfirmed: [PendingRecord] = []) {
             self.state = state
             self.boots = boots
             self.pending = pending
+            self.unconfirmed = unconfirmed
         }
     }
 
@@ -117,6 +120,11 @@ public struct DecidingCore: Sendable {
         pending = PendingCoins(confirmationWindow: settings.confirmationWindow)
         for coin in restored.pending {
             pending.add(seq: coin.seq, epoch: coin.epoch, deviceSeq: coin.deviceSeq, answeredAt: now, restored: true)
+        }
+        if settings.credit == .onConfirmation {
+            for coin in restored.unconfirmed {
+                pending.addUnconfirmed(seq: coin.seq, epoch: coin.epoch, deviceSeq: coin.deviceSeq, now: now)
+            }
         }
     }
 
@@ -483,7 +491,7 @@ public struct DecidingCore: Sendable {
             entries.append(.decision(record(items[index]), credit: settings.credit))
         }
         let settlementStart = entries.count
-        entries += settlements.map { .resolve(decisionSeq: $0.coin.seq, $0.resolution, message: $0.message) }
+        entries += settlements.map(Self.entry)
         let batch = Batch(items: items, owed: owed, plan: plan, settlements: settlements, settlementStart: settlementStart, occurrences: occurrences)
         guard !entries.isEmpty else {
             // Only repeated sentences of coins decided earlier: answer them as before.
@@ -713,6 +721,11 @@ public struct DecidingCore: Sendable {
         for (settlement, outcome) in zip(settlements, outcomes) {
             guard case .recorded = outcome else { continue }
             switch settlement.resolution {
+            case .credited where settlement.late:
+                counters.credited += 1
+                logger.notice("an unconfirmed coin is credited: the mech's journal says it reached the cash box", metadata: [
+                    "epoch": "\(settlement.coin.epoch)", "devseq": "\(settlement.coin.deviceSeq)",
+                ])
             case .credited: counters.credited += 1
             case .returned: counters.returnedAfterAccept += 1
             case .unconfirmed:
@@ -734,7 +747,7 @@ public struct DecidingCore: Sendable {
             carriedOver = []
             return commit(occurrences.map { .note($0) }, awaiting: .recovery(occurrences), now: now)
         }
-        guard settings.credit == .onConfirmation, connected, !pending.isEmpty else { return [] }
+        guard settings.credit == .onConfirmation, connected, !pending.isEmpty || pending.hasLateQueries else { return [] }
         if let since = awaitingSessionSince {
             guard now >= since + settings.sessionWait else { return [] }
             logger.warning("the mech did not name its session; asking about pending coins by the boots on record")
@@ -745,7 +758,10 @@ public struct DecidingCore: Sendable {
         var settlements: [PendingCoins.Settlement] = []
         for coin in pending.due(now: now) {
             guard let boot = epochs.boots[coin.epoch] else {
-                settlements += pending.unaskable(knownBoots: epochs.boots).filter { $0.coin == coin }
+                let unaskable = pending.unaskable(knownBoots: epochs.boots).filter { $0.coin == coin }
+                // An unconfirmed coin of an unknown session: not asked this time.
+                if unaskable.isEmpty { _ = pending.queried(coin, now: now) }
+                settlements += unaskable
                 continue
             }
             if let gaveUp = pending.queried(coin, now: now) {
@@ -759,9 +775,15 @@ public struct DecidingCore: Sendable {
         return outputs
     }
 
+    /// What a settlement records: a late credit for an unconfirmed coin, else its resolution.
+    static func entry(_ settlement: PendingCoins.Settlement) -> LedgerEntry {
+        settlement.late ? .lateCredit(decisionSeq: settlement.coin.seq, message: settlement.message)
+            : .resolve(decisionSeq: settlement.coin.seq, settlement.resolution, message: settlement.message)
+    }
+
     /// Records `settlements` on their own (outside a batch of readings).
     private mutating func settle(_ settlements: [PendingCoins.Settlement]) -> [CoreOutput] {
-        let entries = settlements.map { LedgerEntry.resolve(decisionSeq: $0.coin.seq, $0.resolution, message: $0.message) }
+        let entries = settlements.map(Self.entry)
         awaiting = .settle(settlements)
         return [.commit(entries, busyTimeout: settings.busyTimeout)]
     }

@@ -26,6 +26,12 @@ public struct PendingCoins: Sendable {
         public var coin: Coin
         public var resolution: Resolution
         public var message: String
+        /// Late evidence: the coin was settled unconfirmed, and the mech's journal now says it
+        /// was stored (recorded as a `lateCredit`).
+        public var late = false
+        /// For an unconfirmed settlement: whether the mech may still know the coin (it left
+        /// queries unanswered, or its session was unknown), so it is asked again after a connect.
+        public var askAgain = false
     }
 
     /// How long the mech takes at most to store or return an accepted coin: no confirmation
@@ -35,6 +41,11 @@ public struct PendingCoins: Sendable {
     /// unconfirmed.
     public var maximumUnansweredQueries: Int
     private var coins: [Key: Coin] = [:]
+    /// Coins settled unconfirmed that the mech may still know: asked once more after each
+    /// connect (`askAllNow`), credited late if its journal says stored.
+    private var unconfirmed: [Key: Coin] = [:]
+    /// Of those, the ones not yet asked since the last connect.
+    private var lateDue: Set<Key> = []
 
     struct Key: Hashable {
         var epoch: Int64
@@ -57,11 +68,29 @@ public struct PendingCoins: Sendable {
         coins[Key(epoch: epoch, deviceSeq: deviceSeq)] = Coin(seq: seq, epoch: epoch, deviceSeq: deviceSeq, queryDue: due)
     }
 
+    /// A coin the ledger holds unconfirmed (restored at start): asked about once the mech's
+    /// session is known.
+    public mutating func addUnconfirmed(seq: Int64, epoch: Int64, deviceSeq: UInt64, now: Instant) {
+        let key = Key(epoch: epoch, deviceSeq: deviceSeq)
+        unconfirmed[key] = Coin(seq: seq, epoch: epoch, deviceSeq: deviceSeq, queryDue: now)
+        lateDue.insert(key)
+    }
+
+    /// Unconfirmed coins the mech may still be asked about.
+    public var unconfirmedCount: Int { unconfirmed.count }
+
     /// The mech's word on coin `deviceSeq` of `epoch`: the settlement, or nil if that coin is
     /// not pending (settled already, or never accepted). The coin leaves the pending set only
-    /// when the settlement is committed (`settled`).
+    /// when the settlement is committed (`settled`). For a coin settled unconfirmed, only
+    /// "stored" settles it again: a late credit.
     public func settle(epoch: Int64, deviceSeq: UInt64, fate: CoinFate, fromJournal: Bool) -> Settlement? {
-        guard let coin = coins[Key(epoch: epoch, deviceSeq: deviceSeq)] else { return nil }
+        let key = Key(epoch: epoch, deviceSeq: deviceSeq)
+        if coins[key] == nil, let coin = unconfirmed[key], fate == .stored {
+            return Settlement(coin: coin, resolution: .credited,
+                              message: fromJournal ? "stored (the mech's journal, after the coin was listed unconfirmed)"
+                                  : "stored (confirmed after the coin was listed unconfirmed)", late: true)
+        }
+        guard let coin = coins[key] else { return nil }
         switch fate {
         case .stored:
             return Settlement(coin: coin, resolution: .credited, message: fromJournal ? "stored (the mech's journal)" : "stored")
@@ -74,27 +103,47 @@ public struct PendingCoins: Sendable {
         }
     }
 
-    /// Settlements that committed: those coins are no longer pending.
+    /// Settlements that committed: those coins are no longer pending. An unconfirmed one the
+    /// mech may still know is kept to be asked again; a late credit leaves for good.
     public mutating func settled(_ settlements: [Settlement]) {
-        for settlement in settlements { coins[Key(epoch: settlement.coin.epoch, deviceSeq: settlement.coin.deviceSeq)] = nil }
+        for settlement in settlements {
+            let key = Key(epoch: settlement.coin.epoch, deviceSeq: settlement.coin.deviceSeq)
+            coins[key] = nil
+            if settlement.resolution == .unconfirmed, settlement.askAgain {
+                unconfirmed[key] = settlement.coin
+            } else {
+                unconfirmed[key] = nil
+                lateDue.remove(key)
+            }
+        }
     }
 
-    /// Coins whose query is due at `now`, oldest first, at most `limit`.
+    /// Coins whose query is due at `now`, oldest first, at most `limit`: pending ones, then
+    /// unconfirmed ones not yet asked since the last connect.
     public func due(now: Instant, limit: Int = 16) -> [Coin] {
-        Array(coins.values.filter { $0.queryDue <= now }.sorted { $0.seq < $1.seq }.prefix(limit))
+        let pendingDue = coins.values.filter { $0.queryDue <= now }.sorted { $0.seq < $1.seq }
+        let late = lateDue.compactMap { unconfirmed[$0] }.filter { $0.queryDue <= now }.sorted { $0.seq < $1.seq }
+        return Array((pendingDue + late).prefix(limit))
     }
+
+    /// Whether an unconfirmed coin waits to be asked about again.
+    public var hasLateQueries: Bool { !lateDue.isEmpty }
 
     /// When the next query falls due.
-    public var nextDue: Instant? { coins.values.map(\.queryDue).min() }
+    public var nextDue: Instant? { (coins.values.map(\.queryDue) + lateDue.compactMap { unconfirmed[$0]?.queryDue }).min() }
 
     /// A query about `coin` went out at `now`. Returns the settlement as unconfirmed once the
     /// mech has left `maximumUnansweredQueries` queries unanswered.
     public mutating func queried(_ coin: Coin, now: Instant) -> Settlement? {
         let key = Key(epoch: coin.epoch, deviceSeq: coin.deviceSeq)
-        guard var current = coins[key] else { return nil }
+        guard var current = coins[key] else {
+            // An unconfirmed coin: asked once per connect, never given up on again.
+            lateDue.remove(key)
+            return nil
+        }
         if current.unansweredQueries >= maximumUnansweredQueries {
             return Settlement(coin: current, resolution: .unconfirmed,
-                              message: "the mech answered none of \(maximumUnansweredQueries) queries about it")
+                              message: "the mech answered none of \(maximumUnansweredQueries) queries about it", askAgain: true)
         }
         current.unansweredQueries += 1
         current.queryDue = now + confirmationWindow
@@ -108,12 +157,16 @@ public struct PendingCoins: Sendable {
             coins[key]!.queryDue = min(coins[key]!.queryDue, now)
             coins[key]!.unansweredQueries = 0
         }
+        for key in unconfirmed.keys {
+            unconfirmed[key]!.queryDue = now
+            lateDue.insert(key)
+        }
     }
 
     /// Coins of epochs whose mech session is unknown cannot be asked about: settled as unconfirmed.
     public func unaskable(knownBoots: [Int64: UInt64]) -> [Settlement] {
         coins.values.filter { knownBoots[$0.epoch] == nil }.sorted { $0.seq < $1.seq }.map {
-            Settlement(coin: $0, resolution: .unconfirmed, message: "the mech's session for this coin is unknown: no query can reach it")
+            Settlement(coin: $0, resolution: .unconfirmed, message: "the mech's session for this coin is unknown: no query can reach it", askAgain: true)
         }
     }
 }

@@ -132,7 +132,8 @@ public final class DecidingLoop: @unchecked Sendable {
         currenciesConfigured = source.currenciesConfigured
         commitSpeed = source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) }
         settings.teachMinimumSamples = CoinCalibration.minimumSamples
-        let restored = DecidingCore.Restored(state: state, boots: try ledger.boots(source: source.name), pending: try ledger.pendingCoins(source: source.name))
+        let restored = DecidingCore.Restored(state: state, boots: try ledger.boots(source: source.name), pending: try ledger.pendingCoins(source: source.name),
+                                             unconfirmed: try ledger.unconfirmedCoins(source: source.name))
         core = DecidingCore(settings: settings, restored: restored, logger: logger, now: .now)
         core.currentGeneration = chain.current.generation
         if !restored.pending.isEmpty {

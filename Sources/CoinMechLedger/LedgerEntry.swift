@@ -95,6 +95,10 @@ public enum LedgerEntry: Sendable, Equatable {
     /// Settles the pending accept recorded as `decisionSeq`; `message` says why for people.
     /// Nothing is recorded if the coin is no longer pending.
     case resolve(decisionSeq: Int64, Resolution, message: String? = nil)
+    /// Late evidence: the mech's journal says an `unconfirmed` coin was stored after all. Credits
+    /// it (a `coin` event beside its `coin_unconfirmed`, the totals moved once); nothing is
+    /// recorded if the coin is not unconfirmed any more.
+    case lateCredit(decisionSeq: Int64, message: String)
     /// Anything else worth a record. A power-up or a session moves the source's epoch and records
     /// its boot number; a startup or reload records the chain generation.
     case note(Occurrence)

@@ -52,6 +52,17 @@ extension Ledger {
         }
     }
 
+    /// The last `limit` unconfirmed coins of `source` whose epoch has a boot number: the mech
+    /// may still have them in its journal, and a stored one is credited late.
+    public func unconfirmedCoins(source: String, limit: Int = 64) throws(LedgerError) -> [PendingRecord] {
+        try read { db in
+            try Row.fetchAll(db, sql: LedgerQueries.unconfirmedCoins, arguments: [source, limit]).map { row in
+                PendingRecord(seq: row["seq"], epoch: row["epoch"], boot: (row["boot"] as Int64?).map { UInt64($0) },
+                              deviceSeq: UInt64(bitPattern: row["device_seq"]), time: row["time"])
+            }.reversed()
+        }
+    }
+
     /// The mech's boot number of each epoch of `source` that has one.
     public func boots(source: String) throws(LedgerError) -> [Int64: UInt64] {
         try read { db in
@@ -104,6 +115,12 @@ enum LedgerQueries {
         SELECT e.seq, e.epoch, e.device_seq, e.time, p.boot FROM events e
         LEFT JOIN epochs p ON p.source = e.source AND p.epoch = e.epoch
         WHERE \(openStates) AND e.state = 'pending' AND e.source = ? ORDER BY e.seq
+        """
+
+    static let unconfirmedCoins = """
+        SELECT e.seq, e.epoch, e.device_seq, e.time, p.boot FROM events e
+        JOIN epochs p ON p.source = e.source AND p.epoch = e.epoch
+        WHERE \(openStates) AND e.state = 'unconfirmed' AND e.source = ? AND p.boot IS NOT NULL ORDER BY e.seq DESC LIMIT ?
         """
 
     /// Accepts in one open state, summed like totals (`totals`). Argument: the state.

@@ -115,6 +115,15 @@ enum LedgerSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Late evidence: an unconfirmed coin the mech's journal later says was stored is
+        // credited, a `coin` event beside its `coin_unconfirmed`. A decision may then be named by
+        // two settling events, never two of one kind.
+        migrator.registerMigration("v5-late-evidence") { db in
+            try db.execute(sql: """
+                DROP INDEX events_settles;
+                CREATE UNIQUE INDEX events_settles ON events(ref_seq, kind) WHERE ref_seq IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

@@ -12,6 +12,8 @@ struct LedgerWriter {
             return try insertDecision(record, credit: credit)
         case .resolve(let decisionSeq, let resolution, let message):
             return try resolve(decisionSeq: decisionSeq, resolution, message: message)
+        case .lateCredit(let decisionSeq, let message):
+            return try lateCredit(decisionSeq: decisionSeq, message: message)
         case .note(let occurrence):
             return .recorded([try insertNote(occurrence)])
         case .collect(let by):
@@ -73,8 +75,19 @@ struct LedgerWriter {
         return .recorded([try insertSettlement(of: decisionSeq, resolution, message: message)])
     }
 
+    /// Credits an unconfirmed coin the mech's journal says was stored: flips its state (only
+    /// from `unconfirmed`: at most once; the unique index on (`ref_seq`, `kind`) holds it too)
+    /// and records its `coin` event, moving the totals.
+    private func lateCredit(decisionSeq: Int64, message: String) throws -> EntryOutcome {
+        try db.cachedStatement(sql: "UPDATE events SET state = 'credited' WHERE seq = ? AND kind = 'decision' AND state = 'unconfirmed'")
+            .execute(arguments: [decisionSeq])
+        guard db.changesCount == 1 else { return .alreadySettled }
+        return .recorded([try insertSettlement(of: decisionSeq, .credited, message: message)])
+    }
+
     private func insertSettlement(of decisionSeq: Int64, _ resolution: Resolution, message: String?) throws -> LedgerEvent {
-        // The unique index on ref_seq makes a second settlement of one decision fail the transaction.
+        // The unique index on (ref_seq, kind) makes a second settlement of one kind for one
+        // decision fail the transaction (a coin is credited once, even late).
         try db.cachedStatement(sql: """
             INSERT INTO events (time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
                                 currency, denomination, value_minor, link, message, chain_generation, ref_seq, detail)

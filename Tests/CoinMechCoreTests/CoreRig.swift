@@ -63,6 +63,16 @@ struct FakeLedger {
                 if resolution == .unconfirmed { unconfirmed.insert(key) }
                 seq += 1
                 outcomes.append(.recorded([event(seq, kind: resolution == .credited ? "coin" : "coin_\(resolution.rawValue)", key: key, state: nil)]))
+            case .lateCredit(let decisionSeq, _):
+                guard let key = bySeq[decisionSeq], decisions[key]?.state == "unconfirmed" else {
+                    outcomes.append(.alreadySettled)
+                    continue
+                }
+                decisions[key]?.state = "credited"
+                credits[key, default: 0] += 1
+                unconfirmed.remove(key)
+                seq += 1
+                outcomes.append(.recorded([event(seq, kind: "coin", key: key, state: nil)]))
             case .note(let occurrence):
                 occurrences.append(occurrence)
                 switch occurrence {

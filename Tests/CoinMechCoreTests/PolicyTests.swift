@@ -27,6 +27,33 @@ struct PolicyTests {
         #expect(pending.settle(epoch: 1, deviceSeq: 5, fate: .stored, fromJournal: false) == nil, "settled once")
     }
 
+    @Test("late evidence: a coin given up on is asked again after the next connect, and the journal's 'stored' credits it once; a journal 'unknown' is not asked again")
+    func lateEvidence() {
+        var pending = PendingCoins(confirmationWindow: .milliseconds(300), maximumUnansweredQueries: 1)
+        pending.add(seq: 10, epoch: 1, deviceSeq: 5, answeredAt: at(0))
+        pending.add(seq: 11, epoch: 1, deviceSeq: 6, answeredAt: at(0))
+        var coin = pending.due(now: at(300)).first { $0.seq == 10 }!
+        #expect(pending.queried(coin, now: at(300)) == nil)
+        coin = pending.due(now: at(600)).first { $0.seq == 10 }!
+        let gaveUp = pending.queried(coin, now: at(600))!
+        #expect(gaveUp.resolution == .unconfirmed && gaveUp.askAgain)
+        let unknown = pending.settle(epoch: 1, deviceSeq: 6, fate: .unknown, fromJournal: true)!
+        #expect(!unknown.askAgain)
+        pending.settled([gaveUp, unknown])
+        #expect(pending.isEmpty && pending.unconfirmedCount == 1)
+        #expect(pending.due(now: at(5_000)).isEmpty, "not asked again until the next connect")
+        pending.askAllNow(at(6_000))
+        #expect(pending.due(now: at(6_000)).map(\.seq) == [10], "the journal's 'unknown' is final")
+        #expect(pending.queried(pending.due(now: at(6_000))[0], now: at(6_000)) == nil, "never given up on twice")
+        #expect(pending.due(now: at(9_000)).isEmpty, "asked once per connect")
+        #expect(pending.settle(epoch: 1, deviceSeq: 5, fate: .returned, fromJournal: true) == nil, "only 'stored' changes an unconfirmed coin")
+        let late = pending.settle(epoch: 1, deviceSeq: 5, fate: .stored, fromJournal: true)!
+        #expect(late.late && late.resolution == .credited)
+        pending.settled([late])
+        #expect(pending.unconfirmedCount == 0)
+        #expect(pending.settle(epoch: 1, deviceSeq: 5, fate: .stored, fromJournal: true) == nil, "credited once")
+    }
+
     @Test("no confirmation within the window: the mech is asked, again each window, and given up on after 5 unanswered queries")
     func queries() {
         var pending = PendingCoins(confirmationWindow: .milliseconds(300), maximumUnansweredQueries: 5)

@@ -54,6 +54,36 @@ struct LedgerSettlementTests {
         #expect(try ledger.pendingCoins(source: "serial").isEmpty)
     }
 
+    // `unconfirmed` was final: a journal answer "stored" that came later was dropped, and a coin
+    // that reached the cash box stayed out of the customer's credit.
+    @Test("late evidence: an unconfirmed coin the mech's journal says was stored is credited once, beside its coin_unconfirmed")
+    func lateCreditOnce() throws {
+        let ledger = try Ledger(directory: TestSupport.temporaryDirectory("late"))
+        try ledger.append([.note(.mechSession(source: "serial", epoch: 1, boot: 4))])
+        let decided = try ledger.append([try accept(1)])
+        guard case .recorded(let events) = decided.outcomes[0] else { Issue.record("not recorded"); return }
+        let seq = events[0].seq
+        try ledger.append([.resolve(decisionSeq: seq, .unconfirmed, message: "the mech answered none of 5 queries about it")])
+        #expect(try ledger.totals().current.isEmpty)
+        #expect(try ledger.unconfirmedCoins(source: "serial").map(\.seq) == [seq])
+        let late = try ledger.append([.lateCredit(decisionSeq: seq, message: "stored (the mech's journal, after the coin was listed unconfirmed)")])
+        #expect(late.events.map(\.kind) == ["coin"])
+        #expect(late.events.first?.refSeq == seq)
+        #expect(Totals.value(of: try ledger.totals().current) == ["USD": 25])
+        // Once only, whatever comes after.
+        #expect(try ledger.append([.lateCredit(decisionSeq: seq, message: "again")]).outcomes == [.alreadySettled])
+        #expect(try ledger.append([.resolve(decisionSeq: seq, .credited)]).outcomes == [.alreadySettled])
+        #expect(Totals.value(of: try ledger.totals().current) == ["USD": 25])
+        #expect(try ledger.unconfirmedCoins(source: "serial").isEmpty)
+        let all = try ledger.events(since: 0, limit: 100)
+        #expect(all.filter { $0.refSeq == seq }.map(\.kind) == ["coin_unconfirmed", "coin"])
+        #expect(all.first { $0.seq == seq }?.state == "credited")
+        // A pending coin is not credited late: only an unconfirmed one.
+        let other = try ledger.append([try accept(2)])
+        guard case .recorded(let second) = other.outcomes[0] else { Issue.record("not recorded"); return }
+        #expect(try ledger.append([.lateCredit(decisionSeq: second[0].seq, message: "no")]).outcomes == [.alreadySettled])
+    }
+
     @Test("a decision for a coin already on the ledger is a duplicate, not a disk failure; the rest of the batch is kept")
     func duplicateIsNotAFailure() throws {
         let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
