@@ -369,7 +369,10 @@ public struct DecidingCore: Sendable {
                 // The current epoch already is this session (it began when the numbers went back):
                 // a late announcement, not a second power-up.
                 logger.info("the mech announced a power-up of the session already known", metadata: ["boot": "\(boot!)"])
+                awaitingSessionSince = nil
             case .powerUp(let boot):
+                // A power-up that names its boot names the session too.
+                if boot != nil { awaitingSessionSince = nil }
                 tracker.powerUp()
                 epochs.record(epoch: tracker.epoch, boot: boot)
                 answers.removeAll()
@@ -422,18 +425,34 @@ public struct DecidingCore: Sendable {
                     logger.info("duplicate sentence answered again", metadata: ["devseq": "\(reading.deviceSeq)"])
                     owed.append(.repeated(seq: reading.deviceSeq, original: inBatch[reading.deviceSeq], answer: answers[reading.deviceSeq] ?? false))
                     continue
-                case .impliedPowerUp(let newEpoch):
+                case .conflict where settings.credit == .onConfirmation:
+                    // A number already used in this epoch: a power-up nobody announced, or a
+                    // garbled number. Only the mech's SESSION answer tells (a new boot starts a
+                    // new epoch); until it comes, this coin and the next are returned, and no
+                    // epoch is guessed.
+                    counters.protocolErrors += 1
+                    logger.warning("device number went back without a power-up: returned; asking the mech which session it is in",
+                                   metadata: ["devseq": "\(reading.deviceSeq)", "epoch": "\(tracker.epoch)"])
+                    occurrences.append(.mechStatus(source: settings.source, status: "sequence_conflict",
+                                                   detail: "devseq \(reading.deviceSeq) again with another measurement in epoch \(tracker.epoch): returned"))
+                    owed.append(.repeated(seq: reading.deviceSeq, original: nil, answer: false))
+                    if awaitingSessionSince == nil {
+                        awaitingSessionSince = now
+                        outputs.append(.askSession)
+                    }
+                    continue
+                case .conflict:
+                    // A mech that cannot name its session: the numbers going back are the only sign.
+                    let newEpoch = tracker.impliedPowerUp(reading.deviceSeq, reading.measurement)
                     answers.removeAll()
                     inBatch.removeAll()
                     logger.warning("device numbers went back without a power-up: new epoch", metadata: ["epoch": "\(newEpoch)"])
                     occurrences.append(.mechPowerUp(source: settings.source, epoch: newEpoch, boot: nil, implied: true))
                     epoch = newEpoch
-                    // Which session is this? The mech's answer names its boot for the new epoch.
-                    if settings.credit == .onConfirmation { outputs.append(.askSession) }
                 case .new(let current):
                     epoch = current
                 }
-                let decided: Decided
+                var decided: Decided
                 var taught: TeachSession.Sample??
                 if let rejection = reading.rejection {
                     decided = Decided(verdict: .reject(reason: rejection, message: "the source could not measure this coin reliably"),
@@ -454,6 +473,14 @@ public struct DecidingCore: Sendable {
                 } else {
                     decided = decide(Candidate(reading: reading, epoch: epoch))
                     currentGeneration = decided.chainGeneration
+                }
+                // Until the mech names its session after a connect, this reading's epoch is a
+                // guess: had the mech rebooted meanwhile, the coin would be filed under the old
+                // boot, its confirmation dropped and its query sent to the wrong journal. Fail
+                // closed: return it (the mech names its session within milliseconds).
+                if awaitingSessionSince != nil, decided.verdict.isAccept {
+                    decided = Decided(verdict: .reject(reason: "session_unknown", message: Self.sessionUnknownMessage), link: "source",
+                                      chainGeneration: currentGeneration)
                 }
                 counters.readings += 1
                 logger.debug("decision", metadata: [
@@ -792,6 +819,8 @@ public struct DecidingCore: Sendable {
         awaiting = awaited
         return [.commit(entries, busyTimeout: settings.busyTimeout)]
     }
+
+    static let sessionUnknownMessage = "the mech has not named its session since it connected: the coin could be filed under the wrong boot, so it is returned"
 
     static func tenths(_ value: Double) -> String {
         let tenths = Int64((value * 10).rounded())

@@ -3,18 +3,22 @@ import CoinMechSources
 /// Gives every reading an identity that survives the mech's power cycles: (epoch, devseq).
 ///
 /// A mech numbers its readings from 1 after each power-up. The epoch counts power-ups: an
-/// announced one (`$CMS,POWERUP`), or one the tracker infers when numbers go backwards with a
-/// different measurement (a power-up the daemon missed). A sentence with a number already
-/// seen and the same measurement is a duplicate: answer it again, never credit it twice.
+/// announced one (`$CMS,POWERUP`), one the mech's `SESSION` answer shows (a new boot), or, for a
+/// mech that cannot name its session, one inferred when numbers go backwards with a different
+/// measurement. A sentence with a number already seen and the same measurement is a duplicate:
+/// answer it again, never credit it twice. A number going backwards is a `conflict`: one
+/// repeated number (a garbled sentence that passed the 1-byte checksum, firmware that measures
+/// again) is not evidence enough of a power-up for a mech that can say which boot it is in.
 public struct DeviceSequenceTracker: Sendable {
     public enum Classification: Sendable, Equatable {
         /// A coin not seen before, in `epoch`.
         case new(epoch: Int64)
         /// The same sentence again: answer as before.
         case duplicate(epoch: Int64)
-        /// Numbers went backwards with a different coin: a power-up nobody announced. The
-        /// tracker has moved to `epoch`.
-        case impliedPowerUp(epoch: Int64)
+        /// Numbers went backwards with a different coin: a power-up nobody announced, or a
+        /// garbled number. The tracker has not moved: the caller asks the mech's session, or,
+        /// for a mech that cannot say, calls `impliedPowerUp`.
+        case conflict(epoch: Int64)
     }
 
     public private(set) var epoch: Int64
@@ -41,18 +45,19 @@ public struct DeviceSequenceTracker: Sendable {
 
     public mutating func classify(_ seq: UInt64, _ measurement: Measurement) -> Classification {
         if let seen = recent[seq] {
-            if seen == measurement { return .duplicate(epoch: epoch) }
-            powerUp()
-            remember(seq, measurement)
-            return .impliedPowerUp(epoch: epoch)
+            return seen == measurement ? .duplicate(epoch: epoch) : .conflict(epoch: epoch)
         }
-        if let last = lastSeq, seq <= last {
-            powerUp()
-            remember(seq, measurement)
-            return .impliedPowerUp(epoch: epoch)
-        }
+        if let last = lastSeq, seq <= last { return .conflict(epoch: epoch) }
         remember(seq, measurement)
         return .new(epoch: epoch)
+    }
+
+    /// A conflicting reading taken as a power-up nobody announced (a mech that cannot name its
+    /// session): a new epoch that begins with it. Returns the new epoch.
+    public mutating func impliedPowerUp(_ seq: UInt64, _ measurement: Measurement) -> Int64 {
+        powerUp()
+        remember(seq, measurement)
+        return epoch
     }
 
     private mutating func remember(_ seq: UInt64, _ measurement: Measurement) {

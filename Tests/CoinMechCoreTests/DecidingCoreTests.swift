@@ -146,6 +146,70 @@ struct DecidingCoreTests {
         #expect(rig.ledger.decisions[.init(epoch: 2, deviceSeq: 1)]?.accepted == true)
     }
 
+    // Window 2 of the money review: the mech rebooted while the line was down, and its next
+    // coin came before its SESSION answer. It was accepted under the old boot; its $CMC was
+    // matched against the new epoch and dropped, the query went to the old boot's journal,
+    // and a coin in the cash box ended unconfirmed.
+    @Test("a reading before the mech names its session after a connect is returned, not filed under a guessed boot")
+    func readingBeforeSession() {
+        var rig = CoreRig()
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 3)]))
+        let first = rig.ledger.epoch
+        #expect(rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)])).answers.map(\.1) == [true])
+        rig.feed(.mech([.confirmation(deviceSeq: 1, fate: .stored)]))
+        rig.feed(.mech([.lost(path: "/dev/mech", reason: "hang-up")]))
+        // Back, and the mech (rebooted meanwhile, boot 4) sends its second coin before SESSION.
+        rig.feed(.mech([.connected(path: "/dev/mech")]))
+        let answers = rig.feed(.mech([CoreRig.reading(2, sentAt: rig.now, diameter: 21.21, weight: 5.0)])).answers
+        #expect(answers.map(\.1) == [false], "accepted while the mech's session was unknown")
+        let decision = rig.ledger.decisions.values.first { $0.key.deviceSeq == 2 }
+        #expect(decision?.record.verdict == .reject(reason: "session_unknown",
+                                                     message: "the mech has not named its session since it connected: the coin could be filed under the wrong boot, so it is returned"))
+        rig.feed(.mech([.session(boot: 4)]))
+        #expect(rig.ledger.epoch == first + 1)
+        #expect(rig.core.snapshot.pending == 0)
+        // Once the session is known, coins are accepted again, in the new epoch.
+        #expect(rig.feed(.mech([CoreRig.reading(3, sentAt: rig.now)])).answers.map(\.1) == [true])
+        #expect(rig.ledger.decisions[.init(epoch: first + 1, deviceSeq: 3)]?.accepted == true)
+    }
+
+    // Window 3 of the money review: one repeated number with another measurement started a new
+    // epoch unchecked; the confirmations of the coins in flight were then matched against it
+    // and dropped, and two epochs came to share one boot.
+    @Test("a number that goes back is returned and the mech asked its session: the same boot keeps the epoch and its confirmations")
+    func repeatedNumberIsNotAPowerUp() {
+        var rig = CoreRig()
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 3)]))
+        #expect(rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now), CoreRig.reading(2, sentAt: rig.now)])).answers.map(\.1) == [true, true])
+        let epoch = rig.ledger.epoch
+        // Coin 2's number again, another measurement: a garbled sentence, not a power-up.
+        let conflict = rig.feed(.mech([CoreRig.reading(2, sentAt: rig.now, diameter: 21.21, weight: 5.0)]))
+        #expect(conflict.answers.map(\.1) == [false])
+        #expect(conflict.contains { if case .askSession = $0 { return true }; return false })
+        #expect(rig.ledger.epoch == epoch)
+        rig.feed(.mech([.session(boot: 3)]))
+        rig.feed(.mech([.confirmation(deviceSeq: 1, fate: .stored), .confirmation(deviceSeq: 2, fate: .stored)]))
+        #expect(rig.core.snapshot.counters.credited == 2, "the coins in flight were credited")
+        #expect(rig.ledger.epoch == epoch && Set(rig.ledger.boots.values) == [3])
+        #expect(rig.feed(.mech([CoreRig.reading(3, sentAt: rig.now)])).answers.map(\.1) == [true])
+    }
+
+    @Test("numbers going back because the mech rebooted unannounced: returned until its SESSION names the new boot, then a new epoch")
+    func unannouncedReboot() {
+        var rig = CoreRig()
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 3)]))
+        rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now), CoreRig.reading(2, sentAt: rig.now)]))
+        rig.feed(.mech([.confirmation(deviceSeq: 1, fate: .stored), .confirmation(deviceSeq: 2, fate: .stored)]))
+        // The mech restarted (boot 4) and its POWERUP was lost: its coin 1 comes again.
+        #expect(rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now, diameter: 21.21, weight: 5.0)])).answers.map(\.1) == [false])
+        #expect(rig.feed(.mech([CoreRig.reading(2, sentAt: rig.now, diameter: 19.05, weight: 2.5)])).answers.map(\.1) == [false])
+        rig.feed(.mech([.session(boot: 4)]))
+        #expect(rig.ledger.boots[rig.ledger.epoch] == 4)
+        #expect(rig.feed(.mech([CoreRig.reading(3, sentAt: rig.now)])).answers.map(\.1) == [true])
+        #expect(rig.ledger.decisions[.init(epoch: rig.ledger.epoch, deviceSeq: 3)]?.accepted == true)
+        #expect(rig.core.snapshot.counters.credited == 2)
+    }
+
     @Test("a reload is recorded before its chain is swapped in; one the ledger cannot record is not swapped")
     func reload() {
         var rig = CoreRig()
