@@ -93,6 +93,9 @@ public struct DecidingCore: Sendable {
     private var pending: PendingCoins
     /// Answers given in the current epoch, by device seq, for repeated sentences.
     private var answers: [UInt64: Bool] = [:]
+    /// When each answered reading left the mech: a repeat is answered "accept" again only while
+    /// that answer can still reach the mech for the original.
+    private var sentAts: [UInt64: Instant] = [:]
     private var operatorInhibit = false
     /// Why a link out of service keeps the mech inhibited (nil: none does).
     private var pluginInhibit: String?
@@ -376,6 +379,7 @@ public struct DecidingCore: Sendable {
                 tracker.powerUp()
                 epochs.record(epoch: tracker.epoch, boot: boot)
                 answers.removeAll()
+                    sentAts.removeAll()
                 inBatch.removeAll()
                 logger.notice("mech powered up", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot.map(String.init) ?? "?")"])
                 occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: false))
@@ -390,6 +394,7 @@ public struct DecidingCore: Sendable {
                     tracker.powerUp()
                     epochs.record(epoch: tracker.epoch, boot: boot)
                     answers.removeAll()
+                    sentAts.removeAll()
                     inBatch.removeAll()
                     logger.warning("the mech powered up while the daemon was away: new epoch", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot)"])
                     occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: true))
@@ -423,7 +428,13 @@ public struct DecidingCore: Sendable {
                 case .duplicate:
                     counters.duplicates += 1
                     logger.info("duplicate sentence answered again", metadata: ["devseq": "\(reading.deviceSeq)"])
-                    owed.append(.repeated(seq: reading.deviceSeq, original: inBatch[reading.deviceSeq], answer: answers[reading.deviceSeq] ?? false))
+                    // "Accept" again only while it can still matter for the original (within its
+                    // deadline) and the mech's session is known: otherwise the same number and
+                    // measurement may be a new coin of a mech that rebooted meanwhile, which an
+                    // accept would take into the cash box with no decision of its own.
+                    let stillMatters = sentAts[reading.deviceSeq].map { sentAt in settings.deadline.map { now <= $0.due(sentAt: sentAt) } ?? true } ?? false
+                    let again = (answers[reading.deviceSeq] ?? false) && awaitingSessionSince == nil && stillMatters
+                    owed.append(.repeated(seq: reading.deviceSeq, original: inBatch[reading.deviceSeq], answer: again))
                     continue
                 case .conflict where settings.credit == .onConfirmation:
                     // A number already used in this epoch: a power-up nobody announced, or a
@@ -445,6 +456,7 @@ public struct DecidingCore: Sendable {
                     // A mech that cannot name its session: the numbers going back are the only sign.
                     let newEpoch = tracker.impliedPowerUp(reading.deviceSeq, reading.measurement)
                     answers.removeAll()
+                    sentAts.removeAll()
                     inBatch.removeAll()
                     logger.warning("device numbers went back without a power-up: new epoch", metadata: ["epoch": "\(newEpoch)"])
                     occurrences.append(.mechPowerUp(source: settings.source, epoch: newEpoch, boot: nil, implied: true))
@@ -491,6 +503,7 @@ public struct DecidingCore: Sendable {
                 owed.append(.decided(items.count))
                 items.append(Item(reading: reading, epoch: epoch, decided: decided, taught: taught))
                 answers[reading.deviceSeq] = decided.verdict.isAccept
+                sentAts[reading.deviceSeq] = reading.sentAt
             }
         }
 

@@ -210,6 +210,25 @@ struct DecidingCoreTests {
         #expect(rig.core.snapshot.counters.credited == 2)
     }
 
+    // Found by the property test once it rebooted the mech while the line was down: a new
+    // coin that read exactly like the old boot's coin of the same number was taken for a repeat
+    // and answered "accept" again, so the mech took it with no decision on the ledger.
+    @Test("a repeat is answered 'accept' again only within the original's deadline, and not before the session is known")
+    func repeatsAcceptedOnlyWhileTheyMatter() {
+        var rig = CoreRig()
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 3)]))
+        let sentence = CoreRig.reading(1, sentAt: rig.now)
+        #expect(rig.feed(.mech([sentence])).answers.map(\.1) == [true])
+        rig.now = rig.now + .milliseconds(10)
+        #expect(rig.feed(.mech([sentence])).answers.map(\.1) == [true], "a repeat within the deadline")
+        rig.now = rig.now + .milliseconds(100)
+        #expect(rig.feed(.mech([sentence])).answers.map(\.1) == [false], "past the original's deadline the mech gave up on it")
+        // After a reconnect, before SESSION: the same number and figures are returned.
+        rig.feed(.mech([.lost(path: "/dev/mech", reason: "hang-up"), .connected(path: "/dev/mech")]))
+        #expect(rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)])).answers.map(\.1) == [false])
+        #expect(rig.ledger.decisions.count == 1)
+    }
+
     @Test("a reload is recorded before its chain is swapped in; one the ledger cannot record is not swapped")
     func reload() {
         var rig = CoreRig()
