@@ -44,7 +44,9 @@ struct ModelMech {
 @Suite("Money properties: on random interleavings, nothing lost, doubled or credited that the mech returned")
 struct MoneyPropertyTests {
     /// One random session: coins at random, stalls, repeats, lost confirmations, bounces, power
-    /// losses, failing commits and daemon restarts; then time passes until nothing is pending.
+    /// losses, failing commits, daemon restarts, reboots while the line is down (the daemon
+    /// perhaps restarted meanwhile), slow SESSION answers and garbled numbers; then time passes
+    /// until nothing is pending.
     static func run(seed: UInt64, steps: Int = 150) -> (problems: [String], taught: Int, installed: Int) {
         var random = TestRandom(seed: seed)
         var rig = CoreRig()
@@ -72,7 +74,8 @@ struct MoneyPropertyTests {
                     let fate = mech.coins[boot]?[seq]?.fate ?? .unknown
                     mech.outbox.append((rig.now + .milliseconds(3), .journal(boot: boot, deviceSeq: seq, fate: fate)))
                 case .askSession:
-                    mech.outbox.append((rig.now + .milliseconds(1), .session(boot: mech.boot)))
+                    // The mech names its session soon, or after a while (a slow firmware, a busy line).
+                    mech.outbox.append((rig.now + .milliseconds(Int64.random(in: 1...80, using: &random)), .session(boot: mech.boot)))
                 default:
                     break
                 }
@@ -110,6 +113,28 @@ struct MoneyPropertyTests {
                 rig.restart()
                 handle(rig.feed(.mech([.connected(path: "/dev/mech")])), mech: &mech, rig: rig, random: &random)
                 mech.outbox.append((rig.now + .milliseconds(1), .session(boot: mech.boot)))
+            case 67..<69:
+                // The line goes down; the mech reboots while nobody listens (its POWERUP is lost);
+                // the daemon may restart meanwhile; the line comes back, and the mech's next coin
+                // may come before its SESSION answer.
+                handle(rig.feed(.mech([.lost(path: "/dev/mech", reason: "hang-up")])), mech: &mech, rig: rig, random: &random)
+                for (seq, coin) in mech.coins[mech.boot] ?? [:] where coin.fate == nil {
+                    mech.coins[mech.boot]?[seq]?.inFlightUntil = nil
+                    mech.coins[mech.boot]?[seq]?.fate = coin.inFlightUntil != nil ? .unknown : .returned
+                }
+                mech.outbox.removeAll()
+                mech.boot += 1
+                mech.devseq = 0
+                if random.chance(0.5) { rig.restart() }
+                handle(rig.feed(.mech([.connected(path: "/dev/mech")])), mech: &mech, rig: rig, random: &random)
+                mech.outbox.append((rig.now + .milliseconds(Int64.random(in: 1...80, using: &random)), .session(boot: mech.boot)))
+            case 69..<71:
+                // A garbled sentence that passed the checksum: an earlier number of this boot with
+                // another measurement. No such coin is in the mech; nothing may be credited for it.
+                if mech.devseq > 0 {
+                    let seq = UInt64.random(in: 1...mech.devseq, using: &random)
+                    handle(rig.feed(.mech([CoreRig.reading(seq, sentAt: rig.now, diameter: 17.9, weight: 2.27)])), mech: &mech, rig: rig, random: &random)
+                }
             case 65..<67:
                 // The operator teaches: starts, commits (refused below ten samples) or aborts.
                 let action: CoreInput = rig.core.teach == nil
