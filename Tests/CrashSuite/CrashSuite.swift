@@ -33,13 +33,13 @@ struct Play: ParsableCommand {
         abstract: "Kill and stall coinmechd at every step of the money path; prove nothing was lost, doubled or credited wrongly.",
         discussion: """
             Prints one line per episode, one line per unconfirmed coin (with the truth's explanation),
-            then {"failpoints": F, "kills": K, "stalls": S, "coins": C, "lost": 0, "doubled": 0, "phantom": 0, "unconfirmed": U, "pending": 0}.
+            then {"seed": N, "failpoints": F, "kills": K, "stalls": S, "power_losses": P, "coins": C, "lost": 0, "doubled": 0, "phantom": 0, "wrong_value": 0, "unconfirmed": U, "pending": 0}.
             Exit status: 0 the money is right; 1 it is not (the lines above say which coin); 2 the suite could not run.
             """)
 
     @Option(help: "Directory of the coinmechd, coinsim and plugin builds (default: this executable's).")
     var bin: String?
-    @Option(help: "Random SIGKILLs, each after the daemon ran 0 to 1.5 s.")
+    @Option(help: "SIGKILLs: every other one at a random moment 0 to 1.5 s after the start, the others at the Nth event of a random step of the money path.")
     var kills = 50
     @Option(help: "SIGSTOP pauses longer than the mech's deadline (0.1 to 1.5 s), each followed by SIGCONT.")
     var stalls = 10
@@ -107,6 +107,7 @@ final class Run {
     private var simulator: ChildProcess?
     private var daemon: ChildProcess?
     private var daemonStarts = 0
+    private var killCount = 0
 
     var config: String { "\(dir)/coinmechd.yaml" }
     var socket: String { "\(dir)/run/coinmechd.sock" }
@@ -227,7 +228,24 @@ final class Run {
 
     /// Starts the daemon and kills it with SIGKILL after 0 to 1.5 s: during start-up, between
     /// coins, or anywhere in a batch.
+    /// Every other kill is tied to a coin: at the Nth event of one step of the money path
+    /// (between a commit and its answer, between the answer and the mech's confirmation, while
+    /// a settlement is received or committed), N from 1 to 12. The others come at a random moment.
     private func randomKill() throws {
+        killCount += 1
+        let coinSteps: [Failpoints.Point] = [.afterCommit, .answerWritten, .confirmationReceived, .confirmationCommitted].filter { lineProtocol.passes($0) }
+        if killCount % 2 == 0, let point = coinSteps.randomElement(using: &random) {
+            let hit = Int.random(in: 1...12, using: &random)
+            let daemon = try startDaemon(environment: ["COINMECH_FAILPOINTS": "\(point.rawValue)=kill@\(hit)"])
+            var status = daemon.wait(timeout: 20)
+            if status == nil {
+                daemon.signal(SIGKILL)
+                status = daemon.wait(timeout: 30)
+            }
+            print("kill at \(point.rawValue) #\(hit): \(status.map { $0 == 137 ? "killed" : "had exited with \($0)" } ?? "still running")")
+            if let status, status != 137 { throw CrashSuiteError("the daemon exited by itself with \(status) before the kill: see \(daemon.stderrPath)") }
+            return
+        }
         let daemon = try startDaemon()
         let after = Int.random(in: 0...1500, using: &random)
         usleep(useconds_t(after) * 1000)
