@@ -408,6 +408,19 @@ public struct DecidingCore: Sendable {
             case .protocolError(let error):
                 counters.protocolErrors += 1
                 logger.warning("bad data from mech", metadata: ["error": "\(error)"])
+                // A garbled sentence may have been the mech's POWERUP: until it names its
+                // session again, no coin is filed under a guessed boot (found by the spin model,
+                // model/README.md, rule F4).
+                if settings.credit == .onConfirmation, connected, awaitingSessionSince == nil {
+                    awaitingSessionSince = now
+                    outputs.append(.askSession)
+                }
+            case .confirmation(let seq, let fate) where awaitingSessionSince != nil:
+                // A `$CMC` names no boot: while the session is unknown, which epoch it belongs
+                // to is a guess. The coin stays pending and the mech's journal is asked by boot
+                // once the session is known (model/README.md, rule F1).
+                outputs.append(.failpoint(.confirmationReceived))
+                logger.debug("confirmation while the mech's session is unknown: asked again by its boot", metadata: ["devseq": "\(seq)", "fate": "\(fate)"])
             case .confirmation(let seq, let fate):
                 outputs.append(.failpoint(.confirmationReceived))
                 if let settlement = pending.settle(epoch: tracker.epoch, deviceSeq: seq, fate: fate, fromJournal: false) {
