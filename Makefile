@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval \
+.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
 	fuzz-build fuzz fuzz-all fuzz-short
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
@@ -70,6 +70,12 @@ test-crash: bootstrap
 	$(SWIFT) build
 	$(BIN)/coinmech-crash --bin $(BIN) $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
 	$(BIN)/coinmech-crash --bin $(BIN) --protocol cctalk $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
+
+## The credit protocol model-checked with spin (model/README.md): the windows of the code
+## before 0.5.0 must be found as counterexamples, the fixed design must pass; about a minute.
+model-check:
+	@SWIFT=$(SWIFT) scripts/bootstrap --model
+	model/check.sh
 
 ## The short form CI runs: every failpoint once, 10 kills, 3 stalls (about 25 s more for ccTalk).
 test-crash-short:
