@@ -5,27 +5,12 @@
 /// Built from the mint figures of the configured currencies (`CoinTables`, plus the circulating
 /// coins no table measures) and the tokens the operator declares.
 public struct CabinetCoins: Sendable, Hashable {
-    /// One creditable coin.
-    public struct Coin: Sendable, Hashable, CustomStringConvertible {
-        public var currency: String
-        public var code: String
-        public var valueMinor: Int64
-
-        public init(currency: String, code: String, valueMinor: Int64) {
-            self.currency = currency
-            self.code = code
-            self.valueMinor = valueMinor
-        }
-
-        public var description: String { "\(currency) \(code) (\(valueMinor))" }
-    }
-
-    public let coins: [Coin]
+    public let coins: [Denomination]
     /// The currencies, in the order first named.
     public let currencies: [String]
 
-    public init(coins: [Coin]) {
-        var seen: Set<Coin> = []
+    public init(coins: [Denomination]) {
+        var seen: Set<Denomination> = []
         self.coins = coins.filter { seen.insert($0).inserted }
         var currencies: [String] = []
         for coin in self.coins where !currencies.contains(coin.currency) { currencies.append(coin.currency) }
@@ -38,21 +23,21 @@ public struct CabinetCoins: Sendable, Hashable {
     /// Circulating coins that `CoinTables` does not measure (no mech validates them by size out of
     /// the box, but a coin-id or channel-map link may be configured for them). US Mint,
     /// "Circulating Coins": the half dollar and the dollar coin.
-    static let beyondTables: [Coin] = [
-        Coin(currency: "USD", code: "half_dollar", valueMinor: 50),
-        Coin(currency: "USD", code: "dollar", valueMinor: 100),
+    static let beyondTables: [Denomination] = [
+        Denomination(currency: "USD", code: "half_dollar", valueMinor: 50),
+        Denomination(currency: "USD", code: "dollar", valueMinor: 100),
     ]
 
     /// Every coin the mints circulate in `currency`, or nil when CoinMech has no figures for it.
-    public static func mint(_ currency: String) -> [Coin]? {
+    public static func mint(_ currency: String) -> [Denomination]? {
         guard let table = CoinTables.table(for: currency) else { return nil }
-        return table.map { Coin(currency: $0.currency, code: $0.code, valueMinor: $0.valueMinor) }
+        return table.map { Denomination(currency: $0.currency, code: $0.code, valueMinor: $0.valueMinor) }
             + beyondTables.filter { $0.currency == currency }
     }
 
     /// The coins of `currencies` (each must have mint figures) and `tokens`.
-    public static func of(currencies: [String], tokens: [Coin] = []) -> CabinetCoins? {
-        var coins: [Coin] = []
+    public static func of(currencies: [String], tokens: [Denomination] = []) -> CabinetCoins? {
+        var coins: [Denomination] = []
         for currency in currencies {
             guard let minted = mint(currency) else { return nil }
             coins += minted

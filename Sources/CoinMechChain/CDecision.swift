@@ -1,3 +1,4 @@
+import CoinFacts
 import CoinMechPluginABI
 
 extension coinmech_decision {

@@ -14,7 +14,7 @@ enum CabinetCoinsSettings {
                 throw source.error("currencies", "'\(currency)' is not a currency code (three capital letters, e.g. USD)")
             }
         }
-        var tokens: [CabinetCoins.Coin] = []
+        var tokens: [Denomination] = []
         for token in try source.tables("tokens") ?? [] {
             try token.rejectUnknownKeys(["code", "value", "currency"])
             guard let code = try token.string("code"), (1...31).contains(code.utf8.count),
@@ -31,10 +31,10 @@ enum CabinetCoinsSettings {
             if let currencies, !currencies.contains(currency) {
                 throw token.error("currency", "\(currency) is not one of source.currencies (\(currencies.joined(separator: ", ")))")
             }
-            tokens.append(CabinetCoins.Coin(currency: currency, code: code, valueMinor: Int64(value)))
+            tokens.append(Denomination(currency: currency, code: code, valueMinor: Int64(value)))
         }
         guard let currencies else { return (CabinetCoins(coins: CabinetCoins.allMint.coins + tokens), false) }
-        var coins: [CabinetCoins.Coin] = []
+        var coins: [Denomination] = []
         for currency in currencies {
             if let minted = CabinetCoins.mint(currency) {
                 coins += minted

@@ -51,7 +51,7 @@ extension DecidingLoop {
             }
             for (id, coin) in credits {
                 guard let currency = coin["currency"]?.string, let code = coin["code"]?.string, let value = coin["value"]?.int else { continue }
-                if chain.acceptPolicy.coins.coins.contains(CabinetCoins.Coin(currency: currency, code: code, valueMinor: value)) {
+                if chain.acceptPolicy.coins.coins.contains(Denomination(currency: currency, code: code, valueMinor: value)) {
                     ids.insert(id)
                 } else {
                     logger?.warning("link '\(link.name)' credits coin id \(id) as \(currency) \(code) at \(value), which is not a coin of this cabinet: its position stays closed")

@@ -156,7 +156,7 @@ struct ChainTests {
             coinmech_decision_accept(&decision, currency, code, value)
             return decision
         }
-        let token = CabinetCoins.Coin(currency: "USD", code: "ARCADE_TOKEN", valueMinor: 25)
+        let token = Denomination(currency: "USD", code: "ARCADE_TOKEN", valueMinor: 25)
         let usd = AcceptPolicy(coins: CabinetCoins.of(currencies: ["USD"], tokens: [token])!)
         #expect(usd.allows(accept("USD", "quarter", 25)))
         #expect(usd.allows(accept("USD", "dollar", 100)))
@@ -168,7 +168,7 @@ struct ChainTests {
         #expect(usd.problem(accept("USD", "quarterx", 25)) == "'quarterx' is not a USD coin of this cabinet (25 is 'quarter')")
         #expect(usd.problem(accept("USD", "half", 30)) == "'half' at 30 is not a USD coin of this cabinet")
         // A currency without mint figures is creditable only through its declared coins.
-        let chf = AcceptPolicy(coins: CabinetCoins(coins: [CabinetCoins.Coin(currency: "CHF", code: "CHF_5", valueMinor: 500)]))
+        let chf = AcceptPolicy(coins: CabinetCoins(coins: [Denomination(currency: "CHF", code: "CHF_5", valueMinor: 500)]))
         #expect(chf.allows(accept("CHF", "CHF_5", 500)))
         #expect(!chf.allows(accept("CHF", "CHF_2", 200)))
         #expect(CabinetCoins.of(currencies: ["CHF"]) == nil)

@@ -78,7 +78,7 @@ struct MoneyAuditTests {
         }
         for coin in FaceValues.all {
             #expect(CirculatingValues.byCurrency[coin.currency]?.contains(coin.valueMinor) == true, "\(coin)")
-            #expect(CabinetCoins.mint(coin.currency)?.contains(CabinetCoins.Coin(currency: coin.currency, code: coin.code, valueMinor: coin.valueMinor)) == true, "\(coin)")
+            #expect(CabinetCoins.mint(coin.currency)?.contains(Denomination(currency: coin.currency, code: coin.code, valueMinor: coin.valueMinor)) == true, "\(coin)")
         }
         #expect(FaceValues.all.count == CabinetCoins.allMint.coins.count)
     }

@@ -1,3 +1,4 @@
+import CoinFacts
 import CoinMechChain
 import CoinMechPluginABI
 import CoinMechPlugins
