@@ -170,12 +170,13 @@ public final class Chain: Sendable {
                 // A plausible claim of money the cabinet does not take ("dime" at 100, a
                 // currency not configured): the coin goes back, the link is flagged, and after
                 // `maximumLies` it is quarantined like a crashing link.
-                let message = "plugin accepted a coin this cabinet does not take: \(acceptPolicy.problem(decision))"
+                let problem = acceptPolicy.problem(decision)
+                let message = "plugin accepted a coin this cabinet does not take: \(problem)"
                 let told = entry.statistics.recordLie(message)
                 if told >= Self.maximumLies {
                     entry.health.mark(LinkHealth.Problem(
                         state: .quarantined, cause: "lying",
-                        reason: "accepted \(told) coins this cabinet does not take (last: \(acceptPolicy.problem(decision))); not called until a reload with another plugin or configuration"))
+                        reason: "accepted \(told) coins this cabinet does not take (last: \(problem)); not called until a reload with another plugin or configuration"))
                 }
                 decision = .rejecting(reason: "plugin_lie", message: message)
             case COINMECH_VERDICT_ACCEPT.rawValue where decision.isWellFormedAccept:
