@@ -45,10 +45,7 @@ extension Ledger {
     /// Every accept of `source` still waiting for the mech's confirmation, oldest first.
     public func pendingCoins(source: String) throws(LedgerError) -> [PendingRecord] {
         try read { db in
-            try Row.fetchAll(db, sql: LedgerQueries.pendingCoins, arguments: [source]).map { row in
-                PendingRecord(seq: row["seq"], epoch: row["epoch"], boot: (row["boot"] as Int64?).map { UInt64($0) },
-                              deviceSeq: UInt64(bitPattern: row["device_seq"]), time: row["time"])
-            }
+            try Row.fetchAll(db, sql: LedgerQueries.pendingCoins, arguments: [source]).map(LedgerQueries.pendingRecord)
         }
     }
 
@@ -56,10 +53,7 @@ extension Ledger {
     /// may still have them in its journal, and a stored one is credited late.
     public func unconfirmedCoins(source: String, limit: Int = 64) throws(LedgerError) -> [PendingRecord] {
         try read { db in
-            try Row.fetchAll(db, sql: LedgerQueries.unconfirmedCoins, arguments: [source, limit]).map { row in
-                PendingRecord(seq: row["seq"], epoch: row["epoch"], boot: (row["boot"] as Int64?).map { UInt64($0) },
-                              deviceSeq: UInt64(bitPattern: row["device_seq"]), time: row["time"])
-            }.reversed()
+            try Row.fetchAll(db, sql: LedgerQueries.unconfirmedCoins, arguments: [source, limit]).map(LedgerQueries.pendingRecord).reversed()
         }
     }
 
@@ -116,6 +110,12 @@ enum LedgerQueries {
         LEFT JOIN epochs p ON p.source = e.source AND p.epoch = e.epoch
         WHERE \(openStates) AND e.state = 'pending' AND e.source = ? ORDER BY e.seq
         """
+
+    /// A row of `pendingCoins` or `unconfirmedCoins`.
+    static func pendingRecord(_ row: Row) -> PendingRecord {
+        PendingRecord(seq: row["seq"], epoch: row["epoch"], boot: (row["boot"] as Int64?).map { UInt64($0) },
+                      deviceSeq: UInt64(bitPattern: row["device_seq"]), time: row["time"])
+    }
 
     static let unconfirmedCoins = """
         SELECT e.seq, e.epoch, e.device_seq, e.time, p.boot FROM events e
