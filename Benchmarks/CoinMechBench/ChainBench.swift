@@ -186,6 +186,12 @@ func percentile<T: BinaryInteger>(_ sorted: [T], _ p: Double) -> T {
     return sorted[min(sorted.count - 1, max(0, Int((p * Double(sorted.count)).rounded(.up)) - 1))]
 }
 
+/// `value` right-aligned in `width` characters, for the benches' tables.
+func pad(_ value: Int, _ width: Int = 8) -> String {
+    let text = String(value)
+    return String(repeating: " ", count: max(0, width - text.count)) + text
+}
+
 func executableDirectory() -> String {
     let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     return URL(fileURLWithPath: exe).deletingLastPathComponent().path

@@ -104,8 +104,4 @@ struct CommitBench: ParsableCommand {
         return best.type
     }
 
-    private func pad(_ value: Int, _ width: Int = 8) -> String {
-        let text = String(value)
-        return String(repeating: " ", count: max(0, width - text.count)) + text
-    }
 }

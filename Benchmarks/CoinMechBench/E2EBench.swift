@@ -171,10 +171,6 @@ struct E2EBench: ParsableCommand {
     }
 
 
-    private func pad(_ value: Int, _ width: Int = 8) -> String {
-        let text = String(value)
-        return String(repeating: " ", count: max(0, width - text.count)) + text
-    }
 }
 
 extension E2EBench {
