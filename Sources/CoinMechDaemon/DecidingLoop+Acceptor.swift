@@ -26,16 +26,8 @@ extension DecidingLoop {
     /// swapped a chain in).
     func allowAcceptorPositions() {
         guard let acceptorMech, let allowed = operatorPositions else { return }
-        let positions = Self.creditablePositions(chain.current).intersection(allowed)
-        if positions == .none { logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited") }
-        acceptorMech.allow(positions, creditable: Self.creditableCoinIDs(chain.current, logger: logger))
+        acceptorMech.allow(allowed, creditable: Self.creditableCoinIDs(chain.current, logger: logger))
         serviceAcceptor()
-    }
-
-    /// All positions when a link of `chain` takes coin ids, none otherwise: a coin nobody can
-    /// credit would be taken and not credited.
-    static func creditablePositions(_ chain: Chain) -> CoinPositionMask {
-        chain.links.contains { $0.origin.readingKinds & UInt32(COINMECH_KINDS_COIN_ID) != 0 } ? .all : .none
     }
 
     /// The coin ids the chain credits: those its coin-id links list in their description
@@ -58,6 +50,7 @@ extension DecidingLoop {
                 }
             }
         }
+        if ids.isEmpty { logger?.warning("no link of the chain credits a coin id of this cabinet: every coin position of the acceptor stays inhibited") }
         return ids
     }
 

@@ -118,12 +118,9 @@ public final class DecidingLoop: @unchecked Sendable {
             acceptor = AcceptorCore(source: source.name, address: cctalk.address)
         }
         let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, remembered: remembered,
-                                    positions: Self.creditablePositions(chain.current).intersection(allowed ?? .all),
+                                    positions: allowed ?? .all,
                                     creditableCoinIDs: allowed == nil ? nil : Self.creditableCoinIDs(chain.current, logger: logger), failpoints: failpoints)
         operatorPositions = allowed
-        if allowed != nil, Self.creditablePositions(chain.current) == .none {
-            logger.warning("no link of the chain takes coin ids: every coin position of the acceptor stays inhibited")
-        }
         mech = made.mech
         acceptorMech = made.mech as? CCTalkMech
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
