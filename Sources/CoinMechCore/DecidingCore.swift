@@ -92,10 +92,7 @@ public struct DecidingCore: Sendable {
     private var epochs: EpochBook
     private var pending: PendingCoins
     /// Answers given in the current epoch, by device seq, for repeated sentences.
-    private var answers: [UInt64: Bool] = [:]
-    /// When each answered reading left the mech: a repeat is answered "accept" again only while
-    /// that answer can still reach the mech for the original.
-    private var sentAts: [UInt64: Instant] = [:]
+    private var answers: [UInt64: Answered] = [:]
     private var operatorInhibit = false
     /// Why a link out of service keeps the mech inhibited (nil: none does).
     private var pluginInhibit: String?
@@ -118,7 +115,7 @@ public struct DecidingCore: Sendable {
         tracker = DeviceSequenceTracker(
             epoch: state.epoch, lastSeq: state.lastDeviceSeq,
             recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
-        for decision in state.recent { answers[decision.deviceSeq] = decision.accepted }
+        for decision in state.recent { answers[decision.deviceSeq] = Answered(accept: decision.accepted, sentAt: nil) }
         epochs = EpochBook(boots: restored.boots)
         pending = PendingCoins(confirmationWindow: settings.confirmationWindow)
         for coin in restored.pending {
@@ -324,6 +321,13 @@ public struct DecidingCore: Sendable {
     }
 
     /// An answer owed to the mech for a sentence of the batch.
+    /// The answer a reading got, and when it left the mech (nil: restored from the ledger): a
+    /// repeat is answered "accept" again only while that can still reach the mech for it.
+    private struct Answered: Sendable {
+        var accept: Bool
+        var sentAt: Instant?
+    }
+
     private enum Owed: Sendable {
         /// The reading decided in this batch as `items[index]`.
         case decided(Int)
@@ -379,7 +383,6 @@ public struct DecidingCore: Sendable {
                 tracker.powerUp()
                 epochs.record(epoch: tracker.epoch, boot: boot)
                 answers.removeAll()
-                    sentAts.removeAll()
                 inBatch.removeAll()
                 logger.notice("mech powered up", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot.map(String.init) ?? "?")"])
                 occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: false))
@@ -394,7 +397,6 @@ public struct DecidingCore: Sendable {
                     tracker.powerUp()
                     epochs.record(epoch: tracker.epoch, boot: boot)
                     answers.removeAll()
-                    sentAts.removeAll()
                     inBatch.removeAll()
                     logger.warning("the mech powered up while the daemon was away: new epoch", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot)"])
                     occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: true))
@@ -445,8 +447,9 @@ public struct DecidingCore: Sendable {
                     // deadline) and the mech's session is known: otherwise the same number and
                     // measurement may be a new coin of a mech that rebooted meanwhile, which an
                     // accept would take into the cash box with no decision of its own.
-                    let stillMatters = sentAts[reading.deviceSeq].map { sentAt in settings.deadline.map { now <= $0.due(sentAt: sentAt) } ?? true } ?? false
-                    let again = (answers[reading.deviceSeq] ?? false) && awaitingSessionSince == nil && stillMatters
+                    let original = answers[reading.deviceSeq]
+                    let stillMatters = original?.sentAt.map { sentAt in settings.deadline.map { now <= $0.due(sentAt: sentAt) } ?? true } ?? false
+                    let again = original?.accept == true && awaitingSessionSince == nil && stillMatters
                     owed.append(.repeated(seq: reading.deviceSeq, original: inBatch[reading.deviceSeq], answer: again))
                     continue
                 case .conflict where settings.credit == .onConfirmation:
@@ -469,7 +472,6 @@ public struct DecidingCore: Sendable {
                     // A mech that cannot name its session: the numbers going back are the only sign.
                     let newEpoch = tracker.impliedPowerUp(reading.deviceSeq, reading.measurement)
                     answers.removeAll()
-                    sentAts.removeAll()
                     inBatch.removeAll()
                     logger.warning("device numbers went back without a power-up: new epoch", metadata: ["epoch": "\(newEpoch)"])
                     occurrences.append(.mechPowerUp(source: settings.source, epoch: newEpoch, boot: nil, implied: true))
@@ -515,8 +517,7 @@ public struct DecidingCore: Sendable {
                 inBatch[reading.deviceSeq] = items.count
                 owed.append(.decided(items.count))
                 items.append(Item(reading: reading, epoch: epoch, decided: decided, taught: taught))
-                answers[reading.deviceSeq] = decided.verdict.isAccept
-                sentAts[reading.deviceSeq] = reading.sentAt
+                answers[reading.deviceSeq] = Answered(accept: decided.verdict.isAccept, sentAt: reading.sentAt)
             }
         }
 
@@ -536,7 +537,7 @@ public struct DecidingCore: Sendable {
         for position in plan.withdrawn {
             guard case .decided(let index) = owed[position] else { continue }
             items[index].decided = withdrawn(items[index], now: decidedAt)
-            answers[items[index].reading.deviceSeq] = false
+            answers[items[index].reading.deviceSeq]?.accept = false
         }
         var entries: [LedgerEntry] = occurrences.map { .note($0) }
         for index in items.indices {
@@ -719,7 +720,7 @@ public struct DecidingCore: Sendable {
             // The coins are answered "return"; their occurrences wait for the next commit; the
             // settlements too (the coins stay pending and are asked about again).
             outputs += answerAll(batch, result: nil, now: now)
-            for item in batch.items where item.decided.verdict.isAccept { answers[item.reading.deviceSeq] = false }
+            for item in batch.items where item.decided.verdict.isAccept { answers[item.reading.deviceSeq]?.accept = false }
             carry(batch.occurrences)
         case .command(let ticket, let command):
             switch command {
