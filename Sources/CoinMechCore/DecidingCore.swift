@@ -386,6 +386,10 @@ public struct DecidingCore: Sendable {
                 inBatch.removeAll()
                 logger.notice("mech powered up", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot.map(String.init) ?? "?")"])
                 occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: false))
+                if let boot, let conflict = repeatedBoot(boot) {
+                    occurrences.append(conflict)
+                    settlements += pending.unaskable(epochs: epochs).filter { epochs.boots[$0.coin.epoch] != nil }
+                }
             case .session(let boot):
                 switch epochs.session(boot, currentEpoch: tracker.epoch) {
                 case .same:
@@ -393,6 +397,7 @@ public struct DecidingCore: Sendable {
                 case .assigned:
                     epochs.record(epoch: tracker.epoch, boot: boot)
                     occurrences.append(.mechSession(source: settings.source, epoch: tracker.epoch, boot: boot))
+                    if let conflict = repeatedBoot(boot) { occurrences.append(conflict) }
                 case .newEpoch:
                     tracker.powerUp()
                     epochs.record(epoch: tracker.epoch, boot: boot)
@@ -400,10 +405,11 @@ public struct DecidingCore: Sendable {
                     inBatch.removeAll()
                     logger.warning("the mech powered up while the daemon was away: new epoch", metadata: ["epoch": "\(tracker.epoch)", "boot": "\(boot)"])
                     occurrences.append(.mechPowerUp(source: settings.source, epoch: tracker.epoch, boot: boot, implied: true))
+                    if let conflict = repeatedBoot(boot) { occurrences.append(conflict) }
                 }
                 awaitingSessionSince = nil
                 pending.askAllNow(now)
-                settlements += pending.unaskable(knownBoots: epochs.boots)
+                settlements += pending.unaskable(epochs: epochs)
             case .status(let status, let detail):
                 logger.warning("mech status", metadata: ["status": "\(status.rawValue)", "detail": "\(detail ?? "")"])
                 occurrences.append(.mechStatus(source: settings.source, status: status.rawValue.lowercased(), detail: detail ?? ""))
@@ -693,6 +699,17 @@ public struct DecidingCore: Sendable {
     }
 
     /// Accepts whose answers reach the mech after its deadline (the commit overran).
+    /// A boot number the current epoch names that an earlier epoch named too: refused as
+    /// evidence about the earlier epoch's coins (`EpochBook.askableBoot`), and recorded, since a
+    /// mech whose count starts again is one an operator should look at.
+    private func repeatedBoot(_ boot: UInt64) -> Occurrence? {
+        guard let earlier = epochs.earlierEpoch(naming: boot, before: tracker.epoch) else { return nil }
+        logger.error("the mech named a boot number it had named before: coins of the older session still unsettled are no longer asked by it",
+                     metadata: ["boot": "\(boot)", "epoch": "\(tracker.epoch)", "earlier_epoch": "\(earlier)"])
+        return .mechStatus(source: settings.source, status: "boot_conflict",
+                           detail: "boot \(boot) named again in epoch \(tracker.epoch) (it was epoch \(earlier)): the older session's unsettled coins are unconfirmed")
+    }
+
     private func lateAnswers(_ batch: Batch, now: Instant) -> [Occurrence] {
         guard let deadline = settings.deadline else { return [] }
         var late: [Occurrence] = []
@@ -811,8 +828,8 @@ public struct DecidingCore: Sendable {
         var outputs: [CoreOutput] = []
         var settlements: [PendingCoins.Settlement] = []
         for coin in pending.due(now: now) {
-            guard let boot = epochs.boots[coin.epoch] else {
-                let unaskable = pending.unaskable(knownBoots: epochs.boots).filter { $0.coin == coin }
+            guard let boot = epochs.askableBoot(ofEpoch: coin.epoch) else {
+                let unaskable = pending.unaskable(epochs: epochs).filter { $0.coin == coin }
                 // An unconfirmed coin of an unknown session: not asked this time.
                 if unaskable.isEmpty { _ = pending.queried(coin, now: now) }
                 settlements += unaskable

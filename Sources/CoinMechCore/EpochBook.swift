@@ -35,6 +35,21 @@ public struct EpochBook: Sendable, Equatable {
         if let boot { boots[epoch] = boot }
     }
 
+    /// The boot number to ask the mech's journal by about `epoch`'s coins. None when the mech
+    /// never named that session, or when a later epoch named the same number: boot numbers are
+    /// the mech's own count and should never repeat, so once one does (a counter reset by a
+    /// firmware update or a wiped EEPROM), the journal for it speaks of the later session, and
+    /// an answer to "boot N, coin K" cannot be told apart from the older coin's.
+    public func askableBoot(ofEpoch epoch: Int64) -> UInt64? {
+        guard let boot = boots[epoch], !boots.contains(where: { $0.key > epoch && $0.value == boot }) else { return nil }
+        return boot
+    }
+
+    /// The latest epoch before `epoch` that named `boot` too: a repeated boot number.
+    public func earlierEpoch(naming boot: UInt64, before epoch: Int64) -> Int64? {
+        boots.filter { $0.key < epoch && $0.value == boot }.map(\.key).max()
+    }
+
     /// The latest epoch that is session `boot`.
     public func epoch(ofBoot boot: UInt64) -> Int64? {
         boots.filter { $0.value == boot }.map(\.key).max()

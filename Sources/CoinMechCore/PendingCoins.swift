@@ -163,10 +163,16 @@ public struct PendingCoins: Sendable {
         }
     }
 
-    /// Coins of epochs whose mech session is unknown cannot be asked about: settled as unconfirmed.
-    public func unaskable(knownBoots: [Int64: UInt64]) -> [Settlement] {
-        coins.values.filter { knownBoots[$0.epoch] == nil }.sorted { $0.seq < $1.seq }.map {
-            Settlement(coin: $0, resolution: .unconfirmed, message: "the mech's session for this coin is unknown: no query can reach it", askAgain: true)
+    /// Coins no query can reach are settled as unconfirmed: their epoch's session is unknown
+    /// (asked again once it may be known), or its boot number was named again by a later
+    /// session (never asked again: the journal for that number speaks of the later session).
+    public func unaskable(epochs: EpochBook) -> [Settlement] {
+        coins.values.filter { epochs.askableBoot(ofEpoch: $0.epoch) == nil }.sorted { $0.seq < $1.seq }.map { coin in
+            if let boot = epochs.boots[coin.epoch] {
+                return Settlement(coin: coin, resolution: .unconfirmed,
+                                  message: "boot \(boot) was named again by a later session of the mech: its journal no longer speaks of this coin")
+            }
+            return Settlement(coin: coin, resolution: .unconfirmed, message: "the mech's session for this coin is unknown: no query can reach it", askAgain: true)
         }
     }
 }

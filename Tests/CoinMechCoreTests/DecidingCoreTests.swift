@@ -229,6 +229,38 @@ struct DecidingCoreTests {
         #expect(rig.ledger.decisions.count == 1)
     }
 
+
+    // Window 3's last part: boot numbers were assumed never to repeat. A mech whose counter
+    // started again (a firmware update, a wiped EEPROM) named boot 3 twice; the old session's
+    // coin was then asked about by "3", and the answer, which speaks of the new session's coin
+    // of that number, was taken for it.
+    @Test("a boot number named again is refused as a conflict: the older session's coins are no longer asked by it")
+    func repeatedBootNumber() {
+        var rig = CoreRig()
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 3)]))
+        rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now), CoreRig.reading(2, sentAt: rig.now)]))
+        rig.feed(.mech([.confirmation(deviceSeq: 1, fate: .stored)]))
+        let old = rig.ledger.epoch
+        rig.feed(.mech([.lost(path: "/dev/mech", reason: "hang-up"), .connected(path: "/dev/mech"), .session(boot: 4)]))
+        rig.feed(.mech([.lost(path: "/dev/mech", reason: "hang-up"), .connected(path: "/dev/mech")]))
+        let again = rig.feed(.mech([.session(boot: 3)]))
+        #expect(rig.ledger.epoch == old + 2)
+        #expect(rig.ledger.occurrences.contains {
+            if case .mechStatus(_, "boot_conflict", let detail) = $0 { return detail.contains("boot 3") }
+            return false
+        }, "the repeated boot is recorded as a conflict")
+        rig.now = rig.now + .milliseconds(300)
+        let asked = again + rig.feed(.tick)
+        #expect(asked.queries.isEmpty, "the old session's coin 2 was asked by a boot number that now names another session")
+        #expect(rig.ledger.unconfirmed == [.init(epoch: old, deviceSeq: 2)])
+        #expect(rig.core.snapshot.pending == 0)
+        // The new session's coins are asked by its boot as usual.
+        rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)]))
+        rig.now = rig.now + .milliseconds(300)
+        #expect(rig.feed(.tick).queries.map { "\($0.0)/\($0.1)" } == ["3/1"])
+        rig.feed(.mech([.journal(boot: 3, deviceSeq: 1, fate: .stored)]))
+        #expect(rig.ledger.credits[.init(epoch: old + 2, deviceSeq: 1)] == 1 && rig.ledger.credits[.init(epoch: old, deviceSeq: 1)] == 1)
+    }
     @Test("a reload is recorded before its chain is swapped in; one the ledger cannot record is not swapped")
     func reload() {
         var rig = CoreRig()

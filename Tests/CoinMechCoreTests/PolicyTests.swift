@@ -76,8 +76,11 @@ struct PolicyTests {
         restored.add(seq: 3, epoch: 1, deviceSeq: 2, answeredAt: at(50), restored: true)
         #expect(restored.due(now: at(50)).count == 1)
         // A coin of an epoch without a boot number can never be asked about.
-        #expect(restored.unaskable(knownBoots: [:]).map(\.resolution) == [.unconfirmed])
-        #expect(restored.unaskable(knownBoots: [1: 7]).isEmpty)
+        #expect(restored.unaskable(epochs: EpochBook()).map(\.askAgain) == [true])
+        #expect(restored.unaskable(epochs: EpochBook(boots: [1: 7])).isEmpty)
+        // Nor by a boot number a later session named again; and never again after that.
+        #expect(restored.unaskable(epochs: EpochBook(boots: [1: 7, 2: 8, 3: 7])).map(\.askAgain) == [false])
+        #expect(restored.unaskable(epochs: EpochBook(boots: [1: 7, 2: 8, 3: 7])).map(\.resolution) == [.unconfirmed])
     }
 
     @Test("epochs and boots: the same session, a first boot number, a power-up while nobody listened")
