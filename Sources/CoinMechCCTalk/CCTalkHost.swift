@@ -99,6 +99,10 @@ public struct CCTalkHost: Sendable {
     private var resetStage = ResetStage.none
     /// The buffer was read and recorded since the device confirmed master inhibit.
     private var bufferReadSinceInhibit = false
+    /// The ledger holds a counter state for the device: the one it started with, or the first
+    /// batch this host recorded. Until then the acceptor takes no coin, since the next host
+    /// would find any coin taken meanwhile in a buffer it cannot tell from older ones (backlog).
+    private var baselineStored: Bool
 
     /// `persisted`: the counter state the ledger holds for this device (nil if it never met it).
     /// `remembered`: the device the ledger last identified at this address, if any.
@@ -108,6 +112,7 @@ public struct CCTalkHost: Sendable {
         self.remembered = remembered
         counterState = persisted
         recordedState = persisted
+        baselineStored = persisted != nil
         allowed = configuration.allowed
         creditableCoinIDs = configuration.creditableCoinIDs
         draft = CCTalkDeviceIdentity(address: configuration.address)
@@ -239,6 +244,10 @@ public struct CCTalkHost: Sendable {
     private mutating func settleVerdict() {
         guard awaitingVerdict else { return }
         awaitingVerdict = false
+        if !baselineStored, recordedState != nil {
+            baselineStored = true
+            if !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+        }
         if waitsForLedger {
             waitsForLedger = false
             if !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
@@ -251,6 +260,10 @@ public struct CCTalkHost: Sendable {
         counterState = state
         recordedState = state
         unrecorded = []
+        if (state != nil) != baselineStored {
+            baselineStored = state != nil
+            if !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+        }
     }
 
     // MARK: The schedule
@@ -263,9 +276,10 @@ public struct CCTalkHost: Sendable {
         return CoinPositionMask(positions: draft.coinIDs.filter { creditableCoinIDs.contains($0.value.text) }.keys).intersection(open)
     }
     /// Master inhibit is lifted only when nothing holds the acceptor: the operator, a ledger
-    /// that cannot record, a reset under way (this host's, or one a previous host announced).
+    /// that cannot record or holds no counter yet, a reset under way (this host's, or one a
+    /// previous host announced).
     private var targetAccepting: Bool {
-        !inhibited && !waitsForLedger && resetStage == .none && counterState?.expectsRestart != true
+        !inhibited && !waitsForLedger && baselineStored && resetStage == .none && counterState?.expectsRestart != true
     }
 
     private var expectsEcho: Bool {

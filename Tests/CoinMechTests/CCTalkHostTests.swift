@@ -96,6 +96,25 @@ struct CCTalkHostTests {
         #expect(line.ledger.creditKeys.map(\.number) == [38, 39])
     }
 
+    // Found by `make test-crash-short --protocol cctalk` (seed 791228): a host meeting the
+    // device for the first time lifted master inhibit at the end of identification, before it
+    // had recorded any counter. A coin taken then, by a daemon stopped before its next poll was
+    // stored, was found by the next daemon in a buffer it had never seen: backlog, not credited.
+    @Test("at a first meeting the acceptor takes no coin before the counter it starts from is on the ledger")
+    func firstMeetingRecordsTheCounterBeforeAccepting() {
+        var line = freshLine()
+        line.start()
+        #expect(line.run(until: 3 * Self.second) { $0.acceptor.accepting })
+        #expect(line.ledger.state?.eventNumber == 0, "accepting with no counter on the ledger")
+        // A coin the moment it accepts, and a daemon that restarts at once: still credited.
+        line.insert(.coin(position: 2))
+        line.restartHost()
+        line.run(for: 2 * Self.second)
+        #expect(line.ledger.backlog.isEmpty)
+        #expect(line.ledger.creditKeys == [CCTalkTestLedger.Key(epoch: 0, number: 1)])
+        expectExactlyOnce(line)
+    }
+
     @Test("the counter wraps 255 → 1 while coins come: every one credited once")
     func wrap() {
         var line = CCTalkSimulatedLine(acceptor: CCTalkAcceptor(settings: CCTalkSimulatedLine.acceptorSettings(), runningWithCounter: 250))
