@@ -140,6 +140,10 @@ public struct GroundTruth: Codable, Sendable {
         public var jams = 0
         public var powerCycles = 0
         public var disconnects = 0
+        /// Readings sent again under the same number with another measurement.
+        public var falseDuplicates = 0
+        /// Reboots while the host was away (`reboot_while_away_every`).
+        public var rebootsWhileAway = 0
     }
 
     public struct Connections: Codable, Sendable {

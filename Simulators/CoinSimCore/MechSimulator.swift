@@ -194,6 +194,14 @@ public final class MechSimulator {
                     record(event: "hangup")
                     // Nobody reads the line: what was on its way is lost.
                     outgoing.removeAll()
+                    if case .scenario(let scenario, _) = script, scenario.faults.rebootWhileAwayEvery > 0,
+                       truth.connections.hangups % scenario.faults.rebootWhileAwayEvery == 0, poweredOffUntil == nil {
+                        // Power comes and goes while nobody listens: the host learns the new boot
+                        // only from its SESSION question at the next connect.
+                        truth.faultsInjected.rebootsWhileAway += 1
+                        record(event: "reboot_while_away")
+                        powerCycle(announce: false)
+                    }
                 }
                 // Hang-up is reported at once on every poll while nobody has the device open.
                 usleep(5_000)
@@ -328,6 +336,13 @@ public final class MechSimulator {
             if duplicated {
                 truth.faultsInjected.duplicates += 1
                 sendReading(reading, context: context)
+            } else if faults.falseDuplicateAt.contains(number) {
+                // Measured again: the same number, other figures. Still one coin, which the
+                // first answer decides; the host's answer to this one comes too late to matter.
+                truth.faultsInjected.falseDuplicates += 1
+                var again = reading
+                again.weightG += 0.05
+                sendReading(again, context: context)
             }
         }
         return false

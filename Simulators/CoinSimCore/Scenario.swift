@@ -95,6 +95,14 @@ public struct Scenario: Sendable {
         /// Insertions whose coin, once accepted, loses the mech's power before it reaches the
         /// cash box: where it ends is chance, and the mech's journal cannot say (`U`).
         public var powerLossAt: [Int] = []
+        /// Insertions whose reading the firmware measures again and sends once more under the
+        /// same number with the new figures: to the host, a number that goes back with another
+        /// measurement.
+        public var falseDuplicateAt: [Int] = []
+        /// Every Nth time the host goes away (closes the line), the mech reboots while nobody
+        /// listens: what waited for an answer is returned, what was falling ends by chance with
+        /// no record, and the next boot number is only learnt at the next connect. 0: never.
+        public var rebootWhileAwayEvery = 0
     }
 
     public init() {}
@@ -170,6 +178,7 @@ public struct Scenario: Sendable {
             try faults.rejectUnknownKeys([
                 "garbage", "garbage_bytes", "bad_checksum", "truncated", "overlong", "duplicate", "jam_at",
                 "power_cycle_at", "disconnect_at", "disconnect_ms", "bounce", "lost_confirmation", "power_loss_at",
+                "false_duplicate_at", "reboot_while_away_every",
             ])
             var f = Faults()
             f.garbage = try fraction(faults, "garbage") ?? 0
@@ -186,6 +195,11 @@ public struct Scenario: Sendable {
             f.bounce = try fraction(faults, "bounce") ?? 0
             f.lostConfirmation = try fraction(faults, "lost_confirmation") ?? 0
             f.powerLossAt = try insertionNumbers(faults, "power_loss_at")
+            f.falseDuplicateAt = try insertionNumbers(faults, "false_duplicate_at")
+            f.rebootWhileAwayEvery = try faults.int("reboot_while_away_every") ?? 0
+            guard (0...10_000).contains(f.rebootWhileAwayEvery) else {
+                throw faults.error("reboot_while_away_every", "must be a whole number from 0 (never) to 10000")
+            }
             s.faults = f
         }
         if let baud = try table.int("baud") {
@@ -206,6 +220,9 @@ public struct Scenario: Sendable {
         }
         if !s.firmware.confirmations, s.faults.bounce > 0 || s.faults.lostConfirmation > 0 || !s.faults.powerLossAt.isEmpty {
             throw table.error("faults", "bounce, lost_confirmation and power_loss_at need a mech with confirmations")
+        }
+        if !s.firmware.confirmations, s.faults.rebootWhileAwayEvery > 0 {
+            throw table.error("faults", "reboot_while_away_every needs a mech that names its boot (firmware.confirmations)")
         }
         if let mech = try table.table("mech") {
             s.mech = try MechErrors.parse(mech)

@@ -183,6 +183,42 @@ struct DaemonEndToEndTests {
         #expect(unconfirmedTotals.reduce(0) { $0 + $1.count } == Int64(truth.outcomes.powerLost))
     }
 
+    // The money review's windows 2 and 3 against the real mech's simulator: the mech reboots
+    // each time the daemon goes away (the new boot only learnt from SESSION at the next
+    // connect), and measures two coins again under their number.
+    @Test("the mech reboots while the daemon is away and sends coins again with new figures: the money is right against the truth")
+    func rebootsWhileAwayAndFalseDuplicates() throws {
+        let harness = try DaemonHarness(extra: "")
+        try String(contentsOfFile: harness.config, encoding: .utf8)
+            .replacingOccurrences(of: "baud: 9600}", with: "baud: 9600, confirm_window_ms: 300}")
+            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        try harness.startSimulator("""
+            coins: 0
+            rate_per_s: 10
+            seed: 29
+            mix: {quarter: 2, dime: 1}
+            faults: {lost_confirmation: 0.2, false_duplicate_at: [3, 8], reboot_while_away_every: 1}
+            """)
+        for round in 1...3 {
+            try harness.startDaemon()
+            let client = try CoinMechConnection(path: harness.socketWhenUp())
+            try TestSupport.waitUntil("ten coins accepted after start \(round)", timeout: 30) {
+                (try? client.request("status")["counters"]?["accepted"]?.int ?? 0) ?? 0 >= 10
+            }
+            if round < 3 { #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)") }
+        }
+        let truth = try harness.stopSimulatorAndReadTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(truth.faultsInjected.rebootsWhileAway == 2 && truth.mech.boots.count == 3)
+        #expect(truth.faultsInjected.falseDuplicates == 2)
+        let events = try harness.ledger().events(since: 0, limit: 100_000)
+        #expect(events.filter { $0.kind == "mech_status" && ($0.detail ?? "").contains("\"sequence_conflict\"") }.count == 2)
+        #expect(Set(try harness.ledger().boots(source: "serial").values) == Set(truth.mech.boots))
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(audit.coins > 25)
+    }
+
     @Test("a paused daemon (three 1 s SIGSTOPs at 12 coins/s) credits none of the coins the mech returned meanwhile")
     func stalls() throws {
         let harness = try DaemonHarness()
