@@ -65,6 +65,9 @@ struct Play: ParsableCommand {
             if !verdict.isClean { print("the money is wrong; repeat the run with: \(repeatIt) --keep") }
             print(verdict.json)
             if !verdict.isClean { throw ExitCode(1) }
+            if !verdict.unreached.isEmpty {
+                throw CrashSuiteError("the run never reached \(verdict.unreached.joined(separator: ", ")): more kills reach more coins (\(repeatIt) --keep)")
+            }
         } catch let error as CrashSuiteError {
             FileHandle.standardError.write(Data("coinmech-crash: \(error)\n".utf8))
             throw ExitCode(2)
@@ -78,6 +81,10 @@ struct Verdict {
     var failpoints = 0
     /// Coins the mech lost power under while they fell (coinsim's power_loss_at).
     var powerLosses = 0
+    /// Times the mech rebooted while the daemon was away (the new boot learnt at the next connect).
+    var rebootsWhileAway = 0
+    /// Readings the mech sent again under their number with another measurement.
+    var falseDuplicates = 0
     var kills = 0
     var stalls = 0
     var audit: MoneyAudit
@@ -86,6 +93,14 @@ struct Verdict {
 
     var isClean: Bool { cctalk?.isClean ?? audit.isClean }
 
+    /// The mech's surprises a serial run must have met for its verdict to mean what CI takes it
+    /// to mean; a run that met none of one kind proves nothing about it.
+    var unreached: [String] {
+        guard cctalk == nil else { return [] }
+        return [("a power loss mid-coin", powerLosses), ("a reboot while the daemon was away", rebootsWhileAway),
+                ("a false duplicate", falseDuplicates)].filter { $0.1 == 0 }.map(\.0)
+    }
+
     var json: String {
         if let cctalk {
             return "{\"protocol\": \"cctalk\", \"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
@@ -93,6 +108,7 @@ struct Verdict {
                 + "\"phantom\": \(cctalk.phantom.count), \"dropped_by_acceptor\": \(cctalk.namedLost), \"value_ok\": \(cctalk.creditedValue == cctalk.owedValue)}"
         }
         return "{\"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), \"power_losses\": \(powerLosses), "
+            + "\"reboots_while_away\": \(rebootsWhileAway), \"false_duplicates\": \(falseDuplicates), "
             + "\"coins\": \(audit.coins), \"lost\": \(audit.lost.count), \"doubled\": \(audit.doubled.count), \"phantom\": \(audit.phantom.count), "
             + "\"wrong_value\": \(audit.wrongValue.count), \"unconfirmed\": \(audit.unconfirmed.count), \"pending\": \(audit.pending.count)}"
     }
@@ -144,7 +160,8 @@ final class Run {
             """.write(toFile: config, atomically: true, encoding: .utf8)
         // The fast scenario: coins as a busy cabinet sees them, and every way the mech can
         // surprise the host (bounces, lost confirmations, repeated sentences, power lost mid-coin;
-        // the first power loss early enough for the short run, which sees about 130 coins).
+        // the first power loss early enough for the short run, which sees about 130 coins; a
+        // reboot each fourth time the daemon goes away; readings measured again).
         try """
             name: crash
             seed: \(seed)
@@ -154,7 +171,8 @@ final class Run {
             currency: USD
             mix: {quarter: 3, dime: 2, nickel: 1}
             others: {slug: 0.05}
-            faults: {duplicate: 0.03, bounce: 0.05, lost_confirmation: 0.1, power_loss_at: [40, 150, 600]}
+            faults: {duplicate: 0.03, bounce: 0.05, lost_confirmation: 0.1, power_loss_at: [40, 150, 600],
+                     false_duplicate_at: [20, 70, 120, 300, 700], reboot_while_away_every: 4}
             """.write(toFile: "\(dir)/crash.yaml", atomically: true, encoding: .utf8)
     }
 
@@ -191,7 +209,11 @@ final class Run {
             if let audit = verdict.cctalk, !audit.isClean { print(audit.problems) }
             return verdict
         }
-        (verdict.audit, verdict.powerLosses) = try audit()
+        let truth: GroundTruth
+        (verdict.audit, truth) = try audit()
+        verdict.powerLosses = truth.coins.filter { $0.confirmation == "power_lost" }.count
+        verdict.rebootsWhileAway = truth.faultsInjected.rebootsWhileAway
+        verdict.falseDuplicates = truth.faultsInjected.falseDuplicates
         for (key, explanation) in verdict.audit.unconfirmed {
             print("unconfirmed: \(key): \(explanation ?? "NO CAUSE IN THE TRUTH")")
         }
@@ -307,12 +329,12 @@ final class Run {
         }
     }
 
-    private func audit() throws -> (MoneyAudit, powerLosses: Int) {
+    private func audit() throws -> (MoneyAudit, GroundTruth) {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         let truth = try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
         let ledger = try Ledger(directory: "\(dir)/state")
         let audit = MoneyAudit(truths: [truth], events: try ledger.events(since: 0, limit: 100_000_000), boots: try ledger.boots(source: "serial"))
-        return (audit, truth.coins.filter { $0.confirmation == "power_lost" }.count)
+        return (audit, truth)
     }
 }
