@@ -54,7 +54,7 @@ let package = Package(
         // Readings, verdicts, decisions and the chain of validator links.
         .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI", "CLinux", "CoinFacts"]),
         // Loading plugins with dlopen and wrapping their instances as chain links.
-        .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL"]),
+        .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL", "CSandbox", "CLinux"]),
         // Settings files (configuration, scenarios): YAML through Yams, errors with file, line and key.
         .target(name: "CoinMechSettings", dependencies: [.product(name: "Yams", package: "Yams")]),
         // libgpiod 1.6 (Debian 12) and libudev, the real hardware interfaces.
@@ -68,6 +68,9 @@ let package = Package(
         .target(name: "CoinMechFailpoints"),
         // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED).
         .target(name: "CLinux"),
+        // The plugin host's sandbox layers: network namespace, limits, Landlock, and a seccomp
+        // allow-list through libseccomp (Debian libseccomp-dev), the kernel's reference library.
+        .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
         .target(name: "CoinMechSerial"),
         // ccTalk coin acceptors: frames, checksums, the receiver, typed requests and replies,
@@ -116,7 +119,7 @@ let package = Package(
             dependencies: ["CoinMechDaemon", "CoinMechPlugins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Runs one isolated link's plugin in a process of its own, for coinmechd.
-        .executableTarget(name: "CoinMechPluginHost", dependencies: ["CoinMechPlugins", "CoinMechChain", "CLinux"]),
+        .executableTarget(name: "CoinMechPluginHost", dependencies: ["CoinMechPlugins", "CoinMechChain", "CLinux", "CSandbox"]),
         // Checks a plugin before a daemon loads it, each check in a child process (crashes and hangs are findings).
         .executableTarget(
             name: "CoinMechPluginval",
