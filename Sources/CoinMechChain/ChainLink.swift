@@ -58,15 +58,19 @@ public struct LinkPolicy: Sendable, Hashable {
     public var budgetNanoseconds: UInt64
     /// The user an isolated link's host runs as (nil: the daemon's).
     public var user: String?
+    /// What an isolated link's host may use (ignored in process).
+    public var sandbox: SandboxPolicy
 
     /// 10 ms: far below a serial mech's 50 ms, far above a shipped plugin's 30 ns, and above the
     /// few milliseconds a loaded two-core machine can take to schedule a woken plugin host.
     public static let defaultBudgetNanoseconds: UInt64 = 10_000_000
 
-    public init(isolation: Isolation = .inProcess, budgetNanoseconds: UInt64 = LinkPolicy.defaultBudgetNanoseconds, user: String? = nil) {
+    public init(isolation: Isolation = .inProcess, budgetNanoseconds: UInt64 = LinkPolicy.defaultBudgetNanoseconds, user: String? = nil,
+                sandbox: SandboxPolicy = SandboxPolicy()) {
         self.isolation = isolation
         self.budgetNanoseconds = budgetNanoseconds
         self.user = user
+        self.sandbox = sandbox
     }
 }
 

@@ -59,6 +59,15 @@ public struct DaemonConfiguration: Sendable {
         public var isolation: DefaultIsolation = .auto
         public var budgetNanoseconds: UInt64 = LinkPolicy.defaultBudgetNanoseconds
         public var supervision = IsolationSettings()
+        /// `sandbox:` for every isolated link (nil: required for plugins outside the shipped
+        /// set, a warning for the shipped ones).
+        public var sandbox: SandboxPolicy.Missing?
+        public var memoryMiB = SandboxPolicy.defaultMemoryMiB
+
+        /// The sandbox an isolated link of `plugin` gets when its entry does not say.
+        public func sandbox(forPlugin plugin: String) -> SandboxPolicy {
+            SandboxPolicy(missing: sandbox ?? (ShippedPlugins.names.contains(plugin) ? .warn : .required), memoryMiB: memoryMiB)
+        }
 
         /// How a link of `plugin` runs when its entry names no isolation.
         public func isolation(forPlugin plugin: String) -> LinkPolicy.Isolation {
@@ -257,7 +266,7 @@ public struct DaemonConfiguration: Sendable {
 
         var plugins = PluginSettings()
         if let settings = try table.table("plugins") {
-            try settings.rejectUnknownKeys(["isolation", "budget_ms", "max_crashes", "crash_window_s", "start_timeout_s", "host"])
+            try settings.rejectUnknownKeys(["isolation", "budget_ms", "max_crashes", "crash_window_s", "start_timeout_s", "host", "sandbox", "memory_mb"])
             if let isolation = try settings.string("isolation") {
                 guard let value = PluginSettings.DefaultIsolation(rawValue: isolation) else {
                     throw settings.error("isolation", "must be auto (shipped plugins in process, others isolated), in-process or process")
@@ -278,6 +287,8 @@ public struct DaemonConfiguration: Sendable {
                 plugins.supervision.startTimeoutSeconds = timeout
             }
             if let host = try settings.string("host") { plugins.supervision.hostExecutable = resolve(host) }
+            plugins.sandbox = try Self.sandbox(in: settings)
+            plugins.memoryMiB = try Self.memory(in: settings) ?? plugins.memoryMiB
         }
 
         guard let links = try table.tables("chain"), !links.isEmpty else {
@@ -286,7 +297,7 @@ public struct DaemonConfiguration: Sendable {
         let loader = PluginLoader(directory: pluginDirectory, runtimeDirectory: cacheDirectory)
         var chain: [Link] = []
         for link in links {
-            try link.rejectUnknownKeys(["plugin", "name", "config", "isolation", "budget_ms", "user"])
+            try link.rejectUnknownKeys(["plugin", "name", "config", "isolation", "budget_ms", "user", "sandbox", "memory_mb", "readable"])
             guard let plugin = try link.string("plugin"), !plugin.isEmpty else { throw link.error("plugin", "is required") }
             let config = try link.table("config")
             do throws(PluginLoadError) {
@@ -298,7 +309,8 @@ public struct DaemonConfiguration: Sendable {
             if let clash = chain.first(where: { $0.spec.name == name }) {
                 throw link.error("name", "link name '\(name)' is used twice (also at line \(clash.line.map(String.init) ?? "?")); set a distinct 'name'")
             }
-            var policy = LinkPolicy(isolation: plugins.isolation(forPlugin: plugin), budgetNanoseconds: plugins.budgetNanoseconds)
+            var policy = LinkPolicy(isolation: plugins.isolation(forPlugin: plugin), budgetNanoseconds: plugins.budgetNanoseconds,
+                                    sandbox: plugins.sandbox(forPlugin: plugin))
             if let isolation = try link.string("isolation") {
                 guard let value = LinkPolicy.Isolation(rawValue: isolation) else { throw link.error("isolation", "must be in-process or process") }
                 policy.isolation = value
@@ -309,6 +321,16 @@ public struct DaemonConfiguration: Sendable {
                 guard HostUser.named(user) != nil else { throw link.error("user", "no user '\(user)' on this system") }
                 policy.user = user
             }
+            for key in ["sandbox", "memory_mb", "readable"] where link.contains(key) && policy.isolation != .process {
+                throw link.error(key, "needs isolation: process (a link in process shares the daemon's process)")
+            }
+            policy.sandbox.missing = try Self.sandbox(in: link) ?? policy.sandbox.missing
+            policy.sandbox.memoryMiB = try Self.memory(in: link) ?? policy.sandbox.memoryMiB
+            for path in try link.strings("readable") ?? [] {
+                let resolved = path.replacingOccurrences(of: "${state_dir}", with: stateDirectory)
+                guard resolved.hasPrefix("/") else { throw link.error("readable", "'\(path)' must be an absolute path (or start with ${state_dir})") }
+                policy.sandbox.readable.append(resolved)
+            }
             // Plugins get absolute paths: `${state_dir}` names the state directory (a calibration file there).
             let configJSON = config?.json(substituting: ["${state_dir}": stateDirectory]) ?? "{}"
             chain.append(Link(spec: LinkSpec(name: name, plugin: plugin, configJSON: configJSON, policy: policy),
@@ -318,6 +340,22 @@ public struct DaemonConfiguration: Sendable {
             file: table.file, logLevel: level, source: source, pluginDirectory: pluginDirectory, stateDirectory: stateDirectory,
             runtimeDirectory: runtimeDirectory, cacheDirectory: cacheDirectory, socket: socket, chain: chain, ledgerMaxSizeMiB: ledgerMax,
             plugins: plugins)
+    }
+
+    /// `sandbox: required | warn`, checked.
+    static func sandbox(in table: SettingsTable) throws(SettingsError) -> SandboxPolicy.Missing? {
+        guard let text = try table.string("sandbox") else { return nil }
+        guard let value = SandboxPolicy.Missing(rawValue: text) else {
+            throw table.error("sandbox", "must be required (a sandbox layer this machine lacks refuses the link) or warn (the link runs with the layers there are)")
+        }
+        return value
+    }
+
+    /// `memory_mb`, checked: the plugin host's address space, 64 MiB to 64 GiB.
+    static func memory(in table: SettingsTable) throws(SettingsError) -> Int? {
+        guard let megabytes = try table.int("memory_mb") else { return nil }
+        guard (64...65_536).contains(megabytes) else { throw table.error("memory_mb", "must be between 64 and 65536 (MiB of address space for the plugin host)") }
+        return megabytes
     }
 
     /// A link's time budget in ms, checked: a call may take 0.1 ms to 10 s.

@@ -103,6 +103,14 @@ struct DaemonControl: ControlPlane {
             ]
             if let last = stats.lastPluginError { object["last_plugin_error"] = .string(last) }
             if let last = stats.lastLie { object["last_lie"] = .string(last) }
+            if let sandbox = (link.validator as? IsolatedValidator)?.ready.sandbox {
+                object["sandbox"] = [
+                    "layers": .string(sandbox.layers), "landlock_abi": .int(Int64(sandbox.landlockABI)), "seccomp": .bool(sandbox.seccomp),
+                    "limits": .bool(sandbox.limits), "network_namespace": .bool(sandbox.networkNamespace),
+                    "missing": .array(sandbox.missing.map { .string($0) }), "required": .bool(link.policy.sandbox.missing == .required),
+                    "memory_mb": .int(Int64(link.policy.sandbox.memoryMiB)),
+                ]
+            }
             if let problem = link.health.problem { object["problem"] = Self.problem(link: link.name, problem) }
             if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
             return .object(object)

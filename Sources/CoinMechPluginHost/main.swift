@@ -2,8 +2,11 @@
 // its channel on descriptor 3 (and nothing else: no other descriptor, no new privileges, maybe
 // another user); loads the plugin from the descriptor the first message carries, creates the
 // instance, answers every reading, and exits when the daemon closes the channel. A crash here
-// costs the daemon one reading. Not meant to be started by hand.
+// costs the daemon one reading. Around the plugin it puts the sandbox the load message asks for
+// (HostSandbox): a forbidden system call ends it, and the daemon is told which. Not meant to be
+// started by hand.
 import CLinux
+import CSandbox
 import CoinMechChain
 import CoinMechPluginABI
 import CoinMechPlugins
@@ -14,6 +17,12 @@ import Glibc
 
 let channel = HostWire.channelDescriptor
 signal(SIGPIPE, SIG_IGN)
+// A plugin's crash ends this process by its signal, which the daemon reports: no crash handler
+// of the runtime's, which would try to start a backtracer the sandbox forbids and turn every
+// crash into a violation.
+for fatal in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT] { signal(fatal, SIG_DFL) }
+// First, while this process has one thread: a network namespace of its own, where allowed.
+let namespaceError = cm_sandbox_network_namespace()
 
 /// Sends a message; a closed channel means the daemon is gone: nothing left to do.
 func send(_ bytes: [UInt8], dontWait: Bool = false) {
@@ -43,9 +52,15 @@ guard let load, load.protocolVersion == HostWire.protocolVersion, pluginDescript
     fail(.hostFailed(path: load?.sourcePath ?? "?", message: "coinmech-plugin-host speaks host protocol \(HostWire.protocolVersion), and the daemon another (or sent no plugin): install both from one build"))
 }
 
-/// Loads the plugin, then answers readings until the daemon closes the channel; the instance is
-/// destroyed when this returns.
+/// Loads the plugin inside the sandbox, then answers readings until the daemon closes the
+/// channel; the instance is destroyed when this returns.
 func serve(_ load: HostWire.Load, pluginDescriptor: Int32) {
+    var sandbox = HostSandbox(policy: load.sandbox, namespaceError: namespaceError)
+    sandbox.beforeLoad()
+    // A link that requires the sandbox is refused before its plugin runs a line outside it.
+    if load.sandbox.missing == .required, !sandbox.report.limits || sandbox.report.landlockABI == 0 {
+        fail(.sandboxUnavailable(path: load.sourcePath, missing: sandbox.report.missing))
+    }
     // The plugin's own log lines travel to the daemon; never block the plugin on a full channel.
     let log: PluginLogSink = { _, level, text in send(HostWire.log(level: level, text), dontWait: true) }
     // The descriptor stays open: the loaded image's path names it.
@@ -56,7 +71,11 @@ func serve(_ load: HostWire.Load, pluginDescriptor: Int32) {
     } catch {
         fail(error)
     }
-    send(HostWire.encode(.ready, HostWire.Ready(metadata: instance.image.metadata, description: instance.describe)))
+    sandbox.afterLoad(channel: channel)
+    if load.sandbox.missing == .required, sandbox.report.lacksRequired {
+        fail(.sandboxUnavailable(path: load.sourcePath, missing: sandbox.report.missing))
+    }
+    send(HostWire.encode(.ready, HostWire.Ready(metadata: instance.image.metadata, description: instance.describe, sandbox: sandbox.report)))
 
     // Readings until the daemon closes the channel.
     let request = UnsafeMutableRawBufferPointer.allocate(byteCount: MemoryLayout<HostWire.Validate>.size + 64, alignment: 16)

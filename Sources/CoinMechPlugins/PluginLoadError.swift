@@ -23,6 +23,10 @@ public enum PluginLoadError: Error, Equatable, Sendable, Codable, CustomStringCo
     case hostFailed(path: String, message: String)
     /// An isolated link's plugin host died while loading or creating the instance.
     case hostCrashed(path: String, message: String)
+    /// A link that requires the sandbox (`sandbox: required`) on a machine that lacks a layer.
+    case sandboxUnavailable(path: String, missing: [String])
+    /// The plugin made a system call its sandbox forbids while it was loaded or created.
+    case sandboxViolation(path: String, syscall: String)
 
     public var description: String {
         switch self {
@@ -64,6 +68,11 @@ public enum PluginLoadError: Error, Equatable, Sendable, Codable, CustomStringCo
             "\(path): plugin host: \(message)"
         case .hostCrashed(let path, let message):
             "\(path): the plugin host crashed: \(message)"
+        case .sandboxUnavailable(let path, let missing):
+            "\(path): this link requires the plugin sandbox (sandbox: required), and this machine lacks part of it: "
+                + missing.joined(separator: "; ") + ". Run it on a kernel with Landlock and seccomp, or set sandbox: warn for the link to run it with the layers there are"
+        case .sandboxViolation(let path, let syscall):
+            "\(path): the plugin made a system call its sandbox forbids (\(syscall)); its host was stopped"
         }
     }
 }

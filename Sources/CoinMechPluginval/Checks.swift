@@ -10,13 +10,14 @@ import Foundation
 /// pluginval: 5 is the recommended minimum, random readings from 6, threads from 7,
 /// allocations at 9.
 enum Check: String, CaseIterable, Codable, Sendable {
-    case load, abi, metadata, create, edge, elf, describe, lifecycle, determinism, budget, random, concurrency, sizes, allocations
+    case load, abi, metadata, create, edge, elf, describe, sandbox, lifecycle, determinism, budget, random, concurrency, sizes, allocations
 
     var strictness: Int {
         switch self {
         case .load, .abi, .metadata, .create, .edge: 1
         case .elf: 2
         case .describe: 3
+        case .sandbox: 4
         case .lifecycle, .determinism, .budget: 5
         case .random: 6
         case .concurrency: 7
@@ -34,6 +35,7 @@ enum Check: String, CaseIterable, Codable, Sendable {
         case .edge: "edge readings (no measurement, zero, negative, huge, NaN, infinity, limits): well-formed verdicts, nothing written past the decision"
         case .elf: "exports only coinmech_plugin_entry; needs only libraries a CoinMech machine has"
         case .describe: "describe and explain: JSON objects, lengths and buffers as the host asks"
+        case .sandbox: "loads and decides in a sandboxed plugin host as in process: no file, socket or process needed after load"
         case .lifecycle: "create and destroy repeated without heap or RSS growth"
         case .determinism: "the same readings give the same verdicts (two fresh instances)"
         case .budget: "p99 time of a validate call within the budget"
@@ -80,6 +82,7 @@ struct CheckRun {
             case .edge: try edge(&result)
             case .elf: try elf(&result)
             case .describe: try describe(&result)
+            case .sandbox: try sandbox(&result)
             case .lifecycle: try lifecycle(&result)
             case .determinism: try determinism(&result)
             case .budget: try budget(&result)
@@ -278,6 +281,55 @@ struct CheckRun {
         // A leak of 64 bytes a cycle shows in the heap; caches the plugin fills once do not.
         if heapGrowth > 64 * 1024 { result.findings.append("the heap grew \(Self.kib(heapGrowth)) over \(cycles) create/destroy cycles: destroy() leaks") }
         if rssGrowth > 1024 * 1024 { result.findings.append("resident memory grew \(Self.kib(rssGrowth)) over \(cycles) create/destroy cycles") }
+    }
+
+    /// The plugin in a real `coinmech-plugin-host` with its sandbox required (docs/PLUGINS.md,
+    /// "The sandbox"), against itself in process: a plugin that opens a file, a socket or a
+    /// process once loaded is stopped there, or answers otherwise.
+    private func sandbox(_ result: inout CheckResult) throws(Finding) {
+        progress("starting the plugin in a sandboxed plugin host")
+        let file = (plugin.path as NSString).lastPathComponent
+        guard file.hasPrefix("lib"), file.hasSuffix(".so"), file.count > 6 else {
+            throw Finding("the sandbox check loads the plugin by name as the daemon does: name the file lib<name>.so")
+        }
+        var cacheTemplate = Array("\(NSTemporaryDirectory())/coinmech-pluginval-cache-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&cacheTemplate) else { throw Finding("mkdtemp: \(String(cString: strerror(errno)))") }
+        let cache = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let lines = LogBook()
+        let environment = ChainEnvironment(log: { _, level, text in lines.add(level, text) }, report: { _, level, text in lines.add(level, text) })
+        let spec = LinkSpec(name: "pluginval", plugin: String(file.dropFirst(3).dropLast(3)), configJSON: config,
+                            policy: LinkPolicy(isolation: .process, budgetNanoseconds: 1_000_000_000, sandbox: SandboxPolicy(missing: .required)))
+        let chain: Chain
+        do throws(ChainBuildError) {
+            chain = try ChainBuilder(loader: PluginLoader(directory: (plugin.path as NSString).deletingLastPathComponent, runtimeDirectory: cache),
+                                     environment: environment).build(generation: 1, links: [spec])
+        } catch {
+            if case .plugin(let cause) = error.cause { throw Finding("in its sandbox: \(cause)") }
+            throw Finding("in its sandbox: \(error)")
+        }
+        guard let link = chain.links.first, let isolated = link.validator as? IsolatedValidator else { throw Finding("no plugin host was started") }
+        result.notes.append("sandbox layers: \(isolated.ready.sandbox.layers)")
+        let instance = try plugin.create(config)
+        defer { plugin.destroy(instance) }
+        let readings = TestReadings.random(count: 100, seed: seed, kinds: kinds)
+        progress("validating \(readings.count) readings in the sandbox and in process")
+        for (index, reading) in readings.enumerated() {
+            let inProcess = plugin.validate(instance, reading).decision
+            var sandboxed = coinmech_decision()
+            sandboxed.size = UInt32(MemoryLayout<coinmech_decision>.size)
+            reading.withCReading { raw in link.validator.call.function(link.validator.call.context, raw, &sandboxed) }
+            let stopped = ["sandbox_violation", "plugin_crashed", "plugin_hung", "plugin_unavailable"].contains(VerdictRules.text(sandboxed.reason) ?? "")
+            if stopped {
+                result.findings.append("reading #\(index + 1) in the sandbox: \(VerdictRules.text(sandboxed.message) ?? "stopped"): a plugin may open no file, socket or process once loaded (read what it needs in create, or at load)")
+                break
+            }
+            if VerdictRules.fingerprint(sandboxed) != VerdictRules.fingerprint(inProcess) {
+                result.findings.append("reading #\(index + 1) of seed \(seed) was answered \(VerdictRules.summary(inProcess)) in process and \(VerdictRules.summary(sandboxed)) in the sandbox: a plugin that needs files or the network once loaded cannot run isolated")
+                break
+            }
+        }
+        if !result.findings.isEmpty { result.notes += lines.all.prefix(3).map { "its host said: \($0.1)" } }
     }
 
     private func determinism(_ result: inout CheckResult) throws(Finding) {

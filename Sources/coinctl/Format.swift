@@ -122,6 +122,11 @@ enum Format {
             // How it runs and what it is, from the plugin's own metadata.
             let kinds = (link["reading_kinds"]?.array ?? []).compactMap(\.string).joined(separator: ", ")
             lines.append("   \(link["isolation"]?.string ?? "?"), budget \(String(format: "%g", link["budget_ms"]?.double ?? 0)) ms, ABI \(link["abi"]?.string ?? "?"), \(kinds) readings, \(link["license"]?.string ?? "?"): \(link["summary"]?.string ?? "")")
+            if let sandbox = link["sandbox"] {
+                let missing = (sandbox["missing"]?.array ?? []).compactMap(\.string)
+                lines.append("   sandbox (\(sandbox["required"]?.bool == true ? "required" : "warn"), \(sandbox["memory_mb"]?.int ?? 0) MiB): \(sandbox["layers"]?.string ?? "?")"
+                    + (missing.isEmpty ? "" : "; missing: " + missing.joined(separator: "; ")))
+            }
             if let problem = link["problem"] {
                 lines.append("   \((problem["state"]?.string ?? "?").uppercased()) (\(problem["cause"]?.string ?? "?")): \(problem["reason"]?.string ?? "")")
             }

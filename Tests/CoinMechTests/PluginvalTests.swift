@@ -36,7 +36,7 @@ struct PluginvalTests {
         let (status, report) = try Self.validate("\(TestSupport.binDirectory)/libcoin-table.so", config: #"{"currency":"EUR"}"#, ["--strictness", "8"])
         #expect(status == 0, "\(report)")
         #expect(report["passed"] as? Bool == true)
-        #expect((report["results"] as? [[String: Any]])?.count == 13)
+        #expect((report["results"] as? [[String: Any]])?.count == 14)
     }
 
     @Test("the C example of docs/PLUGINS.md, built with cc as the page says, passes at the highest strictness")
@@ -49,7 +49,7 @@ struct PluginvalTests {
         #expect(cc.wait() == 0, "\(cc.stderr)")
         let (status, report) = try Self.validate("\(dir)/libminimal.so", ["--strictness", "10"])
         #expect(status == 0, "\(report)")
-        #expect((report["results"] as? [[String: Any]])?.count == 14)
+        #expect((report["results"] as? [[String: Any]])?.count == 15)
     }
 
     @Test("a plugin that segfaults is a finding, not the end of the validator: the other checks still run")
@@ -80,6 +80,18 @@ struct PluginvalTests {
         let (status, report) = try Self.validate(try Self.misbehaving(), config: "{\"mode\":\"\(mode)\"}", ["--strictness", "5", "--seed", "11"])
         #expect(status == 1)
         #expect(Self.findings(report, check).first?.hasPrefix(finding) == true, "\(Self.findings(report, check))")
+    }
+
+    @Test("a plugin that needs the network or files once loaded fails the sandbox check, saying why", arguments: [
+        (#"{"tries":"tcp"}"#, "reading #1 in the sandbox: link 'pluginval' was stopped: its plugin made a system call its sandbox forbids (socket); coin returned"),
+        (#"{"tries":"config","config":"/etc/hostname"}"#, "reading #1 of seed 5 was answered pass in process and reject"),
+    ])
+    func sandboxCheck(config: String, finding: String) throws {
+        let plugin = try TestSupport.compileFixture("hostile", into: TestSupport.temporaryDirectory("pluginval-hostile"), as: "libhostile.so")
+        let (status, report) = try Self.validate(plugin, config: config, ["--strictness", "4", "--seed", "5"])
+        #expect(status == 1)
+        #expect(Self.findings(report, "sandbox").first?.hasPrefix(finding) == true, "\(Self.findings(report, "sandbox"))")
+        #expect(Self.result(report, "edge")?["passed"] as? Bool == true, "in process it is a well-formed plugin")
     }
 
     @Test("a failing random run names its seed, and the seed reproduces it")

@@ -1,4 +1,5 @@
 import CLinux
+import CSandbox
 import CoinMechChain
 import Foundation
 
@@ -13,6 +14,9 @@ final class HostProcess: @unchecked Sendable {
     let output: Int32
     /// Set once the process has been waited for.
     private(set) var exit: String?
+    /// It ended the way the sandbox ends it: SIGSYS from the kernel, or the status the host's
+    /// SIGSYS handler exits with after reporting the call.
+    private(set) var endedBySandbox = false
 
     private init(pid: pid_t, pidfd: Int32, channel: Int32, output: Int32) {
         self.pid = pid
@@ -48,6 +52,8 @@ final class HostProcess: @unchecked Sendable {
         // A minimal environment: the host needs nothing of the daemon's, except where its
         // libraries are when an install points there.
         let environment = ["LD_LIBRARY_PATH"].compactMap { key in ProcessInfo.processInfo.environment[key].map { "\(key)=\($0)" } }
+            // The runtime's backtracer would start a process on a crash: the sandbox forbids it.
+            + ["SWIFT_BACKTRACE=enable=no"]
         let pid = withCStrings(arguments) { argv in withCStrings(environment) { envp in cm_spawn_sandboxed(executable, argv, envp, &sandbox) } }
         let spawnError = errno
         close(pair[1])
@@ -85,7 +91,30 @@ final class HostProcess: @unchecked Sendable {
         guard result == pid else { return nil }
         let described = Self.describe(status)
         exit = described
+        endedBySandbox = status & 0x7F == SIGSYS || (status & 0x7F == 0 && (status >> 8) & 0xFF == 128 + SIGSYS)
         return described
+    }
+
+    /// The forbidden call a violation message on the channel names, if one waits there
+    /// (non-blocking; other messages are dropped: the host is gone).
+    func pendingViolation() -> String? {
+        var message = [UInt8](repeating: 0, count: 256)
+        while true {
+            var fd: Int32 = -1
+            let count = message.withUnsafeMutableBytes { cm_recv_message(channel, $0.baseAddress, $0.count, &fd, 1) }
+            if fd >= 0 { close(fd) }
+            guard count > 0 else { return nil }
+            if let call = message.withUnsafeBytes({ HostWire.violation(of: UnsafeRawBufferPointer(rebasing: $0[..<count])) }) {
+                return Self.syscallName(call.syscall)
+            }
+        }
+    }
+
+    /// "socket", "execve"… on this machine's architecture.
+    static func syscallName(_ number: Int32) -> String {
+        var name = [CChar](repeating: 0, count: 64)
+        cm_sandbox_syscall_name(number, &name, name.count)
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// "killed by SIGSEGV", "exited with status 0".
@@ -109,7 +138,7 @@ final class HostProcess: @unchecked Sendable {
 }
 
 /// Calls `body` with `strings` as a NULL-terminated C array, valid during the call.
-func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+public func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
     let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
     defer { pointers.forEach { free($0) } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }

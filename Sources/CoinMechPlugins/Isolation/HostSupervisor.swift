@@ -42,6 +42,8 @@ final class HostSupervisor: @unchecked Sendable {
         var nextID: UInt64 = 0
         /// Why the deciding thread gave up on the last host, for the supervisor's report.
         var failure: String?
+        /// The forbidden system call that made it give up, if that was why.
+        var violation: String?
         /// Why there is no live host, for the rejection of a reading meanwhile.
         var downReason = "its plugin host is starting"
         var stopping = false
@@ -107,6 +109,8 @@ final class HostSupervisor: @unchecked Sendable {
                 $0.firstStart = .success(ready)
             }
             firstStartKnown.signal()
+            report(link, ready.sandbox.lacksRequired ? .warning : .info, "plugin host sandbox: \(ready.sandbox.layers)"
+                + (ready.sandbox.missing.isEmpty ? "" : "; missing: " + ready.sandbox.missing.joined(separator: "; ")))
         case .failure(let error):
             state.withLock { $0.firstStart = .failure(error) }
             firstStartKnown.signal()
@@ -156,7 +160,7 @@ final class HostSupervisor: @unchecked Sendable {
             _ = host.reap(blocking: true)
             return .failure(.unreadable(path: file.copyPath, reason: String(cString: strerror(copyError))))
         }
-        let load = HostWire.encode(.load, HostWire.Load(link: link, configJSON: configJSON, file: file))
+        let load = HostWire.encode(.load, HostWire.Load(link: link, configJSON: configJSON, file: file, sandbox: policy.sandbox))
         let sent = load.withUnsafeBytes { cm_send_message(host.channel, $0.baseAddress, $0.count, plugin, 0) }
         close(plugin)
         guard sent == load.count else {
@@ -191,6 +195,7 @@ final class HostSupervisor: @unchecked Sendable {
                 let exit = host.reap(blocking: true) ?? "died"
                 let output = host.drainOutput()
                 forward(output)
+                if host.endedBySandbox { return .failure(.sandboxViolation(path: file.sourcePath, syscall: "a call it could not report")) }
                 return .failure(.hostCrashed(path: file.sourcePath, message: "\(exit) while loading the plugin or creating the instance" + Self.lastLine(output)))
             }
             let outcome: Result<HostWire.Ready, PluginLoadError>? = message.withUnsafeBytes { raw in
@@ -207,6 +212,9 @@ final class HostSupervisor: @unchecked Sendable {
                 case .failed:
                     return .failure(HostWire.body(PluginLoadError.self, of: received)
                         ?? .hostFailed(path: file.sourcePath, message: "the plugin host failed and could not say why"))
+                case .violation:
+                    let call = HostWire.violation(of: received).map { HostProcess.syscallName($0.syscall) } ?? "an unknown call"
+                    return .failure(.sandboxViolation(path: file.sourcePath, syscall: call))
                 default:
                     return .failure(.hostFailed(path: file.sourcePath, message: "the plugin host sent an unexpected message while starting"))
                 }
@@ -236,7 +244,11 @@ final class HostSupervisor: @unchecked Sendable {
             health.recovered()
             report(link, .info, "plugin host started again (pid \(host.pid))")
         case .failure(let error):
-            crashed(because: "\(error)")
+            if case .sandboxViolation(_, let call) = error {
+                crashed(because: "\(error)", violation: call)
+            } else {
+                crashed(because: "\(error)")
+            }
         }
     }
 
@@ -249,23 +261,36 @@ final class HostSupervisor: @unchecked Sendable {
         for host in candidates {
             guard let exit = host.reap(blocking: false) else { continue }
             forward(host.drainOutput())
-            let failure: String? = state.withLock { state in
+            let (failure, violation): (String?, String?) = state.withLock { state in
                 state.dying.removeAll { $0 === host }
                 if state.live === host {
+                    // Between calls (a thread of the plugin's): its report, if any, is still on
+                    // the channel, which the deciding thread no longer reads.
                     state.live = nil
                     state.downReason = "its plugin host died (\(exit)) and is being started again"
-                    return "its plugin host \(exit) between calls"
+                    let violation = host.pendingViolation() ?? (host.endedBySandbox ? "a call it could not report" : nil)
+                    return ("its plugin host \(exit) between calls", violation)
                 }
-                defer { state.failure = nil }
-                return state.failure.map { "\($0) (\(exit))" }
+                defer {
+                    state.failure = nil
+                    state.violation = nil
+                }
+                return (state.failure.map { "\($0) (\(exit))" }, state.violation ?? (host.endedBySandbox ? "a call it could not report" : nil))
             }
-            if let failure { crashed(because: failure) }
+            if let failure { crashed(because: failure, violation: violation) }
         }
     }
 
-    /// Counts a crash; starts the host again after a back-off, or quarantines the link.
-    private func crashed(because cause: String) {
+    /// Counts a crash; starts the host again after a back-off, or quarantines the link. A
+    /// forbidden system call (`violation`) quarantines it at once: a plugin that tries to escape
+    /// its sandbox is not given another go.
+    private func crashed(because cause: String, violation: String? = nil) {
         guard !state.withLock({ $0.stopping }) else { return }
+        if let violation {
+            return takeOutOfService(LinkHealth.Problem(
+                state: .quarantined, cause: "sandbox_violation",
+                reason: "its plugin made a system call its sandbox forbids (\(violation)): quarantined at once; the mech stays inhibited until a reload with another plugin file or configuration for this link"))
+        }
         let now = Double(Self.now()) / 1e9
         switch history.record(at: now) {
         case .restart(let after):
@@ -274,16 +299,20 @@ final class HostSupervisor: @unchecked Sendable {
             health.mark(LinkHealth.Problem(state: .restarting, cause: "crashed", reason: "\(cause); starting it again in \(Int(after * 1000)) ms"))
             report(link, .warning, "\(cause); starting it again in \(Int(after * 1000)) ms (\(history.recent(at: now)) of \(settings.maxCrashes) crashes within \(Int(settings.crashWindowSeconds)) s quarantine it)")
         case .quarantine(let crashes):
-            let problem = LinkHealth.Problem(
+            takeOutOfService(LinkHealth.Problem(
                 state: .quarantined, cause: "crashes",
-                reason: "crashed \(crashes) times within \(Int(settings.crashWindowSeconds)) s (last: \(cause)); the mech stays inhibited until a reload with another plugin file or configuration for this link")
-            state.withLock { $0.downReason = "it is quarantined" }
-            if let problemWriting = quarantine?.add(QuarantineRecord(link: identity, problem: problem)) {
-                report(link, .error, "cannot record the quarantine: \(problemWriting)")
-            }
-            health.mark(problem)
-            report(link, .error, "quarantined: \(problem.reason)")
+                reason: "crashed \(crashes) times within \(Int(settings.crashWindowSeconds)) s (last: \(cause)); the mech stays inhibited until a reload with another plugin file or configuration for this link"))
         }
+    }
+
+    /// Takes the link out of service for good (until a reload changes it), on record.
+    private func takeOutOfService(_ problem: LinkHealth.Problem) {
+        state.withLock { $0.downReason = "it is quarantined" }
+        if let problemWriting = quarantine?.add(QuarantineRecord(link: identity, problem: problem)) {
+            report(link, .error, "cannot record the quarantine: \(problemWriting)")
+        }
+        health.mark(problem)
+        report(link, .error, "quarantined: \(problem.reason)")
     }
 
     private func shutDown() {
@@ -364,6 +393,11 @@ final class HostSupervisor: @unchecked Sendable {
                     return nil
                 case (.log, _)?:
                     if let (level, text) = HostWire.logLine(of: received) { pluginLog(link, level, text) }
+                case (.violation, _)?:
+                    let call = HostWire.violation(of: received).map { HostProcess.syscallName($0.syscall) } ?? "an unknown call"
+                    state.violation = call
+                    return giveUp(&state, host, why: "was stopped: its plugin made a system call its sandbox forbids (\(call))",
+                                  reason: "sandbox_violation")
                 default:
                     return giveUp(&state, host, why: "its plugin host broke the protocol (an unexpected message of \(count) bytes)", reason: "plugin_crashed")
                 }
@@ -389,7 +423,7 @@ final class HostSupervisor: @unchecked Sendable {
         state.failure = why
         state.downReason = "its plugin host is being started again"
         wakeup.wake()
-        let verb = reason.description == "plugin_hung" ? "" : "crashed: "
+        let verb = reason.description == "plugin_crashed" ? "crashed: " : ""
         return (reason, "link '\(link)' \(verb)\(why); coin returned")
     }
 

@@ -11,18 +11,20 @@ import Foundation
 ///     daemon → host   validate  header (id), coinmech_reading, source name
 ///     host → daemon   decision  header (id), coinmech_decision
 ///                     log       header, level, text (any time)
+///                     violation header, the forbidden system call's number and architecture
+///                               (sent by the host's SIGSYS handler, just before it exits)
 ///
 /// The host exits when the daemon closes the channel, after destroying the instance.
 public enum HostWire {
     /// Bumped whenever a message changes: a host from another build is refused, not misread.
-    public static let protocolVersion: UInt32 = 1
+    public static let protocolVersion: UInt32 = 2
     /// Largest message (a load with a big configuration, a ready with a long description).
     public static let maximumMessage = 192 * 1024
     /// The descriptor the host finds its channel on.
     public static let channelDescriptor: Int32 = 3
 
     public enum Kind: UInt32, Sendable {
-        case load = 1, ready, failed, validate, decision, log
+        case load = 1, ready, failed, validate, decision, log, violation
     }
 
     /// 16 bytes in front of every message.
@@ -71,14 +73,16 @@ public enum HostWire {
         public var sourcePath: String
         public var sha256: String
         public var usesSwift: Bool
+        public var sandbox: SandboxPolicy
 
-        public init(link: String, configJSON: String, file: PluginFile) {
+        public init(link: String, configJSON: String, file: PluginFile, sandbox: SandboxPolicy) {
             protocolVersion = HostWire.protocolVersion
             self.link = link
             self.configJSON = configJSON
             sourcePath = file.sourcePath
             sha256 = file.sha256
             usesSwift = file.usesSwift
+            self.sandbox = sandbox
         }
     }
 
@@ -87,11 +91,13 @@ public enum HostWire {
         public var protocolVersion: UInt32
         public var metadata: PluginMetadata
         public var description: String?
+        public var sandbox: SandboxReport
 
-        public init(metadata: PluginMetadata, description: String?) {
+        public init(metadata: PluginMetadata, description: String?, sandbox: SandboxReport) {
             protocolVersion = HostWire.protocolVersion
             self.metadata = metadata
             self.description = description
+            self.sandbox = sandbox
         }
     }
 
@@ -123,6 +129,13 @@ public enum HostWire {
     public static func body<T: Decodable>(_ type: T.Type, of message: UnsafeRawBufferPointer) -> T? {
         guard message.count >= MemoryLayout<Header>.size else { return nil }
         return try? JSONDecoder().decode(T.self, from: Data(message[MemoryLayout<Header>.size...]))
+    }
+
+    /// A violation's system call (number, audit architecture), if `message` is one.
+    public static func violation(of message: UnsafeRawBufferPointer) -> (syscall: Int32, arch: UInt32)? {
+        guard message.count >= MemoryLayout<Header>.size + 8, header(of: message)?.kind == .violation else { return nil }
+        return (message.loadUnaligned(fromByteOffset: MemoryLayout<Header>.size, as: Int32.self),
+                message.loadUnaligned(fromByteOffset: MemoryLayout<Header>.size + 4, as: UInt32.self))
     }
 
     /// A log message's level and text.
