@@ -3,7 +3,7 @@
 ///
 /// The layers (docs/PLUGINS.md, "The sandbox"): a network namespace, resource limits, Landlock
 /// (files), and a seccomp allow-list (system calls). The first is extra (seccomp forbids
-/// `socket` anyway, and the shipped unit has `PrivateNetwork=yes`); the other three are the
+/// `socket` anyway, and the shipped unit allows no IP address family); the other three are the
 /// sandbox.
 public struct SandboxPolicy: Sendable, Hashable, Codable {
     public enum Missing: String, Sendable, Hashable, Codable, CaseIterable {
