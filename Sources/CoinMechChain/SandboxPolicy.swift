@@ -12,6 +12,9 @@ public struct SandboxPolicy: Sendable, Hashable, Codable {
         case required
         /// Logged and shown; the link runs with the layers there are.
         case warn
+        /// No layer at all, as before 0.5.0: for measuring the sandbox's cost and for debugging
+        /// a plugin, never for one the operator did not write.
+        case off
     }
 
     public var missing: Missing

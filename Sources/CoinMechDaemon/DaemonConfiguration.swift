@@ -346,7 +346,7 @@ public struct DaemonConfiguration: Sendable {
     static func sandbox(in table: SettingsTable) throws(SettingsError) -> SandboxPolicy.Missing? {
         guard let text = try table.string("sandbox") else { return nil }
         guard let value = SandboxPolicy.Missing(rawValue: text) else {
-            throw table.error("sandbox", "must be required (a sandbox layer this machine lacks refuses the link) or warn (the link runs with the layers there are)")
+            throw table.error("sandbox", "must be required (a sandbox layer this machine lacks refuses the link), warn (the link runs with the layers there are) or off (none: for measuring or debugging)")
         }
         return value
     }

@@ -17,7 +17,9 @@ struct HostSandbox {
     /// `namespaceError`: what `cm_sandbox_network_namespace` returned at the start.
     init(policy: SandboxPolicy, namespaceError: Int32) {
         self.policy = policy
-        if namespaceError == 0 {
+        if policy.missing == .off {
+            report.missing.append("every layer: the link's configuration says sandbox: off")
+        } else if namespaceError == 0 {
             report.networkNamespace = true
         } else {
             report.missing.append("network namespace: unshare(CLONE_NEWUSER|CLONE_NEWNET) failed (\(Self.text(namespaceError))): user namespaces are not allowed here; seccomp still forbids opening sockets")
@@ -26,6 +28,7 @@ struct HostSandbox {
 
     /// Limits and Landlock: reading only the plugin's file and the libraries it may link.
     mutating func beforeLoad() {
+        guard policy.missing != .off else { return }
         var limits = cm_sandbox_limits(address_space: UInt64(policy.memoryMiB) << 20, open_files: UInt64(policy.openFiles),
                                        processes: UInt64(policy.processes))
         var failed: UnsafePointer<CChar>?
@@ -51,6 +54,7 @@ struct HostSandbox {
 
     /// The allow-list; a forbidden call sends a `violation` on `channel` and ends the host.
     mutating func afterLoad(channel: Int32) {
+        guard policy.missing != .off else { return }
         var failed: UnsafePointer<CChar>?
         let error = cm_sandbox_seccomp(channel, HostWire.Kind.violation.rawValue, &failed)
         if error == 0 {

@@ -21,8 +21,6 @@ signal(SIGPIPE, SIG_IGN)
 // of the runtime's, which would try to start a backtracer the sandbox forbids and turn every
 // crash into a violation.
 for fatal in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT] { signal(fatal, SIG_DFL) }
-// First, while this process has one thread: a network namespace of its own, where allowed.
-let namespaceError = cm_sandbox_network_namespace()
 
 /// Sends a message; a closed channel means the daemon is gone: nothing left to do.
 func send(_ bytes: [UInt8], dontWait: Bool = false) {
@@ -55,6 +53,8 @@ guard let load, load.protocolVersion == HostWire.protocolVersion, pluginDescript
 /// Loads the plugin inside the sandbox, then answers readings until the daemon closes the
 /// channel; the instance is destroyed when this returns.
 func serve(_ load: HostWire.Load, pluginDescriptor: Int32) {
+    // First, while this process has one thread: a network namespace of its own, where allowed.
+    let namespaceError = load.sandbox.missing == .off ? 0 : cm_sandbox_network_namespace()
     var sandbox = HostSandbox(policy: load.sandbox, namespaceError: namespaceError)
     sandbox.beforeLoad()
     // A link that requires the sandbox is refused before its plugin runs a line outside it.
