@@ -25,7 +25,8 @@ stage_project() {
 stage_project
 KEY=$(hash_inputs "$(cat "$BASE/.key")" "$VM/build-image.sh" \
     "$(cd "$STAGE" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)" \
-    "$(cd "$VM/guest" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)")
+    "$(cd "$VM/guest" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)" \
+    "$ROOT/Tests/Fixtures/plugins/hostile.c" "$ROOT/Sources/CoinMechPluginABI/include/coinmech_plugin.h")
 if up_to_date "$DIR" "$KEY" && [[ -f "$DIR/root.img" ]]; then exit 0; fi
 
 start=$SECONDS
@@ -47,6 +48,11 @@ systemctl --root="$ROOT_DIR" enable coinmechd.socket coinmechd.service > /dev/nu
 install -d "$ROOT_DIR/usr/local/lib/coinmech-vm"
 cp -a "$VM/guest/." "$ROOT_DIR/usr/local/lib/coinmech-vm/"
 install -m 0644 "$VM/guest/coinmech-vm-test.service" "$ROOT_DIR/etc/systemd/system/"
+# The hostile third-party plugin the checks run isolated, built as a third party would: with cc,
+# against the public header alone.
+install -d "$ROOT_DIR/usr/local/lib/coinmech-vm/hostile"
+cc -shared -fPIC -O1 -I"$ROOT/Sources/CoinMechPluginABI/include" "$ROOT/Tests/Fixtures/plugins/hostile.c" \
+    -o "$ROOT_DIR/usr/local/lib/coinmech-vm/hostile/libhostile.so" || die "cc could not build the hostile test plugin"
 systemctl --root="$ROOT_DIR" enable coinmech-vm-test.service > /dev/null 2>&1
 
 # Every library the installed programs need must resolve inside the guest.

@@ -410,6 +410,49 @@ check_serial_pty() {
     say "coinsim on a pty: $(jq -r '.sent.insertions' "$truth") coins, $accepted accepted, $credited cents credited, as coinsim counts them ($(jq -r '.outcomes.deadline_misses' "$truth") deadline misses, p99 $(jq -r '.latency_us.p99' "$truth") µs)"
 }
 
+# Runs coinsim on the pty for $1 coins (the daemon must be up with a serial-pty configuration).
+run_coinsim() {
+    local rc
+    install -d -o coinmech -g coinmech -m 0755 /run/coinsim
+    rm -f /run/coinsim/truth.json
+    timeout 240 runuser -u coinmech -- /usr/bin/coinsim --scenario "$HERE/config/scenario-slow-host.yaml" --coins "$1" --link /run/coinsim/mech \
+        --truth /run/coinsim/truth.json --host-timeout 60 > /run/coinsim/coinsim.log 2>&1
+    rc=$?
+    ((rc != 124)) || no "coinsim did not finish $1 coins within 240 s" || return
+    ((rc == 0)) || no "coinsim failed ($rc): $(tail -n 3 /run/coinsim/coinsim.log | tr '\n' ' ')" || return
+}
+
+# A hostile third-party plugin, isolated inside the shipped unit (its hosts never ran inside
+# the unit's sandbox before): opening the ledger, the configuration, /tmp and memory past its
+# limit are refused; execve ends its host alone, and the link is quarantined naming the call.
+check_hostile_plugin() {
+    local mark attempt layers problem
+    install -d -m 0755 /var/lib/coinmech-vm-plugins
+    cp /usr/lib/coinmech/plugins/*.so "$HERE/hostile/libhostile.so" /var/lib/coinmech-vm-plugins/
+    mark=$(cursor)
+    use_config hostile.yaml
+    is_active coinmechd.service || no "coinmechd did not start with the hostile plugin: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | tail -n 2 | tr '\n' ' ')" || return
+    run_coinsim 3 || return
+    for attempt in ledger_write ledger_read config tmp memory; do
+        journal_has "$mark" "hostile: $attempt refused" \
+            || no "no refusal of $attempt in the journal: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | grep -m3 hostile | tr '\n' ' ')" || return
+    done
+    if journal_has "$mark" "SUCCEEDED"; then
+        no "an escape succeeded: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | grep -m1 SUCCEEDED)"
+        return
+    fi
+    layers=$(journalctl -q -o cat -u coinmechd.service --since="$mark" | grep -om1 'plugin host sandbox: [^;]*' | sed 's/plugin host sandbox: //')
+    mark=$(cursor)
+    use_config hostile-exec.yaml
+    run_coinsim 2 || return
+    problem=$(status_json | jq -r '.link_problems[]? | select(.link == "third-party") | "\(.cause): \(.reason)"')
+    [[ "$problem" == "sandbox_violation: its plugin made a system call its sandbox forbids (execve)"* ]] \
+        || no "after execve the link's problem is '$problem'" || return
+    is_active coinmechd.service || no "coinmechd.service is $(prop coinmechd.service ActiveState) after the plugin's execve" || return
+    use_config serial-pty.yaml
+    say "inside the unit: ledger, configuration, /tmp and 1 GiB refused; execve ended its host alone and quarantined the link (sandbox_violation); layers: $layers"
+}
+
 usb_adapter() {
     local dir
     for dir in /sys/bus/usb/devices/*; do
@@ -460,6 +503,7 @@ check "reload" check_reload
 check "watchdog" check_watchdog
 check "stop and re-activate" check_stop_reactivate
 check "serial coinsim" check_serial_pty
+check "hostile plugin" check_hostile_plugin
 check "usb tty" check_usb_tty
 
 if ((FAILED > 0)); then
