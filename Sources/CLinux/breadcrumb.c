@@ -57,6 +57,9 @@ static void record_crash(int signal, siginfo_t *info, void *context) {
         crumb_file->crash_realtime_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
         crumb_file->crash_pid = getpid();
         __atomic_store_n(&crumb_file->crash_signal, signal, __ATOMIC_RELEASE);
+    } else if (crumb_file && word == 0 && crumb_file->crash_signal == 0 && crumb_file->outside_signal == 0) {
+        /* No link's code was running here: a plugin that corrupted the heap earlier is one way. */
+        __atomic_store_n(&crumb_file->outside_signal, signal, __ATOMIC_RELEASE);
     }
     /* Then what would have happened without this handler. */
     sigaction(signal, &previous_actions[signal], NULL);

@@ -15,6 +15,9 @@ public final class PluginBreadcrumb: @unchecked Sendable {
     private let file: UnsafeMutablePointer<cm_crumb_file>
     /// What crashed the daemon's last run inside plugin code, if anything did.
     public let lastRun: CrashRecord?
+    /// The fatal signal the last run died of outside any plugin call, if it did: no link to
+    /// blame, though a plugin that corrupted the heap earlier can crash the daemon that way.
+    public let lastRunOutsidePlugins: Int32?
     public let path: String
 
     /// Where in plugin code: a link call's phase.
@@ -57,6 +60,8 @@ public final class PluginBreadcrumb: @unchecked Sendable {
         }
         file = mapped
         lastRun = Self.crash(in: previous)
+        lastRunOutsidePlugins = previous.pointee.magic == CM_CRUMB_MAGIC && previous.pointee.crash_signal == 0 && previous.pointee.outside_signal != 0
+            ? previous.pointee.outside_signal : nil
     }
 
     /// Records fatal signals in this file from now on. Once per process (the daemon's).

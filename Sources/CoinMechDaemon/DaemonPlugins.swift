@@ -34,9 +34,25 @@ extension Daemon {
                 logger.critical("the last run died of \(crash.signalName) inside link #\(crash.index + 1) of chain generation \(crash.generation), no longer on record: nothing quarantined")
             }
         }
+        let suspect = unattributedCrashProblem(breadcrumb?.lastRunOutsidePlugins, configuration, logger: logger)
         breadcrumb?.installCrashHandler()
         return ChainEnvironment(breadcrumb: breadcrumb, quarantine: quarantine, alarm: PluginAlarm(), log: pluginLog(logger),
-                                report: linkReport(logger), isolation: configuration.plugins.supervision)
+                                report: linkReport(logger), isolation: configuration.plugins.supervision, suspectInProcess: suspect)
+    }
+
+    /// After `UnattributedCrashes.limit` deaths in a row that no breadcrumb explains: the problem
+    /// every in-process link from outside the shipped set is quarantined with.
+    static func unattributedCrashProblem(_ signal: Int32?, _ configuration: DaemonConfiguration, logger: Logger) -> LinkHealth.Problem? {
+        let watch = UnattributedCrashes(stateDirectory: configuration.stateDirectory)
+        let count = watch.record(lastRunDiedOutsidePlugins: signal != nil)
+        guard let signal else { return nil }
+        let name = PluginBreadcrumb.signalName(signal)
+        logger.critical("the last run died of \(name) outside any plugin call: no link to blame (\(count) such deaths in a row; \(UnattributedCrashes.limit) quarantine the in-process links from outside the shipped set)")
+        guard count >= UnattributedCrashes.limit else { return nil }
+        watch.reset()
+        return LinkHealth.Problem(
+            state: .quarantined, cause: "unattributed_crashes",
+            reason: "coinmechd died \(count) times in a row of crashes no link's breadcrumb explains (last: \(name)); a plugin run in process that corrupts memory crashes the daemon later, outside its own calls, so every in-process link from outside the shipped set is quarantined. The mech stays inhibited until a reload with another plugin file or configuration for this link: run it isolated (isolation: process)")
     }
 
     /// Plugins' own lines, in the daemon's log under the link's name.

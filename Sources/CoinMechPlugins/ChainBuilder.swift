@@ -124,6 +124,14 @@ public struct ChainBuilder: Sendable {
             if record.holds(for: identity) { return (Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm), nil) }
             lifted = record
         }
+        if let problem = environment.suspectInProcess, spec.policy.isolation == .inProcess, !ShippedPlugins.names.contains(spec.plugin),
+           let quarantine = environment.quarantine {
+            // Its plugin is not loaded: it may be what corrupted the daemon's memory.
+            let record = QuarantineRecord(link: identity, problem: problem)
+            if let failure = quarantine.add(record) { warn("cannot record the quarantine: \(failure)") }
+            warn("chain link \(site.index + 1) '\(spec.name)': quarantined: \(problem.reason)")
+            return (Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm), nil)
+        }
         environment.breadcrumb?.record(generation: site.generation, index: site.index, link: identity)
         let health = LinkHealth(alarm: environment.alarm)
         switch spec.policy.isolation {

@@ -14,10 +14,14 @@ public struct ChainEnvironment: Sendable {
     public var isolation: IsolationSettings
     /// The coins the cabinet takes: what every accept is checked against.
     public var acceptPolicy: AcceptPolicy
+    /// Set after a crash loop no breadcrumb explains: every in-process link of a plugin outside
+    /// the shipped set is quarantined with this problem as it is built.
+    public var suspectInProcess: LinkHealth.Problem?
 
     public init(breadcrumb: PluginBreadcrumb? = nil, quarantine: QuarantineStore? = nil, alarm: PluginAlarm? = nil,
                 log: @escaping PluginLogSink = PluginLog.standardError, report: @escaping PluginLogSink = PluginLog.standardError,
-                isolation: IsolationSettings = IsolationSettings(), acceptPolicy: AcceptPolicy = .standard) {
+                isolation: IsolationSettings = IsolationSettings(), acceptPolicy: AcceptPolicy = .standard,
+                suspectInProcess: LinkHealth.Problem? = nil) {
         self.breadcrumb = breadcrumb
         self.quarantine = quarantine
         self.alarm = alarm
@@ -25,6 +29,7 @@ public struct ChainEnvironment: Sendable {
         self.report = report
         self.isolation = isolation
         self.acceptPolicy = acceptPolicy
+        self.suspectInProcess = suspectInProcess
     }
 
     /// No breadcrumb, no quarantine, logs on standard error.

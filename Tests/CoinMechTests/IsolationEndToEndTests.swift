@@ -142,6 +142,40 @@ struct IsolationEndToEndTests {
         try Self.expectNothingWrongCredited(harness)
     }
 
+    // Tried as a new user would: a third-party plugin run in process that writes past its
+    // decision corrupts the heap, and the abort comes later, outside any plugin call, so the
+    // breadcrumb names no link. The daemon died three times in a row and quarantined nothing.
+    @Test("in process, a plugin whose crash comes later, outside its calls: after three deaths no breadcrumb explains, the daemon starts with it quarantined and stays up")
+    func unattributedCrashLoop() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: in-process, config: {mode: abort_later, ms: 300}"))
+        try harness.startSimulator(Self.quarters())
+        for death in 1...3 {
+            // What systemd does (Restart=on-failure): start it again.
+            try harness.startDaemon(pluginDirectory: plugins)
+            #expect(harness.daemon!.wait(timeout: 60) == 128 + SIGABRT, "death \(death): \(harness.daemonLog)")
+        }
+        #expect(harness.daemonLog.contains("the last run died of SIGABRT outside any plugin call: no link to blame (2 such deaths in a row"), "\(harness.daemonLog)")
+        try harness.startDaemon(pluginDirectory: plugins)
+        let client = try Self.connect(harness)
+        let status = try client.request("status")
+        let problem = try #require(Self.linkProblem(status, "third-party"), "\(harness.daemonLog)")
+        #expect(problem["cause"] == "unattributed_crashes")
+        #expect(problem["reason"]?.string?.hasPrefix("coinmechd died 3 times in a row of crashes no link's breadcrumb explains (last: SIGABRT)") == true, "\(problem)")
+        // The shipped links are not suspects; the third-party one is not even loaded.
+        #expect(Self.linkProblem(status, "usd") == nil && Self.linkProblem(status, "sanity") == nil)
+        #expect(try client.request("chain")["links"]?.array?[1]["version"] == "(not loaded)")
+        #expect(status["plugin_inhibit"] != nil)
+        // It stays up: the 300 ms the plugin took to abort have long passed.
+        usleep(600_000)
+        #expect(harness.daemon!.isRunning, "\(harness.daemonLog)")
+        _ = try harness.stopSimulatorAndReadTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        let quarantined = try #require(try harness.ledger().events(since: 0, limit: 100_000).first { $0.kind == "quarantined" }?.detail.flatMap(JSON.parse))
+        #expect(quarantined["link"] == "third-party" && quarantined["cause"] == "unattributed_crashes", "\(quarantined)")
+        try Self.expectNothingWrongCredited(harness)
+    }
+
     @Test("isolated, a plugin whose host crashes creating its instance: the daemon starts with the link quarantined and the mech inhibited, not into a crash loop; a reload to it is refused, one with another configuration lifts it")
     func isolatedCrashInCreate() throws {
         let plugins = try Self.plugins()

@@ -37,7 +37,7 @@ typedef struct cm_crumb_slot {
 
 typedef struct cm_crumb_file {
     uint32_t magic;
-    uint32_t reserved;
+    int32_t outside_signal;     /* a fatal signal outside plugin code (no link to blame), else 0 */
     int32_t crash_signal;       /* a fatal signal inside plugin code, else 0 */
     int32_t crash_pid;
     uint64_t crash_word;        /* the crashing thread's word */

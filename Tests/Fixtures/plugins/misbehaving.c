@@ -10,6 +10,8 @@
      abort          abort()s on call N          exit           _exit(0)s on call N
      scribble       writes garbage to descriptor 3 (a plugin host's channel), then passes
      crash_create   dereferences NULL in create()
+     abort_later    create starts a thread that abort()s {"ms": N} ms later, outside any call
+                    (as heap corruption found later by free() does)
      log            logs "call N" through the host on every call, then passes
      leak           create allocates 1 KiB that destroy never frees
      random         answers accept or pass at random (rand()): the same reading, another verdict
@@ -56,9 +58,14 @@ static long number(const char *config, const char *key, long fallback) {
     return fallback;
 }
 
+static void *abort_after(void *ms) {
+    usleep((useconds_t)(long)ms * 1000);
+    abort();
+}
+
 static void *create(const coinmech_host *host, const char *config, char *error, size_t size) {
     static const char *const modes[] = {"bad_verdict", "empty_accept", "pass", "hang", "echo_source", "slow", "sleep", "liar",
-                                        "fake_currency", "odd_value", "dime_dollar", "euro_two", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", NULL};
+                                        "fake_currency", "odd_value", "dime_dollar", "euro_two", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", "abort_later", NULL};
     instance *self = calloc(1, sizeof *self);
     const char *mode = strstr(config, "\"mode\"");
     if (!self || !mode || sscanf(mode, "\"mode\" : \"%31[a-z_]\"", self->mode) != 1) {
@@ -77,6 +84,10 @@ static void *create(const coinmech_host *host, const char *config, char *error, 
     self->ms = number(config, "\"ms", 100);
     self->host = host;
     if (strcmp(self->mode, "crash_create") == 0) *(volatile int *)0 = 1;
+    if (strcmp(self->mode, "abort_later") == 0) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, abort_after, (void *)self->ms) == 0) pthread_detach(thread);
+    }
     if (strcmp(self->mode, "leak") == 0) {
         volatile char *lost = malloc(1024);
         if (lost) lost[0] = 1;
