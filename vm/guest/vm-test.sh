@@ -410,12 +410,13 @@ check_serial_pty() {
     say "coinsim on a pty: $(jq -r '.sent.insertions' "$truth") coins, $accepted accepted, $credited cents credited, as coinsim counts them ($(jq -r '.outcomes.deadline_misses' "$truth") deadline misses, p99 $(jq -r '.latency_us.p99' "$truth") µs)"
 }
 
-# Runs coinsim on the pty for $1 coins (the daemon must be up with a serial-pty configuration).
+# Runs coinsim on the pty for $1 coins of scenario $2 (the daemon must be up with a serial-pty
+# configuration).
 run_coinsim() {
     local rc
     install -d -o coinmech -g coinmech -m 0755 /run/coinsim
     rm -f /run/coinsim/truth.json
-    timeout 240 runuser -u coinmech -- /usr/bin/coinsim --scenario "$HERE/config/scenario-slow-host.yaml" --coins "$1" --link /run/coinsim/mech \
+    timeout 240 runuser -u coinmech -- /usr/bin/coinsim --scenario "$HERE/config/$2" --coins "$1" --link /run/coinsim/mech \
         --truth /run/coinsim/truth.json --host-timeout 60 > /run/coinsim/coinsim.log 2>&1
     rc=$?
     ((rc != 124)) || no "coinsim did not finish $1 coins within 240 s" || return
@@ -432,7 +433,7 @@ check_hostile_plugin() {
     mark=$(cursor)
     use_config hostile.yaml
     is_active coinmechd.service || no "coinmechd did not start with the hostile plugin: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | tail -n 2 | tr '\n' ' ')" || return
-    run_coinsim 3 || return
+    run_coinsim 3 scenario-hostile.yaml || return
     for attempt in ledger_write ledger_read config tmp memory; do
         journal_has "$mark" "hostile: $attempt refused" \
             || no "no refusal of $attempt in the journal: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | grep -m3 hostile | tr '\n' ' ')" || return
@@ -444,7 +445,7 @@ check_hostile_plugin() {
     layers=$(journalctl -q -o cat -u coinmechd.service --since="$mark" | grep -om1 'plugin host sandbox: [^;]*' | sed 's/plugin host sandbox: //')
     mark=$(cursor)
     use_config hostile-exec.yaml
-    run_coinsim 2 || return
+    run_coinsim 2 scenario-hostile-exec.yaml || return
     problem=$(status_json | jq -r '.link_problems[]? | select(.link == "third-party") | "\(.cause): \(.reason)"')
     [[ "$problem" == "sandbox_violation: its plugin made a system call its sandbox forbids (execve)"* ]] \
         || no "after execve the link's problem is '$problem'" || return
