@@ -151,8 +151,11 @@ public final class Chain: Sendable {
                 entry.call.function(entry.call.context, &reading, &decision)
             }
             cm_crumb_store(slot, 0)
-            // Marked hung while this call ran (the hang watch): its answer came too late to trust.
-            if entry.health.blocksCalls {
+            // Marked hung while this call ran (the hang watch): an accept or a pass came too late
+            // to trust. A rejection stands with its own reason: an isolated link whose host died
+            // in this very call is quarantined by its supervisor as the call returns, and the
+            // coin goes back either way.
+            if entry.health.blocksCalls, decision.verdict != COINMECH_VERDICT_REJECT.rawValue {
                 decision = Self.refusal(links[index])
                 entry.statistics.recordReject()
                 return index
