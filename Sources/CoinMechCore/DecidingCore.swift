@@ -320,7 +320,6 @@ public struct DecidingCore: Sendable {
         var taught: TeachSession.Sample??
     }
 
-    /// An answer owed to the mech for a sentence of the batch.
     /// The answer a reading got, and when it left the mech (nil: restored from the ledger): a
     /// repeat is answered "accept" again only while that can still reach the mech for it.
     private struct Answered: Sendable {
@@ -328,6 +327,7 @@ public struct DecidingCore: Sendable {
         var sentAt: Instant?
     }
 
+    /// An answer owed to the mech for a sentence of the batch.
     private enum Owed: Sendable {
         /// The reading decided in this batch as `items[index]`.
         case decided(Int)
@@ -698,7 +698,6 @@ public struct DecidingCore: Sendable {
         return outputs
     }
 
-    /// Accepts whose answers reach the mech after its deadline (the commit overran).
     /// A boot number the current epoch names that an earlier epoch named too: refused as
     /// evidence about the earlier epoch's coins (`EpochBook.askableBoot`), and recorded, since a
     /// mech whose count starts again is one an operator should look at.
@@ -710,6 +709,7 @@ public struct DecidingCore: Sendable {
                            detail: "boot \(boot) named again in epoch \(tracker.epoch) (it was epoch \(earlier)): the older session's unsettled coins are unconfirmed")
     }
 
+    /// Accepts whose answers reach the mech after its deadline (the commit overran).
     private func lateAnswers(_ batch: Batch, now: Instant) -> [Occurrence] {
         guard let deadline = settings.deadline else { return [] }
         var late: [Occurrence] = []

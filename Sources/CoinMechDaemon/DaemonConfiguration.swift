@@ -342,7 +342,7 @@ public struct DaemonConfiguration: Sendable {
             plugins: plugins)
     }
 
-    /// `sandbox: required | warn`, checked.
+    /// `sandbox: required | warn | off`, checked.
     static func sandbox(in table: SettingsTable) throws(SettingsError) -> SandboxPolicy.Missing? {
         guard let text = try table.string("sandbox") else { return nil }
         guard let value = SandboxPolicy.Missing(rawValue: text) else {
