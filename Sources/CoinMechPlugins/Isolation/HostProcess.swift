@@ -104,10 +104,17 @@ final class HostProcess: @unchecked Sendable {
             let count = message.withUnsafeMutableBytes { cm_recv_message(channel, $0.baseAddress, $0.count, &fd, 1) }
             if fd >= 0 { close(fd) }
             guard count > 0 else { return nil }
-            if let call = message.withUnsafeBytes({ HostWire.violation(of: UnsafeRawBufferPointer(rebasing: $0[..<count])) }) {
-                return Self.syscallName(call.syscall)
-            }
+            if let call = message.withUnsafeBytes({ Self.forbiddenCall(in: UnsafeRawBufferPointer(rebasing: $0[..<count])) }) { return call }
         }
+    }
+
+    /// What the sandbox ended the host for when it could not say which call (killed by SIGSYS,
+    /// or its report lost): nil if the sandbox did not end it.
+    var unreportedViolation: String? { endedBySandbox ? "a call it could not report" : nil }
+
+    /// The forbidden call a violation message names ("socket", "execve"…), if it is one.
+    static func forbiddenCall(in message: UnsafeRawBufferPointer) -> String? {
+        HostWire.violation(of: message).map { syscallName($0.syscall) }
     }
 
     /// "socket", "execve"… on this machine's architecture.

@@ -195,7 +195,7 @@ final class HostSupervisor: @unchecked Sendable {
                 let exit = host.reap(blocking: true) ?? "died"
                 let output = host.drainOutput()
                 forward(output)
-                if host.endedBySandbox { return .failure(.sandboxViolation(path: file.sourcePath, syscall: "a call it could not report")) }
+                if let call = host.unreportedViolation { return .failure(.sandboxViolation(path: file.sourcePath, syscall: call)) }
                 return .failure(.hostCrashed(path: file.sourcePath, message: "\(exit) while loading the plugin or creating the instance" + Self.lastLine(output)))
             }
             let outcome: Result<HostWire.Ready, PluginLoadError>? = message.withUnsafeBytes { raw in
@@ -213,7 +213,7 @@ final class HostSupervisor: @unchecked Sendable {
                     return .failure(HostWire.body(PluginLoadError.self, of: received)
                         ?? .hostFailed(path: file.sourcePath, message: "the plugin host failed and could not say why"))
                 case .violation:
-                    let call = HostWire.violation(of: received).map { HostProcess.syscallName($0.syscall) } ?? "an unknown call"
+                    let call = HostProcess.forbiddenCall(in: received) ?? "an unknown call"
                     return .failure(.sandboxViolation(path: file.sourcePath, syscall: call))
                 default:
                     return .failure(.hostFailed(path: file.sourcePath, message: "the plugin host sent an unexpected message while starting"))
@@ -268,14 +268,14 @@ final class HostSupervisor: @unchecked Sendable {
                     // the channel, which the deciding thread no longer reads.
                     state.live = nil
                     state.downReason = "its plugin host died (\(exit)) and is being started again"
-                    let violation = host.pendingViolation() ?? (host.endedBySandbox ? "a call it could not report" : nil)
+                    let violation = host.pendingViolation() ?? host.unreportedViolation
                     return ("its plugin host \(exit) between calls", violation)
                 }
                 defer {
                     state.failure = nil
                     state.violation = nil
                 }
-                return (state.failure.map { "\($0) (\(exit))" }, state.violation ?? (host.endedBySandbox ? "a call it could not report" : nil))
+                return (state.failure.map { "\($0) (\(exit))" }, state.violation ?? host.unreportedViolation)
             }
             if let failure { crashed(because: failure, violation: violation) }
         }
@@ -394,7 +394,7 @@ final class HostSupervisor: @unchecked Sendable {
                 case (.log, _)?:
                     if let (level, text) = HostWire.logLine(of: received) { pluginLog(link, level, text) }
                 case (.violation, _)?:
-                    let call = HostWire.violation(of: received).map { HostProcess.syscallName($0.syscall) } ?? "an unknown call"
+                    let call = HostProcess.forbiddenCall(in: received) ?? "an unknown call"
                     state.violation = call
                     return giveUp(&state, host, why: "was stopped: its plugin made a system call its sandbox forbids (\(call))",
                                   reason: "sandbox_violation")
