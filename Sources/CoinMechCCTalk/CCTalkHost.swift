@@ -188,7 +188,7 @@ public struct CCTalkHost: Sendable {
         settleVerdict()
         allowed = positions
         creditableCoinIDs = creditable
-        if phase == .running, !jobs.contains(.applyInhibits) { jobs.append(.applyInhibits) }
+        if phase == .running { queue(.applyInhibits) }
         return service(now)
     }
 
@@ -196,7 +196,7 @@ public struct CCTalkHost: Sendable {
     public mutating func setInhibited(_ on: Bool, now: UInt64) -> [CCTalkHostOutput] {
         settleVerdict()
         inhibited = on
-        if phase == .running, !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+        if phase == .running { queue(.applyMaster) }
         return service(now)
     }
 
@@ -207,7 +207,7 @@ public struct CCTalkHost: Sendable {
         settleVerdict()
         if resetStage == .none {
             resetStage = .requested
-            if !jobs.contains(.applyMaster) { jobs.insert(.applyMaster, at: 0) }
+            queue(.applyMaster, first: true)
         }
         return service(now)
     }
@@ -236,7 +236,7 @@ public struct CCTalkHost: Sendable {
         unrecorded = batch.entries
         if !waitsForLedger {
             waitsForLedger = true
-            if !jobs.contains(.applyMaster) { jobs.insert(.applyMaster, at: 0) }
+            queue(.applyMaster, first: true)
         }
     }
 
@@ -246,11 +246,11 @@ public struct CCTalkHost: Sendable {
         awaitingVerdict = false
         if !baselineStored, recordedState != nil {
             baselineStored = true
-            if !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+            queue(.applyMaster)
         }
         if waitsForLedger {
             waitsForLedger = false
-            if !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+            queue(.applyMaster)
         }
     }
 
@@ -262,7 +262,7 @@ public struct CCTalkHost: Sendable {
         unrecorded = []
         if (state != nil) != baselineStored {
             baselineStored = state != nil
-            if !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+            queue(.applyMaster)
         }
     }
 
@@ -348,7 +348,7 @@ public struct CCTalkHost: Sendable {
                 nextVerifyAt = now &+ configuration.verifyInterval
             }
             if let due = nextFaultCheckAt, now >= due {
-                if !jobs.contains(.ask(.selfCheck)) { jobs.append(.ask(.selfCheck)) }
+                queue(.ask(.selfCheck))
                 nextFaultCheckAt = now &+ configuration.faultCheckInterval
             }
         }
@@ -389,6 +389,12 @@ public struct CCTalkHost: Sendable {
         return jobs
     }
 
+    /// Queues `job` unless it already waits (`first`: ahead of the others).
+    private mutating func queue(_ job: Job, first: Bool = false) {
+        guard !jobs.contains(job) else { return }
+        if first { jobs.insert(job, at: 0) } else { jobs.append(job) }
+    }
+
     private mutating func restartIdentification() {
         phase = .identifying
         draft = CCTalkDeviceIdentity(address: configuration.address)
@@ -425,7 +431,7 @@ public struct CCTalkHost: Sendable {
         stats.failures += 1
         switch transaction.job {
         case .applyInhibits, .applyMaster:
-            if !jobs.contains(transaction.job) { jobs.insert(transaction.job, at: 0) }  // must happen: try again later
+            queue(transaction.job, first: true)  // must happen: try again later
         default:
             break
         }
@@ -605,7 +611,7 @@ public struct CCTalkHost: Sendable {
                 cleared.expectsRestart = false
                 counterState = cleared
                 resetStage = .none
-                if !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+                queue(.applyMaster)
             }
             if recordedState != counterState || !unrecorded.isEmpty, let counterState {
                 // Nothing new, but the ledger still lacks the last batch: offer it again.
@@ -619,7 +625,7 @@ public struct CCTalkHost: Sendable {
         if ownReset || inherited {
             resetStage = .none
             advance.state.expectsRestart = false
-            if !advance.restarted, !jobs.contains(.applyMaster) { jobs.append(.applyMaster) }
+            if !advance.restarted { queue(.applyMaster) }
         } else if resetStage == .announced {
             advance.state.expectsRestart = true  // still to go out: keep it announced
         }
@@ -655,7 +661,7 @@ public struct CCTalkHost: Sendable {
         unrecorded = []
         awaitingVerdict = true
         out.append(.event(.batch(batch)))
-        if stopsAcceptance, !jobs.contains(.ask(.selfCheck)) { jobs.append(.ask(.selfCheck)) }
+        if stopsAcceptance { queue(.ask(.selfCheck)) }
         if advance.restarted {
             if wasFresh {
                 // Identified just now: set it up again in case it restarted after that.
