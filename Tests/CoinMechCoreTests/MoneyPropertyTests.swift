@@ -26,6 +26,19 @@ struct ModelMech {
     /// Without power until then: no coins, no answers.
     var offUntil: Instant?
 
+    /// Power goes: coins on their way end by chance (the journal cannot tell), readings waiting
+    /// for an answer are returned, what was on the line is lost; numbering starts again under
+    /// the next boot.
+    mutating func reboot() {
+        for (seq, coin) in coins[boot] ?? [:] where coin.fate == nil {
+            coins[boot]?[seq]?.inFlightUntil = nil
+            coins[boot]?[seq]?.fate = coin.inFlightUntil != nil ? .unknown : .returned
+        }
+        outbox.removeAll()
+        boot += 1
+        devseq = 0
+    }
+
     /// Where each coin really ended: (boot, devseq) → stored?
     var truth: [String: Bool] {
         var truth: [String: Bool] = [:]
@@ -118,13 +131,7 @@ struct MoneyPropertyTests {
                 // the daemon may restart meanwhile; the line comes back, and the mech's next coin
                 // may come before its SESSION answer.
                 handle(rig.feed(.mech([.lost(path: "/dev/mech", reason: "hang-up")])), mech: &mech, rig: rig, random: &random)
-                for (seq, coin) in mech.coins[mech.boot] ?? [:] where coin.fate == nil {
-                    mech.coins[mech.boot]?[seq]?.inFlightUntil = nil
-                    mech.coins[mech.boot]?[seq]?.fate = coin.inFlightUntil != nil ? .unknown : .returned
-                }
-                mech.outbox.removeAll()
-                mech.boot += 1
-                mech.devseq = 0
+                mech.reboot()
                 if random.chance(0.5) { rig.restart() }
                 handle(rig.feed(.mech([.connected(path: "/dev/mech")])), mech: &mech, rig: rig, random: &random)
                 mech.outbox.append((rig.now + .milliseconds(Int64.random(in: 1...80, using: &random)), .session(boot: mech.boot)))
@@ -143,13 +150,7 @@ struct MoneyPropertyTests {
                 handle(rig.feed(action), mech: &mech, rig: rig, random: &random)
             case 63..<65:
                 // Power lost: coins on their way end by chance, the journal cannot tell.
-                for (seq, coin) in mech.coins[mech.boot] ?? [:] where coin.fate == nil {
-                    mech.coins[mech.boot]?[seq]?.inFlightUntil = nil
-                    mech.coins[mech.boot]?[seq]?.fate = coin.inFlightUntil != nil ? .unknown : .returned
-                }
-                mech.outbox.removeAll()
-                mech.boot += 1
-                mech.devseq = 0
+                mech.reboot()
                 mech.offUntil = rig.now + .milliseconds(300)
                 mech.outbox.append((rig.now + .milliseconds(300), .powerUp(boot: mech.boot)))
             default:

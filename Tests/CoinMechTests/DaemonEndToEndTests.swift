@@ -153,10 +153,7 @@ struct DaemonEndToEndTests {
 
     @Test("bounces, lost confirmations and a power loss mid-coin: credit follows the cash box, the rest is returned or unconfirmed")
     func confirmations() throws {
-        let harness = try DaemonHarness(extra: "")
-        try String(contentsOfFile: harness.config, encoding: .utf8)
-            .replacingOccurrences(of: "baud: 9600}", with: "baud: 9600, confirm_window_ms: 300}")
-            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        let harness = try DaemonHarness(source: "{kind: serial, device: mech, baud: 9600, confirm_window_ms: 300}")
         try harness.startSimulator("""
             coins: 60
             rate_per_s: 8
@@ -188,10 +185,7 @@ struct DaemonEndToEndTests {
     // connect), and measures two coins again under their number.
     @Test("the mech reboots while the daemon is away and sends coins again with new figures: the money is right against the truth")
     func rebootsWhileAwayAndFalseDuplicates() throws {
-        let harness = try DaemonHarness(extra: "")
-        try String(contentsOfFile: harness.config, encoding: .utf8)
-            .replacingOccurrences(of: "baud: 9600}", with: "baud: 9600, confirm_window_ms: 300}")
-            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        let harness = try DaemonHarness(source: "{kind: serial, device: mech, baud: 9600, confirm_window_ms: 300}")
         try harness.startSimulator("""
             coins: 0
             rate_per_s: 10
