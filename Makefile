@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
+.PHONY: all hooks build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
 	fuzz-build fuzz fuzz-all fuzz-short
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
@@ -22,6 +22,11 @@ PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map coin-id
 DEB_DIR ?= .build-deb
 
 all: build
+
+## The commit-msg hook: a subject of at most 72 characters and a blank line before the body,
+## the rule CI checks on every new commit (scripts/check-commits).
+hooks:
+	mkdir -p .git/hooks && ln -sf ../../scripts/check-commits .git/hooks/commit-msg
 
 ## The system packages and the Swift toolchain the build needs: installs what is missing when
 ## run as root, otherwise prints the one `sudo apt-get install` line. Costs nothing when all is there.
