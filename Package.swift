@@ -51,6 +51,10 @@ let package = Package(
         .target(name: "CoinFacts"),
         // libcrypto's SHA-256 for content-addressed plugin copies.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The vocabulary: instants, mech events and readings, line errors, the credit rule, the
+        // ledger's value types, failpoint names. Nothing but the standard library, so the
+        // deciding core that speaks it is pure by construction.
+        .target(name: "CoinMechModel"),
         // Readings, verdicts, decisions and the chain of validator links.
         .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI", "CLinux", "CoinFacts"]),
         // Loading plugins with dlopen and wrapping their instances as chain links.
@@ -65,33 +69,31 @@ let package = Package(
         // Device hotplug through libudev: the monitor seam and the matching logic above it.
         .target(name: "CoinMechHotplug", dependencies: ["CUdev", "CGPIOD"]),
         // Named failpoints on the money path, armed by COINMECH_FAILPOINTS (the crash suite).
-        .target(name: "CoinMechFailpoints"),
+        .target(name: "CoinMechFailpoints", dependencies: ["CoinMechModel"]),
         // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED).
         .target(name: "CLinux"),
         // The plugin host's sandbox layers: network namespace, limits, Landlock, and a seccomp
         // allow-list through libseccomp (Debian libseccomp-dev), the kernel's reference library.
         .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
         // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
-        .target(name: "CoinMechSerial"),
+        .target(name: "CoinMechSerial", dependencies: ["CoinMechModel"]),
         // ccTalk coin acceptors: frames, checksums, the receiver, typed requests and replies,
         // and the host engine (no I/O) that turns the credit buffer into ledger batches.
         .target(name: "CoinMechCCTalk"),
         // Where readings come from: the serial raw-sensor mech (termios, reconnects).
-        .target(name: "CoinMechSources", dependencies: ["CoinMechChain", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
+        .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechChain", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
         // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
-        .target(
-            name: "CoinMechCore",
-            dependencies: ["CoinMechSources", "CoinMechSerial", "CoinMechCCTalk", "CoinMechLedger", "CoinMechFailpoints", .product(name: "Logging", package: "swift-log")]
-        ),
+        // It depends on the vocabulary alone (`scripts/module-graph --check`, run by make test).
+        .target(name: "CoinMechCore", dependencies: ["CoinMechModel"]),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
-        .target(name: "CoinMechLedger", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "CoinMechLedger", dependencies: ["CoinMechModel", .product(name: "GRDB", package: "GRDB.swift")]),
         // The client protocol's messages, shared by the daemon and its clients.
         .target(name: "CoinMechProtocol"),
         // The Unix-socket API: JSON lines, subscriptions with replay, access control.
         .target(
             name: "CoinMechPublisher",
             dependencies: [
-                "CoinMechProtocol", "CoinMechLedger", "CLinux",
+                "CoinMechProtocol", "CoinMechModel", "CoinMechLedger", "CLinux",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -106,7 +108,7 @@ let package = Package(
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
+                "CoinMechModel", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 // Teach mode: the calibration file's format and fit, and the mints' figures to check it against.
                 "CoinMechPluginKit", "CoinFacts",
@@ -132,7 +134,7 @@ let package = Package(
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -140,13 +142,13 @@ let package = Package(
         ),
 
         // The simulator's ground truth joined with the ledger: lost, doubled, phantom, unconfirmed.
-        .target(name: "CoinMechAudit", dependencies: ["CoinMechLedger", "CoinSimCore"]),
+        .target(name: "CoinMechAudit", dependencies: ["CoinMechModel", "CoinMechLedger", "CoinSimCore"]),
 
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
                 "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon", "CoinMechPluginKit",
-                "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechModel", "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
@@ -155,7 +157,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechCrash",
             dependencies: [
-                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CLinux", "ChildProcesses",
+                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechModel", "CoinMechLedger", "CoinSimCore", "CLinux", "ChildProcesses",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
@@ -164,7 +166,7 @@ let package = Package(
         // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
         .target(
             name: "CoinMechFuzzTargets",
-            dependencies: ["CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechDaemon", "CoinSimCore"],
+            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechDaemon", "CoinSimCore"],
             path: "Fuzz/Targets"
         ),
         .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
@@ -182,14 +184,14 @@ let package = Package(
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
                 "CoinMechFuzzTargets",
-                "CoinMechCore", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechCore", "CoinMechModel", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"
         ),
         // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
         .testTarget(
             name: "CoinMechCoreTests",
-            dependencies: ["CoinMechCore", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CoinMechCore", "CoinMechModel", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/CoinMechCoreTests"
         ),
     ] + plugins.map(\.1)

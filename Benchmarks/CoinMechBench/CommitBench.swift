@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoinMechLedger
+import CoinMechModel
 import Foundation
 
 #if canImport(Glibc)

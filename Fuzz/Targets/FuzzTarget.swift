@@ -1,4 +1,5 @@
 import CoinMechDaemon
+import CoinMechModel
 import CoinMechProtocol
 import CoinMechSerial
 import CoinMechSettings

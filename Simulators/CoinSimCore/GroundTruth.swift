@@ -1,3 +1,4 @@
+import CoinMechModel
 import CoinMechSerial
 
 /// What really happened in a session, from the device's side: the report tests compare the

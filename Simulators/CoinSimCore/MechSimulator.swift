@@ -1,4 +1,5 @@
 import CLinux
+import CoinMechModel
 import CoinMechSerial
 import Foundation
 

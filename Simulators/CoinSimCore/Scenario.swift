@@ -1,4 +1,5 @@
 import CoinFacts
+import CoinMechModel
 import CoinMechSettings
 
 /// Measurement noise of one axis: σ relative to the nominal figure, or absolute.

@@ -1,4 +1,5 @@
 import CoinMechLedger
+import CoinMechModel
 import CoinSimCore
 
 /// A `coinsim --protocol cctalk` session's ground truth joined with the ledger, event by event:

@@ -1,4 +1,5 @@
 import CoinMechLedger
+import CoinMechModel
 import CoinSimCore
 
 /// The simulator's ground truth joined with the ledger, coin by coin: what the money suite

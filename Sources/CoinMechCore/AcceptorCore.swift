@@ -1,7 +1,6 @@
-import CoinMechCCTalk
-import CoinMechLedger
+import CoinMechModel
 
-/// The money rules of a coin acceptor (ccTalk), with no I/O: what the host engine reports
+/// The money rules of a coin acceptor (ccTalk today), with no I/O: what its driver reports
 /// becomes ledger entries, and each buffer batch one transaction with the counter state that
 /// yielded it (`AcceptorCommit`). The shell writes it, and hands the outcome back before it
 /// publishes anything or lets the engine go on.
@@ -37,23 +36,17 @@ public struct AcceptorCore: Sendable {
 
     /// Takes note of what the engine reported; a batch comes back as the commit to write (with
     /// whatever waited), anything else is kept for the next commit (nil then).
-    public mutating func handle(_ event: CCTalkHostEvent, decide: (Coin) -> Decided) -> AcceptorCommit? {
+    public mutating func handle(_ event: AcceptorEvent, decide: (Coin) -> Decided) -> AcceptorCommit? {
         switch event {
         case .batch(let batch):
             return commit(batch, decide: decide)
-        case .identified(let identity):
-            let coins = identity.coinIDs.keys.sorted().map { "\($0)=\(identity.coinIDs[$0]!.text)" }.joined(separator: ",")
-            carried.append(.acceptor(source: source, .identified(
-                manufacturer: identity.manufacturer ?? "", product: identity.productCode ?? "", serialNumber: identity.serialNumber,
-                software: identity.softwareRevision ?? "", coins: coins)))
-        case .fault(let code, let extra):
-            counts.fault = code.description
-            carried.append(.acceptor(source: source, .fault(code: code.code, name: code.name, message: code.message, extra: extra)))
-        case .faultCleared:
-            counts.fault = nil
-            carried.append(.acceptor(source: source, .faultCleared))
-        case .configured, .notResponding, .responding, .refused, .malformedReply, .lineError, .notACoinAcceptor:
-            break  // logs and status only
+        case .note(let record):
+            switch record {
+            case .fault(let code, let name, let message, _): counts.fault = code == 0 ? "OK" : "fault \(code) (\(name)): \(message)"
+            case .faultCleared: counts.fault = nil
+            default: break
+            }
+            carried.append(.acceptor(source: source, record))
         }
         return nil
     }
@@ -71,10 +64,10 @@ public struct AcceptorCore: Sendable {
         case publish([LedgerEvent])
         /// The ledger had moved the counter already (the batch was applied before, or another
         /// writer moved it): nothing was written; tell the engine where the ledger stands.
-        case rewind(to: CCTalkCounterState?)
+        case rewind(to: AcceptorCounter?)
         /// Nothing was written: tell the engine (`notRecorded`) so it holds the acceptor
         /// inhibited and offers the batch again.
-        case retry(CCTalkLedgerBatch?)
+        case retry(AcceptorBatch?)
     }
 
     /// `commit` was written (or found the counter moved).
@@ -86,7 +79,7 @@ public struct AcceptorCore: Sendable {
             return .publish(result.events)
         case .counterMoved(let current):
             carried = commit.carried + carried
-            return .rewind(to: current.map(CCTalkCounterState.init))
+            return .rewind(to: current)
         }
     }
 
@@ -97,45 +90,33 @@ public struct AcceptorCore: Sendable {
         return .retry(commit.batch)
     }
 
-    private mutating func commit(_ batch: CCTalkLedgerBatch, decide: (Coin) -> Decided) -> AcceptorCommit {
+    private mutating func commit(_ batch: AcceptorBatch, decide: (Coin) -> Decided) -> AcceptorCommit {
         var entries: [LedgerEntry] = carried.map { .note($0) }
         let waiting = carried
         carried = []
         for entry in batch.entries {
             switch entry {
-            case .credit(let event):
-                let position = Int(event.result.a)
-                let coinID = event.coinID?.text ?? ""
-                let decided = decide(Coin(epoch: event.epoch, number: event.number, position: position, coinID: coinID, sorterPath: event.result.b))
+            case .credit(let credit):
+                let coinID = credit.coinID ?? ""
+                let decided = decide(Coin(epoch: credit.epoch, number: credit.number, position: credit.position, coinID: coinID,
+                                          sorterPath: credit.sorterPath))
                 switch decided.verdict {
                 case .accept:
-                    var record = DecisionRecord(source: source, epoch: Int64(bitPattern: event.epoch), deviceSeq: event.number,
-                                                diameterMM: nil, weightG: nil, thicknessMM: nil, channel: UInt32(position), verdict: decided.verdict,
+                    var record = DecisionRecord(source: source, epoch: Int64(bitPattern: credit.epoch), deviceSeq: credit.number,
+                                                diameterMM: nil, weightG: nil, thicknessMM: nil, channel: UInt32(credit.position), verdict: decided.verdict,
                                                 link: decided.link, chainGeneration: decided.chainGeneration)
-                    record.detail = ["coin_id": coinID, "position": "\(position)", "sorter_path": "\(event.result.b)"]
+                    record.detail = ["coin_id": coinID, "position": "\(credit.position)", "sorter_path": "\(credit.sorterPath)"]
                     entries.append(.decision(record, credit: .atOnce))
                 case .reject(let reason, let message):
                     entries.append(.note(.acceptor(source: source, .uncredited(
-                        epoch: event.epoch, number: event.number, position: position, coinID: event.coinID?.text,
+                        epoch: credit.epoch, number: credit.number, position: credit.position, coinID: credit.coinID,
                         reason: reason, message: "\(message) (link \(decided.link)); the acceptor has taken the coin"))))
                 }
-            case .error(let event, let error):
-                entries.append(.note(.acceptor(source: source, .error(
-                    epoch: event.epoch, number: event.number, code: error.code, name: error.name, message: error.message,
-                    rejected: error.rejection.rawValue))))
-            case .invalid(let event):
-                entries.append(.note(.acceptor(source: source, .invalid(epoch: event.epoch, number: event.number, a: event.result.a, b: event.result.b))))
-            case .backlog(let event):
-                entries.append(.note(.acceptor(source: source, .backlog(
-                    epoch: event.epoch, number: event.number, a: event.result.a, b: event.result.b, coinID: event.coinID?.text))))
-            case .lost(let epoch, let numbers):
-                entries.append(.note(.acceptor(source: source, .lost(epoch: epoch, first: numbers.lowerBound, last: numbers.upperBound))))
-            case .restarted(let epoch, let cause):
-                entries.append(.note(.acceptor(source: source, .restarted(epoch: epoch, cause: cause.description))))
+            case .record(let record):
+                entries.append(.note(.acceptor(source: source, record)))
             }
         }
-        let change = AcceptorCounterChange(source: source, address: address, before: batch.before.map(AcceptorCounter.init),
-                                           after: AcceptorCounter(batch.after))
+        let change = AcceptorCounterChange(source: source, address: address, before: batch.before, after: batch.after)
         return AcceptorCommit(entries: entries, change: change, batch: batch, carried: waiting)
     }
 
@@ -168,7 +149,7 @@ public struct AcceptorCommit: Sendable, Equatable {
     public var entries: [LedgerEntry]
     public var change: AcceptorCounterChange?
     /// The engine's batch it records, to hand back if it fails.
-    public var batch: CCTalkLedgerBatch?
+    public var batch: AcceptorBatch?
     /// The events not of the batch it carries, kept if it fails.
     var carried: [Occurrence]
 }
@@ -189,19 +170,4 @@ public struct AcceptorCounts: Sendable, Equatable {
     public var fault: String?
 
     public init() {}
-}
-
-extension AcceptorCounter {
-    init(_ state: CCTalkCounterState) {
-        self.init(epoch: state.epoch, eventNumber: state.eventNumber, lastResults: state.lastResults, serialNumber: state.serialNumber,
-                  expectsRestart: state.expectsRestart)
-    }
-}
-
-extension CCTalkCounterState {
-    /// The engine's state from the ledger's row.
-    public init(_ row: AcceptorCounter) {
-        self.init(epoch: row.epoch, eventNumber: row.eventNumber, lastResults: row.lastResults, serialNumber: row.serialNumber,
-                  expectsRestart: row.expectsRestart)
-    }
 }

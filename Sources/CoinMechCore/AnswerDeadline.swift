@@ -1,4 +1,4 @@
-import CoinMechSources
+import CoinMechModel
 
 /// How long the mech waits for an answer before it returns the coin by itself, counted from
 /// when the reading left it, and how much of that the daemon keeps for committing the decision.

@@ -1,4 +1,4 @@
-import CoinMechSources
+import CoinMechModel
 
 /// The order in which a batch's answers go out, and which accepts can no longer reach the
 /// mech in time.

@@ -1,4 +1,4 @@
-import CoinMechSources
+import CoinMechModel
 
 /// Whether the ledger's storage keeps up with the mech's deadline: every commit is synced, and
 /// the answer plan leaves it `commitAllowance`. A commit that takes longer sends the batch's

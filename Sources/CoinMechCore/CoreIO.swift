@@ -1,7 +1,4 @@
-import CoinMechFailpoints
-import CoinMechLedger
-import CoinMechSerial
-import CoinMechSources
+import CoinMechModel
 
 /// What the deciding core is told. The core never waits and does no I/O: its shell reads the
 /// mech and the clock, and hands what happened in here.
@@ -60,7 +57,7 @@ public enum CoreOutput: Sendable, Equatable {
     /// The outcome of an operator's command.
     case reply(Ticket, CommandOutcome)
     /// Pass this failpoint (tests make the daemon die or stall there).
-    case failpoint(Failpoints.Point)
+    case failpoint(Failpoint)
     /// Fit the session's samples and write the calibration beside its file, not yet in place;
     /// then step with `.calibrationStaged` before anything else. Always the last output of a step.
     case stageCalibration(TeachSession)

@@ -1,8 +1,4 @@
-import CoinMechFailpoints
-import CoinMechLedger
-import CoinMechSerial
-import CoinMechSources
-import Logging
+import CoinMechModel
 
 /// The deciding daemon's policy as a deterministic state machine: what the mech said and what
 /// the clock says go in (`CoreInput`), what to record, answer, ask and publish comes out
@@ -87,7 +83,7 @@ public struct DecidingCore: Sendable {
     }
 
     public let settings: Settings
-    private let logger: Logger
+    private let logger: CoreLogger
     private var tracker: DeviceSequenceTracker
     private var epochs: EpochBook
     private var pending: PendingCoins
@@ -108,7 +104,7 @@ public struct DecidingCore: Sendable {
     public private(set) var teach: TeachSession?
     public private(set) var counters = CoreCounters()
 
-    public init(settings: Settings, restored: Restored, logger: Logger, now: Instant) {
+    public init(settings: Settings, restored: Restored, logger: CoreLogger, now: Instant) {
         self.settings = settings
         self.logger = logger
         let state = restored.state

@@ -1,4 +1,4 @@
-import CoinMechSources
+import CoinMechModel
 
 /// Gives every reading an identity that survives the mech's power cycles: (epoch, devseq).
 ///

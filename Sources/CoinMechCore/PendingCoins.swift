@@ -1,6 +1,4 @@
-import CoinMechLedger
-import CoinMechSerial
-import CoinMechSources
+import CoinMechModel
 
 /// Accepted coins the mech has not yet said it stored or returned, and when to ask about them.
 ///

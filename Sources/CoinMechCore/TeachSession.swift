@@ -1,5 +1,4 @@
-import CoinMechLedger
-import CoinMechSources
+import CoinMechModel
 
 /// What the operator asks teach mode to learn: one denomination, from this many sample coins,
 /// for the coin-table link (and its calibration file) the shell found for it.

@@ -1,5 +1,6 @@
 import CoinMechCore
 import CoinMechLedger
+import CoinMechModel
 import CoinMechPluginKit
 import CoinMechPlugins
 import Foundation

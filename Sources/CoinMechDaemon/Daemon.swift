@@ -1,6 +1,7 @@
 import CoinMechChain
 import CoinMechFailpoints
 import CoinMechLedger
+import CoinMechModel
 import CoinMechPlugins
 import CoinMechPublisher
 import CoinMechSettings

@@ -2,7 +2,9 @@ import CoinMechChain
 import CoinMechCore
 import CoinMechGPIO
 import CoinMechHotplug
+import CoinMechModel
 import CoinMechPlugins
+import CoinMechSerial
 import CoinMechSettings
 import CoinMechSources
 import Foundation
@@ -222,7 +224,7 @@ public struct DaemonConfiguration: Sendable {
             if case .serial(let serial) = kind {
                 // An answer's bytes take time on the line, and the deadline covers them too.
                 // (An answer with a six-digit device sequence number: 18 bytes.)
-                let transit = LineTiming(baud: serial.baud).answerTransit(deviceSeq: 123_456).milliseconds
+                let transit = LineTiming(baud: serial.baud, answerFraming: SerialFrame.decisionFraming).answerTransit(deviceSeq: 123_456).milliseconds
                 guard allowance + transit < deadline else {
                     throw sourceTable.error("deadline_ms", "at \(serial.baud) baud an answer takes \(String(format: "%.0f", transit)) ms on the line, which with commit_allowance_ms \(String(format: "%g", allowance)) leaves no time to decide within \(String(format: "%g", deadline)) ms; set deadline_ms to how long your mech waits")
                 }

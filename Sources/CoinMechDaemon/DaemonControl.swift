@@ -1,6 +1,7 @@
 import CoinMechChain
 import CoinMechCore
 import CoinMechLedger
+import CoinMechModel
 import CoinMechPlugins
 import CoinMechPluginKit
 import CoinMechProtocol

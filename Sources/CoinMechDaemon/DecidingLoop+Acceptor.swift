@@ -4,6 +4,7 @@ import CoinMechChain
 import CoinMechPluginABI
 import CoinMechCore
 import CoinMechLedger
+import CoinMechModel
 import CoinMechProtocol
 import CoinMechSources
 import Logging
@@ -16,10 +17,12 @@ extension DecidingLoop {
         defer { acceptor = core }
         for event in acceptorMech.takeHostEvents() {
             log(event)
-            guard let commit = core.handle(event, decide: decideCoin) else { continue }
-            write(commit, &core, mech: acceptorMech)
+            guard let money = AcceptorEvent(event), let commit = core.handle(money, decide: decideCoin) else { continue }
+            // The engine takes back its own batch when the ledger could not record it.
+            let offered: CCTalkLedgerBatch? = if case .batch(let batch) = event { batch } else { nil }
+            write(commit, &core, mech: acceptorMech, offered: offered)
         }
-        if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech) }
+        if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech, offered: nil) }
     }
 
     /// Enables the positions the operator allows and the chain can credit (after a reload
@@ -54,8 +57,8 @@ extension DecidingLoop {
         return ids
     }
 
-    private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: CCTalkMech) {
-        let money = commit.batch?.credits.isEmpty == false
+    private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: CCTalkMech, offered: CCTalkLedgerBatch?) {
+        let money = commit.batch?.hasCredits == true
         if money { failpoints.hit(.beforeCommit) }
         let next: AcceptorCore.Next
         let wasFailing = core.ledgerFailure != nil
@@ -82,9 +85,9 @@ extension DecidingLoop {
         case .rewind(let state):
             logger.warning("the ledger's counter of the acceptor moved under the batch; nothing written, going on from it",
                            metadata: ["counter": "\(state.map(String.init(describing:)) ?? "none")"])
-            mech.rewind(to: state)
+            mech.rewind(to: state.map(CCTalkCounterState.init))
         case .retry(let batch):
-            if let batch { mech.notRecorded(batch) }
+            if batch != nil, let offered { mech.notRecorded(offered) }
         }
     }
 

@@ -6,6 +6,7 @@ import CoinMechCore
 import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechLedger
+import CoinMechModel
 import CoinMechPlugins
 import CoinMechPluginKit
 import CoinMechProtocol
@@ -124,14 +125,14 @@ public final class DecidingLoop: @unchecked Sendable {
         mech = made.mech
         acceptorMech = made.mech as? CCTalkMech
         var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
-                                             line: made.mech.lineBaud.map(LineTiming.init(baud:)))
+                                             line: made.mech.lineTiming)
         settings.confirmationWindow = source.confirmationWindow
         currenciesConfigured = source.currenciesConfigured
         commitSpeed = source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) }
         settings.teachMinimumSamples = CoinCalibration.minimumSamples
         let restored = DecidingCore.Restored(state: state, boots: try ledger.boots(source: source.name), pending: try ledger.pendingCoins(source: source.name),
                                              unconfirmed: try ledger.unconfirmedCoins(source: source.name))
-        core = DecidingCore(settings: settings, restored: restored, logger: logger, now: .now)
+        core = DecidingCore(settings: settings, restored: restored, logger: CoreLogger(logger), now: .now)
         core.currentGeneration = chain.current.generation
         if !restored.pending.isEmpty {
             logger.notice("accepted coins from before the restart wait for the mech's word", metadata: ["pending": "\(restored.pending.count)"])

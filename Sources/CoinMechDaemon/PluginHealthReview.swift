@@ -1,5 +1,6 @@
 import CoinMechChain
 import CoinMechLedger
+import CoinMechModel
 
 /// What the deciding loop tells its core about the chain's links' health, once per turn: a link
 /// newly hung or quarantined is recorded (`quarantined`) and inhibits the mech; one put back by a

@@ -5,6 +5,7 @@ import CoinMechFailpoints
 import CoinMechGPIO
 import CoinMechHotplug
 import CoinMechLedger
+import CoinMechModel
 import CoinMechSources
 
 /// Where readings come from, as the configuration's `source` table says (docs/CONFIG.md):

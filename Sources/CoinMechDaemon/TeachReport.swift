@@ -1,5 +1,6 @@
 import CoinFacts
 import CoinMechCore
+import CoinMechModel
 import CoinMechPluginKit
 import CoinMechProtocol
 import CoinMechSources

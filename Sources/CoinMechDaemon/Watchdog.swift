@@ -1,3 +1,4 @@
+import CoinMechModel
 import CoinMechPlugins
 import CoinMechSources
 import Foundation

@@ -1,3 +1,4 @@
+import CoinMechModel
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,29 +18,7 @@ import Glibc
 /// process ends there anyway).
 public struct Failpoints: Sendable {
     /// The places, in the order a coin passes them.
-    public enum Point: String, Sendable, CaseIterable {
-        /// The socket is bound and named, before the services start (hit once per start).
-        case listening
-        /// A reading was parsed off the line, before it is decided.
-        case readingParsed = "reading-parsed"
-        /// The batch is decided, before its transaction.
-        case beforeCommit = "before-commit"
-        /// The batch's transaction committed, before any answer is written.
-        case afterCommit = "after-commit"
-        /// Every answer of the batch is written, before the batch is published.
-        case answerWritten = "answer-written"
-        /// The batch is published to clients.
-        case published
-        /// A confirmation (or journal answer) from the mech was parsed, before its commit.
-        case confirmationReceived = "confirmation-received"
-        /// A confirmation's settlement (credit, return) committed, before the batch's answers
-        /// and before it is published.
-        case confirmationCommitted = "confirmation-committed"
-        /// The reload's event committed, before the new chain is swapped in.
-        case reloadSwap = "reload-swap"
-        /// The cash-box collection committed, before the operator hears of it.
-        case collect
-    }
+    public typealias Point = Failpoint
 
     public enum Action: Sendable, Equatable {
         case kill

@@ -1,3 +1,4 @@
+import CoinMechModel
 import Foundation
 import GRDB
 

@@ -1,4 +1,5 @@
 import CoinMechLedger
+import CoinMechModel
 import NIOCore
 import Synchronization
 

@@ -1,55 +1,9 @@
+import CoinMechModel
+
 /// What the parser found in the byte stream.
 public enum FrameEvent: Sendable, Hashable {
     case frame(SerialFrame)
     case error(FrameError)
-}
-
-/// A stretch of the stream that was not a valid sentence. The parser skips it and
-/// resynchronises on the next `$`.
-public enum FrameError: Sendable, Hashable, CustomStringConvertible {
-    /// Bytes outside any sentence.
-    case garbage(byteCount: Int)
-    case badChecksum(sentence: String)
-    /// A sentence cut short: a new `$` arrived before its end.
-    case truncated(sentence: String)
-    /// No end of sentence within `SerialFrame.maximumLength` bytes.
-    case overlong(byteCount: Int)
-    /// Checksum right, contents wrong (unknown type, missing or bad fields).
-    case malformed(sentence: String, reason: String)
-
-    public var description: String {
-        switch self {
-        case .garbage(let count): "\(count) garbage byte(s) skipped"
-        case .badChecksum(let sentence): "bad checksum: \(sentence)"
-        case .truncated(let sentence): "truncated sentence: \(sentence)"
-        case .overlong(let count): "overlong sentence (\(count) bytes) skipped"
-        case .malformed(let sentence, let reason): "malformed sentence (\(reason)): \(sentence)"
-        }
-    }
-}
-
-/// Counts of what the parser skipped, by kind.
-public struct FrameErrorCounts: Sendable, Hashable, Codable {
-    public var garbageBytes = 0
-    public var badChecksums = 0
-    public var truncated = 0
-    public var overlong = 0
-    public var malformed = 0
-
-    public init() {}
-
-    /// Sentences lost to errors (garbage is counted in bytes, not here).
-    public var sentences: Int { badChecksums + truncated + overlong + malformed }
-
-    public mutating func count(_ error: FrameError) {
-        switch error {
-        case .garbage(let bytes): garbageBytes += bytes
-        case .badChecksum: badChecksums += 1
-        case .truncated: truncated += 1
-        case .overlong: overlong += 1
-        case .malformed: malformed += 1
-        }
-    }
 }
 
 /// Turns a byte stream into sentences. Feed it whatever `read` returned; it keeps partial

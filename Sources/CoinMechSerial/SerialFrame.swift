@@ -1,3 +1,5 @@
+import CoinMechModel
+
 /// One sentence of the raw-sensor mech's line protocol (NMEA style, ASCII, XOR checksum;
 /// docs/HARDWARE.md has the whole exchange):
 ///
@@ -56,6 +58,10 @@ public enum SerialFrame: Sendable, Hashable {
 
     public var bytes: [UInt8] { Array(encoded.utf8) }
 
+    /// The bytes of an answer (`$CMD`) besides the coin's number: what its time on the line
+    /// depends on (`LineTiming`).
+    public static let decisionFraming = decision(deviceSeq: 0, accept: true).bytes.count - 1
+
     /// XOR of every byte between `$` and `*`.
     public static func checksum(_ body: some Sequence<UInt8>) -> UInt8 { body.reduce(0, ^) }
 
@@ -94,24 +100,3 @@ public struct SensorReading: Sendable, Hashable {
     }
 }
 
-/// Where an accepted coin ended up, as the mech saw it.
-public enum CoinFate: String, Sendable, Hashable, CaseIterable {
-    /// Past the cash-box sensor: the host may credit it.
-    case stored = "S"
-    /// Back in the return cup: bounced, gate too late, or no answer in time.
-    case returned = "R"
-    /// The mech has no record of it (power lost between the gate and the cash box, or too old
-    /// for its journal). Only a journal answer says this.
-    case unknown = "U"
-}
-
-/// What a `$CMS` sentence reports.
-public enum MechStatus: String, Sendable, Hashable, CaseIterable {
-    /// The mech (re)started; its device sequence numbers start again at 1. Detail: its boot number.
-    case powerUp = "POWERUP"
-    /// The answer to `$CMH`: detail is the mech's current boot number.
-    case session = "SESSION"
-    case ok = "OK"
-    case jam = "JAM"
-    case tamper = "TAMPER"
-}

@@ -1,5 +1,6 @@
 import CoinMechCCTalk
 import CoinMechHotplug
+import CoinMechModel
 
 /// A ccTalk coin acceptor on a serial port: the I/O shell around `CCTalkHost`. It opens the
 /// port (reconnecting with backoff), writes what the host sends, feeds it what the line gives
@@ -33,7 +34,7 @@ public final class CCTalkMech: Mech {
     public var isConnected: Bool { port != nil }
     public var disconnectedReason: String? { port == nil ? lastOpenError : nil }
     /// No answers go to a ccTalk acceptor: no answer deadline to time.
-    public var lineBaud: Int? { nil }
+    public var lineTiming: LineTiming? { nil }
 
     public var nextWake: Instant? {
         let hostWake = host.nextWake.map { Instant(nanoseconds: $0) }

@@ -1,5 +1,6 @@
 import CoinMechGPIO
 import CoinMechHotplug
+import CoinMechModel
 import CoinMechSerial
 
 /// Where a pulse mech's edges come from: the GPIO line itself, or a recorded stream.
@@ -111,7 +112,7 @@ public final class GPIOMech: Mech {
     }
 
     /// A GPIO line acts the moment the answer is given.
-    public var lineBaud: Int? { nil }
+    public var lineTiming: LineTiming? { nil }
 
     public func poll(now instant: Instant) -> [MechEvent] {
         let now = instant.nanoseconds

@@ -1,4 +1,5 @@
 import CoinMechHotplug
+import CoinMechModel
 import CoinMechSerial
 
 /// A coin mech as the deciding loop drives it: something to poll, events out, answers in.
@@ -15,8 +16,8 @@ public protocol Mech: AnyObject {
     /// The next time `poll(now:)` has work (a reconnect, the end of a pulse train, a replayed
     /// edge); nil for none.
     var nextWake: Instant? { get }
-    /// The speed of the line its answers travel on; nil when an answer acts at once (a GPIO line).
-    var lineBaud: Int? { get }
+    /// The line its answers travel on; nil when an answer acts at once (a GPIO line).
+    var lineTiming: LineTiming? { get }
 
     /// Connects if disconnected and due, and returns timer-driven events.
     func poll(now: Instant) -> [MechEvent]

@@ -1,3 +1,5 @@
+import CoinMechModel
+
 /// Places the mech's millisecond clock on CLOCK_MONOTONIC, to know when a reading left the
 /// mech rather than when the daemon got round to reading it.
 ///

@@ -1,5 +1,6 @@
 import CoinMechFailpoints
 import CoinMechHotplug
+import CoinMechModel
 import CoinMechSerial
 
 #if canImport(Glibc)
@@ -41,7 +42,7 @@ public final class SerialMech: ConfirmingMech, FramedMech {
     /// The descriptor to poll for input, while connected.
     public var descriptor: Int32? { port?.descriptor }
     public var nextWake: Instant? { nextReconnect }
-    public var lineBaud: Int? { baud }
+    public var lineTiming: LineTiming? { LineTiming(baud: baud, answerFraming: SerialFrame.decisionFraming) }
 
     public func poll(now: Instant) -> [MechEvent] { connectIfDue(now: now) }
     public var isConnected: Bool { port != nil }

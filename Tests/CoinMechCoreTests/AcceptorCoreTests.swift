@@ -1,6 +1,8 @@
 import CoinMechCCTalk
 import CoinMechCore
 import CoinMechLedger
+import CoinMechSources
+import CoinMechModel
 import Foundation
 import Testing
 
@@ -34,7 +36,7 @@ struct AcceptorCoreTests {
 
     /// The commit the core makes of `batch`.
     static func commit(_ core: inout AcceptorCore, _ batch: CCTalkLedgerBatch) throws -> AcceptorCommit {
-        let commit = core.handle(.batch(batch), decide: decide)
+        let commit = core.handle(.batch(AcceptorBatch(batch)), decide: decide)
         return try #require(commit)
     }
 
@@ -67,7 +69,7 @@ struct AcceptorCoreTests {
         // Applied before (a restart between the commit and the engine hearing of it): nothing
         // is written, and the engine is told where the ledger stands.
         let again = try Self.commit(&core, second)
-        #expect(core.written(again, try write(again, ledger)) == .rewind(to: Self.state(4)))
+        #expect(core.written(again, try write(again, ledger)) == .rewind(to: AcceptorCounter(Self.state(4))))
         #expect(Totals.value(of: try ledger.totals().lifetime) == ["EUR": 200])
         #expect(core.counts.credited == 1)
     }
@@ -76,7 +78,8 @@ struct AcceptorCoreTests {
     func acceptorEvents() throws {
         let ledger = try ledger()
         var core = AcceptorCore(source: Self.source, address: 2)
-        #expect(core.handle(.fault(CCTalkFaultCode(code: 5), extra: nil), decide: Self.decide) == nil)
+        let fault = try #require(AcceptorEvent(.fault(CCTalkFaultCode(code: 5), extra: nil)))
+        #expect(core.handle(fault, decide: Self.decide) == nil)
         let batch = CCTalkLedgerBatch(before: nil, after: Self.state(3, epoch: 1), entries: [
             .restarted(epoch: 1, cause: .counterZero),
             .error(CCTalkBufferedEvent(epoch: 1, number: 1, result: .error(CoinAcceptorError(code: 25))), CoinAcceptorError(code: 25)),
@@ -89,17 +92,17 @@ struct AcceptorCoreTests {
         #expect(events.map(\.kind) == ["acceptor_fault", "mech_power_up", "cctalk_error", "cctalk_error", "cctalk_lost"])
         #expect(events[2].detail?.contains(CoinAcceptorError(code: 25).name) == true)
         #expect(core.counts.lostEvents == 1 && core.counts.errorEvents == 2 && core.counts.restarts == 1)
-        #expect(core.counts.fault != nil)
+        #expect(core.counts.fault == CCTalkFaultCode(code: 5).description, "status shows the fault as the ccTalk host names it")
         #expect(try ledger.acceptorLostEvents(source: Self.source) == 1)
     }
 
     @Test("a failed write records nothing: the engine is handed the batch back and waiting events are kept for the next")
     func failedWrite() throws {
         var core = AcceptorCore(source: Self.source, address: 2)
-        _ = core.handle(.faultCleared, decide: Self.decide)
+        _ = core.handle(.note(.faultCleared), decide: Self.decide)
         let batch = CCTalkLedgerBatch(before: nil, after: Self.state(1), entries: [Self.credit(1, position: 6, id: "EU200A")])
         let commit = try Self.commit(&core, batch)
-        #expect(core.failed(commit, .full(message: "disk full")) == .retry(batch))
+        #expect(core.failed(commit, .full(message: "disk full")) == .retry(AcceptorBatch(batch)))
         #expect(core.ledgerFailure != nil)
         let pending = core.pendingNotes()
         let notes = try #require(pending)

@@ -1,8 +1,8 @@
 import CoinMechCore
 import CoinMechLedger
+import CoinMechModel
 import CoinMechSerial
 import CoinMechSources
-import Logging
 import Testing
 
 /// A ledger in memory with the real one's rules: a coin is decided once (same source, epoch,
@@ -141,7 +141,7 @@ struct CoreRig {
     static let settings: DecidingCore.Settings = {
         var settings = DecidingCore.Settings(source: "serial", credit: .onConfirmation,
                                              deadline: AnswerDeadline(deadlineMilliseconds: 50, commitAllowanceMilliseconds: 10),
-                                             line: LineTiming(baud: 115_200))
+                                             line: LineTiming(baud: 115_200, answerFraming: SerialFrame.decisionFraming))
         settings.confirmationWindow = .milliseconds(300)
         return settings
     }()
@@ -150,14 +150,14 @@ struct CoreRig {
     static let quarters: @Sendable (Candidate) -> Decided = { _ in Decided(verdict: .accept(currency: "USD", code: "quarter", valueMinor: 25), link: "usd", chainGeneration: 1) }
 
     init(settings: DecidingCore.Settings = CoreRig.settings, decider: @escaping (Candidate) -> Decided = CoreRig.quarters) {
-        core = DecidingCore(settings: settings, restored: FakeLedger().restored(), logger: Logger(label: "core-test") { _ in SwiftLogNoOpLogHandler() },
+        core = DecidingCore(settings: settings, restored: FakeLedger().restored(), logger: .discarding,
                             now: at(0))
         self.decider = decider
     }
 
     /// A daemon restart: a new core from what the ledger holds.
     mutating func restart() {
-        core = DecidingCore(settings: core.settings, restored: ledger.restored(), logger: Logger(label: "core-test") { _ in SwiftLogNoOpLogHandler() },
+        core = DecidingCore(settings: core.settings, restored: ledger.restored(), logger: .discarding,
                             now: now)
         log.append(contentsOf: core.start(now: now))
     }

@@ -1,5 +1,7 @@
 import CoinMechCore
 import CoinMechFailpoints
+import CoinMechModel
+import CoinMechSerial
 import CoinMechSources
 import Foundation
 import Testing
@@ -138,10 +140,14 @@ struct PolicyTests {
 
     @Test("an answer's time on the line counts against the deadline: 18 bytes at 9600 baud take 18.75 ms")
     func lineTiming() {
-        #expect(LineTiming(baud: 9600).transit(bytes: 18) == .microseconds(18_750))
-        #expect(LineTiming(baud: 115_200).transit(bytes: 18) == .nanoseconds(1_562_500))
-        // "$CMD,123456,A*HH\r\n": 18 bytes.
-        #expect(LineTiming(baud: 9600).answerTransit(deviceSeq: 123_456) == .microseconds(18_750))
+        let framing = SerialFrame.decisionFraming
+        #expect(LineTiming(baud: 9600, answerFraming: framing).transit(bytes: 18) == .microseconds(18_750))
+        #expect(LineTiming(baud: 115_200, answerFraming: framing).transit(bytes: 18) == .nanoseconds(1_562_500))
+        // "$CMD,123456,A*HH\r\n": 18 bytes; the number's digits are counted, not a fixed width.
+        #expect("$CMD,123456,A*00\r\n".utf8.count == 18)
+        #expect(LineTiming(baud: 9600, answerFraming: framing).answerTransit(deviceSeq: 123_456) == .microseconds(18_750))
+        #expect(LineTiming(baud: 9600, answerFraming: framing).answerTransit(deviceSeq: 7) == .nanoseconds(13_541_666))
+        #expect(LineTiming(baud: 9600, answerFraming: framing).answerTransit(deviceSeq: 10_000_000_000) == .nanoseconds(23_958_333))
         let deadline = AnswerDeadline(deadlineMilliseconds: 50, commitAllowanceMilliseconds: 10)
         #expect(deadline.lateBy(sentAt: at(0), arrivesAt: at(50)) == nil)
         #expect(deadline.lateBy(sentAt: at(0), arrivesAt: at(53)) == .milliseconds(3))

@@ -1,5 +1,6 @@
 import CoinMechCore
 import CoinMechLedger
+import CoinMechModel
 import CoinMechSerial
 import CoinMechSources
 import Testing

@@ -1,6 +1,7 @@
 import ChildProcesses
 import CoinMechClient
 import CoinMechLedger
+import CoinMechModel
 import CoinSimCore
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import ChildProcesses
 import CoinMechAudit
 import CoinMechLedger
+import CoinMechModel
 import CoinSimCore
 import Foundation
 import Testing

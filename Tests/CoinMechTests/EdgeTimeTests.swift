@@ -1,4 +1,5 @@
 import CoinMechGPIO
+import CoinMechModel
 import CoinMechSources
 import Testing
 

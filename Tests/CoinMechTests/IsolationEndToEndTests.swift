@@ -2,6 +2,7 @@ import ChildProcesses
 import CoinMechAudit
 import CoinMechClient
 import CoinMechLedger
+import CoinMechModel
 import CoinMechProtocol
 import CoinSimCore
 import Foundation

@@ -1,6 +1,7 @@
 import CoinFacts
 import CoinMechAudit
 import CoinMechLedger
+import CoinMechModel
 import CoinSimCore
 import Testing
 

@@ -2,6 +2,7 @@ import CoinMechChain
 import CoinMechDaemon
 import CoinMechFailpoints
 @testable import CoinMechLedger
+import CoinMechModel
 import CoinMechPlugins
 import CoinMechSerial
 import CoinMechSources

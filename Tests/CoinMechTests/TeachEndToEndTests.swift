@@ -2,6 +2,7 @@ import ChildProcesses
 @testable import CoinMechDaemon
 import CoinMechClient
 import CoinMechLedger
+import CoinMechModel
 import CoinMechPlugins
 import CoinMechPluginKit
 import CoinMechProtocol

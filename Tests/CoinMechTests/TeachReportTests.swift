@@ -2,6 +2,7 @@ import CoinMechChain
 import CoinMechLedger
 import CoinMechCore
 @testable import CoinMechDaemon
+import CoinMechModel
 import CoinMechPluginKit
 import CoinMechPlugins
 import CoinMechProtocol

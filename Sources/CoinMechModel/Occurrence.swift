@@ -186,7 +186,7 @@ public enum Occurrence: Sendable, Equatable {
     }
 
     /// The epoch it moves the source to, and the boot number of that epoch.
-    var epoch: (epoch: Int64, boot: UInt64?)? {
+    public var epoch: (epoch: Int64, boot: UInt64?)? {
         switch self {
         case .mechPowerUp(_, let epoch, let boot, _): (epoch, boot)
         case .mechSession(_, let epoch, let boot): (epoch, boot)
@@ -196,7 +196,7 @@ public enum Occurrence: Sendable, Equatable {
     }
 
     /// The event's `epoch` and `device_seq` columns, when it names a device event.
-    var place: (epoch: Int64?, deviceSeq: Int64?) {
+    public var place: (epoch: Int64?, deviceSeq: Int64?) {
         switch self {
         case .acceptor(_, let record):
             let place = record.place
@@ -207,7 +207,7 @@ public enum Occurrence: Sendable, Equatable {
     }
 
     /// The chain generation it records, if any.
-    var chainGeneration: UInt64? {
+    public var chainGeneration: UInt64? {
         switch self {
         case .startup(_, let generation, _): generation
         case .reload(let record): record.generation
@@ -216,7 +216,7 @@ public enum Occurrence: Sendable, Equatable {
     }
 
     /// The fields as the `detail` object stores them (strings; docs/LEDGER.md).
-    var detail: [String: String] {
+    public var detail: [String: String] {
         switch self {
         case .sourceConnected(_, let device):
             return ["device": device]

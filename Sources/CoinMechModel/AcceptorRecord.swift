@@ -37,7 +37,7 @@ public enum AcceptorRecord: Sendable, Equatable {
     }
 
     /// The event's epoch and device seq columns.
-    var place: (epoch: UInt64?, number: UInt64?) {
+    public var place: (epoch: UInt64?, number: UInt64?) {
         switch self {
         case .error(let epoch, let number, _, _, _, _), .invalid(let epoch, let number, _, _), .backlog(let epoch, let number, _, _, _),
              .uncredited(let epoch, let number, _, _, _, _):
@@ -49,7 +49,7 @@ public enum AcceptorRecord: Sendable, Equatable {
         }
     }
 
-    var detail: [String: String] {
+    public var detail: [String: String] {
         switch self {
         case .error(_, _, let code, let name, let message, let rejected):
             return ["code": "\(code)", "name": name, "message": message, "rejected": rejected]

@@ -1,5 +1,3 @@
-import CLinux
-
 /// A moment on CLOCK_MONOTONIC: the clock of every deadline, confirmation window and kernel
 /// GPIO timestamp. Durations between instants are Swift's `Duration`.
 public struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
@@ -7,9 +5,6 @@ public struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var nanoseconds: UInt64
 
     public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
-
-    /// Now, on CLOCK_MONOTONIC.
-    public static var now: Instant { Instant(nanoseconds: cm_monotonic_ns()) }
 
     public static func < (a: Instant, b: Instant) -> Bool { a.nanoseconds < b.nanoseconds }
 

@@ -1,0 +1,20 @@
+/// Something to record.
+public enum LedgerEntry: Sendable, Equatable {
+    /// A decided coin; (`source`, `epoch`, `deviceSeq`) identifies it. An accept is recorded
+    /// `pending` (`.onConfirmation`) or credited at once (`.atOnce`, which also records its
+    /// `coin` event).
+    case decision(DecisionRecord, credit: CreditRule)
+    /// Settles the pending accept recorded as `decisionSeq`; `message` says why for people.
+    /// Nothing is recorded if the coin is no longer pending.
+    case resolve(decisionSeq: Int64, Resolution, message: String? = nil)
+    /// Late evidence: the mech's journal says an `unconfirmed` coin was stored after all. Credits
+    /// it (a `coin` event beside its `coin_unconfirmed`, the totals moved once); nothing is
+    /// recorded if the coin is not unconfirmed any more.
+    case lateCredit(decisionSeq: Int64, message: String)
+    /// Anything else worth a record. A power-up or a session moves the source's epoch and records
+    /// its boot number; a startup or reload records the chain generation.
+    case note(Occurrence)
+    /// Closes the cash-box period: records a `collect` event (`by`) with the period's credited
+    /// totals and unconfirmed coins as its rows, and resets the current period. Lifetime totals stay.
+    case collect(by: String)
+}
