@@ -28,7 +28,7 @@ struct ClassifyBench: ParsableCommand {
     @Option(help: "The mech's relative bias: DIAMETER,WEIGHT,THICKNESS.") var bias = "-0.003,0.015,0.03"
     @Flag(help: "In the table, also list what was credited as what and which denominations were returned.") var details = false
 
-    /// The noise levels of issue #16: weight 1, 2, 3 %; diameter 0.3, 0.6 %. Thickness 2 %.
+    /// The noise levels the classification goals are stated at: weight 1, 2, 3 %; diameter 0.3, 0.6 %. Thickness 2 %.
     static let weightNoise = [0.01, 0.02, 0.03]
     static let diameterNoise = [0.003, 0.006]
     static let thicknessNoise = 0.02
@@ -166,7 +166,7 @@ struct ClassifyCell: Encodable {
     var foreign_coins_credited = 0
     var slugs = 0
     var slugs_credited = 0
-    /// Foreign coins and slugs credited, as issue #16 counts them.
+    /// Foreign coins and slugs credited, as the classification goals count them.
     var foreign_credited = 0
     /// Genuine coins credited as another denomination and foreign coins credited, by what as what.
     var credited_as: [String: Int] = [:]
@@ -184,7 +184,7 @@ struct ClassifyResult: Encodable {
     let thickness_noise: Double
     /// coin-table settings beyond currency and sensor noise (JSON members), "" for its defaults.
     let settings: String
-    /// Issue #16's goals: 0 wrong denominations at 2 % weight noise, no foreign coin credited,
+    /// The classification goals (docs/PERFORMANCE.md): 0 wrong denominations at 2 % weight noise, no foreign coin credited,
     /// genuine returned ≤ 3 % (nominal) and ≤ 1 % (taught).
     let goals: [String: Bool]
 

@@ -10,7 +10,7 @@ import Glibc
 /// `coinmech-bench footprint`: what the release daemon costs the machine it runs on — start-up
 /// to READY (empty ledger, and one of a million events), resident memory idle and after
 /// 10,000 coins, wake-ups per second while idle with systemd's watchdog on, and its threads —
-/// against issue #15's goals. The daemon runs as systemd would run it: a real datagram
+/// against the footprint goals in docs/PERFORMANCE.md. The daemon runs as systemd would run it: a real datagram
 /// `$NOTIFY_SOCKET` the bench binds and reads, and `$WATCHDOG_USEC` as the unit sets it.
 struct FootprintBench: ParsableCommand {
     static let configuration = CommandConfiguration(

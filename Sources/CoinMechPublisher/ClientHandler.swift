@@ -65,7 +65,6 @@ final class ClientHandler: ChannelInboundHandler {
     private var writtenThrough: Int64 = 0
     /// Live events that arrived while the history was being read.
     private var heldLive: [LedgerEvent] = []
-    private var replayCaughtUp = false
     /// A page of history is being read in the thread pool.
     private var replayReading = false
     private var closing = false
