@@ -3,18 +3,18 @@ import PackageDescription
 
 /// Each validator plugin is its own dynamic library, loaded by coinmechd with dlopen. It exports
 /// its entry point and nothing else (plugins/exports.map; `coinmech-pluginval` checks it).
-func plugin(_ product: String, target: String, path: String, swift: Bool = true) -> (Product, Target) {
+func plugin(_ product: String, target: String, path: String, swift: Bool = true, coinFacts: Bool = false) -> (Product, Target) {
     let product = Product.library(name: product, type: .dynamic, targets: [target])
     let exports: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/plugins/exports.map"])]
     let target: Target = swift
-        ? .target(name: target, dependencies: ["CoinMechPluginKit", "CoinFacts"], path: path, linkerSettings: exports)
+        ? .target(name: target, dependencies: ["CoinMechPluginKit"] + (coinFacts ? ["CoinFacts"] : []), path: path, linkerSettings: exports)
         : .target(name: target, dependencies: ["CoinMechPluginABI"], path: path, linkerSettings: exports)
     return (product, target)
 }
 
 let plugins = [
     plugin("coin", target: "CoinPlugin", path: "plugins/coin"),
-    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table"),
+    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table", coinFacts: true),
     plugin("sanity", target: "SanityPlugin", path: "plugins/sanity"),
     plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
     plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
@@ -57,7 +57,8 @@ let package = Package(
         .target(name: "CoinMechModel"),
         // Readings, verdicts, decisions and the chain of validator links.
         .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI", "CLinux", "CoinFacts"]),
-        // Loading plugins with dlopen and wrapping their instances as chain links.
+        // Loading plugins with dlopen and wrapping their instances as chain links, in process or
+        // isolated in a sandboxed plugin host; quarantine.
         .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL", "CSandbox", "CLinux"]),
         // Settings files (configuration, scenarios): YAML through Yams, errors with file, line and key.
         .target(name: "CoinMechSettings", dependencies: [.product(name: "Yams", package: "Yams")]),
@@ -70,18 +71,21 @@ let package = Package(
         .target(name: "CoinMechHotplug", dependencies: ["CUdev", "CGPIOD"]),
         // Named failpoints on the money path, armed by COINMECH_FAILPOINTS (the crash suite).
         .target(name: "CoinMechFailpoints", dependencies: ["CoinMechModel"]),
-        // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED).
+        // Linux calls the Glibc module leaves out (signalfd, ppoll, SO_PEERCRED, the monotonic
+        // clock), a clean spawn, the plugin breadcrumb and the plugin host's channel.
         .target(name: "CLinux"),
         // The plugin host's sandbox layers: network namespace, limits, Landlock, and a seccomp
         // allow-list through libseccomp (Debian libseccomp-dev), the kernel's reference library.
         .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
-        // The raw-sensor mech's serial line protocol ($CMR / $CMD / $CMS / $CMI).
+        // The raw-sensor mech's serial line protocol: readings, answers, confirmations, journal
+        // queries, status and inhibit ($CMR, $CMD, $CMC, $CMQ/$CMJ, $CMH/$CMS, $CMI).
         .target(name: "CoinMechSerial", dependencies: ["CoinMechModel"]),
         // ccTalk coin acceptors: frames, checksums, the receiver, typed requests and replies,
         // and the host engine (no I/O) that turns the credit buffer into ledger batches.
         .target(name: "CoinMechCCTalk"),
-        // Where readings come from: the serial raw-sensor mech (termios, reconnects).
-        .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechChain", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
+        // The mech drivers: the serial raw-sensor mech, GPIO pulse mechs and ccTalk acceptors
+        // (termios, reconnects, hotplug), each behind the `Mech` protocol the deciding loop drives.
+        .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
         // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
         // It depends on the vocabulary alone (`scripts/module-graph --check`, run by make test).
         .target(name: "CoinMechCore", dependencies: ["CoinMechModel"]),
@@ -93,7 +97,7 @@ let package = Package(
         .target(
             name: "CoinMechPublisher",
             dependencies: [
-                "CoinMechProtocol", "CoinMechModel", "CoinMechLedger", "CLinux",
+                "CoinMechProtocol", "CoinMechModel", "CoinMechLedger",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -157,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechCrash",
             dependencies: [
-                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechModel", "CoinMechLedger", "CoinSimCore", "CLinux", "ChildProcesses",
+                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "ChildProcesses",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
@@ -191,7 +195,7 @@ let package = Package(
         // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
         .testTarget(
             name: "CoinMechCoreTests",
-            dependencies: ["CoinMechCore", "CoinMechModel", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CoinMechCore", "CoinMechModel", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore"],
             path: "Tests/CoinMechCoreTests"
         ),
     ] + plugins.map(\.1)
