@@ -36,7 +36,8 @@ bootstrap:
 build: bootstrap
 	$(SWIFT) build
 
-## Builds everything (daemon, tools, plugins, tests), checks the demo runs, runs the whole test suite.
+## Checks the module rules (scripts/module-graph: the core depends on the vocabulary alone),
+## builds everything (daemon, tools, plugins, tests), checks the demo runs, runs the whole test suite.
 ## Serially: the end-to-end suites run real daemons and simulators against the mech deadline,
 ## and must not compete with each other for two cores.
 ## The tests' scratch directories (ledgers among them) go to TEST_TMPDIR, tmpfs where there is
@@ -47,6 +48,7 @@ build: bootstrap
 ## `coinmech-bench commit`, and whether they survive a power cut is `make test-vm`.
 TEST_TMPDIR ?= $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm || echo /tmp)
 test: bootstrap
+	SWIFT=$(SWIFT) scripts/module-graph --check
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory demo-check
 	TMPDIR=$(TEST_TMPDIR) COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --no-parallel
@@ -86,7 +88,7 @@ model-check:
 test-crash-short:
 	$(MAKE) --no-print-directory test-crash CRASH_ARGS="--kills 10 --stalls 3 $(CRASH_ARGS)"
 
-## Fuzzing (docs/ARCHITECTURE.md, "Fuzzing"): coinmech-fuzz built in .build-fuzz with coverage
+## Fuzzing (docs/DECISIONS.md, "Fuzzing"): coinmech-fuzz built in .build-fuzz with coverage
 ## instrumentation and AddressSanitizer on every module (C ones too: libyaml), and linked with the
 ## toolchain's libFuzzer without its main (the driver calls LLVMFuzzerRunDriver itself).
 FUZZ_TARGETS := frame request config scenario
