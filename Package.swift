@@ -55,11 +55,14 @@ let package = Package(
         // ledger's value types, failpoint names. Nothing but the standard library, so the
         // deciding core that speaks it is pure by construction.
         .target(name: "CoinMechModel"),
+        // Small utilities of the processes: named threads, a wake pipe, a log rate limit, and
+        // `Instant.now` (the kernel's monotonic clock, which the vocabulary never reads).
+        .target(name: "CoinMechSupport", dependencies: ["CoinMechModel", "CLinux"]),
         // Readings, verdicts, decisions and the chain of validator links.
         .target(name: "CoinMechChain", dependencies: ["CoinMechPluginABI", "CLinux", "CoinFacts"]),
         // Loading plugins with dlopen and wrapping their instances as chain links, in process or
         // isolated in a sandboxed plugin host; quarantine.
-        .target(name: "CoinMechPlugins", dependencies: ["CoinMechChain", "CoinMechPluginABI", "COpenSSL", "CSandbox", "CLinux"]),
+        .target(name: "CoinMechPlugins", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinMechChain", "CoinMechPluginABI", "COpenSSL", "CSandbox", "CLinux"]),
         // Settings files (configuration, scenarios): YAML through Yams, errors with file, line and key.
         .target(name: "CoinMechSettings", dependencies: [.product(name: "Yams", package: "Yams")]),
         // libgpiod 1.6 (Debian 12) and libudev, the real hardware interfaces.
@@ -85,7 +88,7 @@ let package = Package(
         .target(name: "CoinMechCCTalk"),
         // The mech drivers: the serial raw-sensor mech, GPIO pulse mechs and ccTalk acceptors
         // (termios, reconnects, hotplug), each behind the `Mech` protocol the deciding loop drives.
-        .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
+        .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
         // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
         // It depends on the vocabulary alone (`scripts/module-graph --check`, run by make test).
         .target(name: "CoinMechCore", dependencies: ["CoinMechModel"]),
@@ -112,7 +115,7 @@ let package = Package(
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechModel", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
+                "CoinMechModel", "CoinMechSupport", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 // Teach mode: the calibration file's format and fit, and the mints' figures to check it against.
                 "CoinMechPluginKit", "CoinFacts",
@@ -138,7 +141,7 @@ let package = Package(
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -188,14 +191,14 @@ let package = Package(
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
                 "CoinMechFuzzTargets",
-                "CoinMechCore", "CoinMechModel", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechCore", "CoinMechModel", "CoinMechSupport", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechTests"
         ),
         // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
         .testTarget(
             name: "CoinMechCoreTests",
-            dependencies: ["CoinMechCore", "CoinMechModel", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore"],
+            dependencies: ["CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore"],
             path: "Tests/CoinMechCoreTests"
         ),
     ] + plugins.map(\.1)

@@ -2,6 +2,8 @@ import CLinux
 import CoinMechCCTalk
 
 #if canImport(Glibc)
+import CoinMechModel
+import CoinMechSupport
 import Glibc
 #endif
 
@@ -76,7 +78,7 @@ public final class CCTalkSimulator {
         truth = CCTalkGroundTruth(scenario: scenario.name, seed: scenario.seed, device: CCTalkGroundTruth.Device(
             address: settings.address, checksum: settings.checksum.rawValue, echo: settings.echo, serialNumber: settings.serialNumber,
             coinIds: Dictionary(uniqueKeysWithValues: device.coinIDs.map { ("\($0.key)", $0.value.text) }), initialCounter: settings.counter))
-        start = Self.now()
+        start = Instant.now.nanoseconds
         // What the buffer holds from before the host came.
         for (slot, key) in acceptor.slots.enumerated().reversed() {
             guard let key else { continue }
@@ -104,7 +106,7 @@ public final class CCTalkSimulator {
         let hostDeadline = options.hostTimeoutSeconds > 0 ? start + UInt64(options.hostTimeoutSeconds * 1e9) : nil
 
         loop: while true {
-            let now = Self.now()
+            let now = Instant.now.nanoseconds
             var wake = now + (connected ? 1_000_000_000 : 10_000_000)
             for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, lingerUntil] {
                 if let due { wake = min(wake, due) }
@@ -113,8 +115,8 @@ public final class CCTalkSimulator {
             if turn.stop {
                 truth.ended = "signal"
                 nextInsertion = nil
-                if stoppingSince == nil { stoppingSince = Self.now() }
-                if lingerUntil == nil { lingerUntil = Self.now() + linger }
+                if stoppingSince == nil { stoppingSince = Instant.now.nanoseconds }
+                if lingerUntil == nil { lingerUntil = Instant.now.nanoseconds + linger }
             }
             if turn.readable { readFromHost() }
             if turn.hungUp {
@@ -128,24 +130,24 @@ public final class CCTalkSimulator {
             } else if !connected && turn.open {
                 connected = true
                 truth.connections.connects += 1
-                if truth.connections.connects == 1 { nextInsertion = Self.now() + UInt64(settings.startMilliseconds * 1e6) }
+                if truth.connections.connects == 1 { nextInsertion = Instant.now.nanoseconds + UInt64(settings.startMilliseconds * 1e6) }
             }
-            if !connected, truth.connections.connects == 0, let hostDeadline, Self.now() > hostDeadline {
+            if !connected, truth.connections.connects == 0, let hostDeadline, Instant.now.nanoseconds > hostDeadline {
                 truth.ended = "host_timeout"
                 break loop
             }
-            if let off = poweredOffUntil, Self.now() >= off { poweredOffUntil = nil }
+            if let off = poweredOffUntil, Instant.now.nanoseconds >= off { poweredOffUntil = nil }
             deliverOutgoing()
-            if connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextInsertion, Self.now() >= due {
+            if connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextInsertion, Instant.now.nanoseconds >= due {
                 if playInsertion() {
                     nextInsertion = nil
-                    lingerUntil = Self.now() + linger
+                    lingerUntil = Instant.now.nanoseconds + linger
                 } else if poweredOffUntil == nil {
-                    nextInsertion = Self.now() + UInt64(generator.gap(after: truth.sent.insertions) * 1e9)
+                    nextInsertion = Instant.now.nanoseconds + UInt64(generator.gap(after: truth.sent.insertions) * 1e9)
                 }
             }
-            if let until = lingerUntil, Self.now() >= until, outgoing.isEmpty { break loop }
-            if let since = stoppingSince, !connected || Self.now() &- since > 3_000_000_000 + linger { break loop }
+            if let until = lingerUntil, Instant.now.nanoseconds >= until, outgoing.isEmpty { break loop }
+            if let since = stoppingSince, !connected || Instant.now.nanoseconds &- since > 3_000_000_000 + linger { break loop }
         }
         finish()
         return truth
@@ -168,7 +170,7 @@ public final class CCTalkSimulator {
                 truth.sessions.powerCycles += 1
                 restart()
                 dropOutgoing()  // what was on its way dies with the power
-                poweredOffUntil = Self.now() + UInt64(faults.powerOffMilliseconds * 1e6)
+                poweredOffUntil = Instant.now.nanoseconds + UInt64(faults.powerOffMilliseconds * 1e6)
                 return false  // this insertion waits for the power
             }
         }
@@ -178,7 +180,7 @@ public final class CCTalkSimulator {
 
     private func insertOne() {
         let insertion = generator.next()
-        let now = Self.now()
+        let now = Instant.now.nanoseconds
         truth.sent.insertions += 1
         truth.sent.byKind[insertion.kind.description, default: 0] += 1
         let item: CCTalkAcceptor.Item
@@ -247,7 +249,7 @@ public final class CCTalkSimulator {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { read(terminal.master, $0.baseAddress, $0.count) }
         guard count > 0 else { return }
-        let now = Self.now()
+        let now = Instant.now.nanoseconds
         let bytes = Array(buffer[..<count])
         recorder?.write(TraceEntry(tUs: Int64((now - start) / 1000), dir: "rx", bytes: bytes))
         if settings.echo {
@@ -303,7 +305,7 @@ public final class CCTalkSimulator {
     /// Writes what has crossed the line by now; a buffer reply's events are then reported.
     private func deliverOutgoing() {
         guard let terminal, connected else { return }
-        let now = Self.now()
+        let now = Instant.now.nanoseconds
         while let index = outgoing.indices.min(by: { outgoing[$0].deliverAt < outgoing[$1].deliverAt }), outgoing[index].deliverAt <= now {
             let next = outgoing.remove(at: index)
             recorder?.write(TraceEntry(tUs: Int64((now - start) / 1000), dir: "tx", bytes: next.bytes))
@@ -341,8 +343,7 @@ public final class CCTalkSimulator {
 
     private func finish() {
         dropOutgoing()
-        truth.durationS = Double(Self.now() - start) / 1e9
+        truth.durationS = Double(Instant.now.nanoseconds - start) / 1e9
     }
 
-    static func now() -> UInt64 { cm_monotonic_ns() }
 }

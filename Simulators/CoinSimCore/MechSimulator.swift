@@ -1,6 +1,7 @@
 import CLinux
 import CoinMechModel
 import CoinMechSerial
+import CoinMechSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -125,7 +126,7 @@ public final class MechSimulator {
         faultRandom = SplitMix64(seed: scenario.seed ^ 0xC0FF_EE00_D15C_0B0B)
         boot = scenario.firmware.firstBoot
         clockOffsetMilliseconds = 1_000_000 + scenario.seed % 1_000_000
-        start = Self.now()
+        start = Instant.now.nanoseconds
         truth.mech.boots = [boot]
     }
 
@@ -145,7 +146,7 @@ public final class MechSimulator {
         faultRandom = SplitMix64(seed: 0)
         boot = 1
         clockOffsetMilliseconds = 0
-        start = Self.now()
+        start = Instant.now.nanoseconds
     }
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
@@ -163,7 +164,7 @@ public final class MechSimulator {
         let hostDeadline = options.hostTimeoutSeconds > 0 ? start + UInt64(options.hostTimeoutSeconds * 1e9) : nil
 
         loop: while true {
-            let now = Self.now()
+            let now = Instant.now.nanoseconds
             var wake = now + 1_000_000_000
             if !connected { wake = now + 10_000_000 }  // a pty has no "opened" event: look again soon
             if let next = nextAction, connected { wake = min(wake, next) }
@@ -175,16 +176,16 @@ public final class MechSimulator {
 
             if turn.stop {
                 truth.ended = "signal"
-                if stoppingSince == nil { stoppingSince = Self.now() }
+                if stoppingSince == nil { stoppingSince = Instant.now.nanoseconds }
                 nextAction = nil
             }
             if let since = stoppingSince {
                 // Then it stays a while for the host's queries (the linger), as at a scenario's end.
                 let settled = pending.isEmpty && inFlight.isEmpty && outgoing.isEmpty && poweredOffUntil == nil
-                if !connected || Self.now() &- since > 3_000_000_000 + UInt64(options.lingerMilliseconds * 1e6) { break loop }
+                if !connected || Instant.now.nanoseconds &- since > 3_000_000_000 + UInt64(options.lingerMilliseconds * 1e6) { break loop }
                 if settled {
-                    if lingerUntil == nil { lingerUntil = Self.now() + UInt64(options.lingerMilliseconds * 1e6) }
-                    if Self.now() >= lingerUntil! { break loop }
+                    if lingerUntil == nil { lingerUntil = Instant.now.nanoseconds + UInt64(options.lingerMilliseconds * 1e6) }
+                    if Instant.now.nanoseconds >= lingerUntil! { break loop }
                 }
             }
             if turn.readable { readFromHost() }
@@ -211,7 +212,7 @@ public final class MechSimulator {
                 truth.connections.connects += 1
                 record(event: "connect")
                 // Give the host a moment to set the line up before the next sentence.
-                let settled = Self.now() + UInt64(options.settleMilliseconds * 1e6)
+                let settled = Instant.now.nanoseconds + UInt64(options.settleMilliseconds * 1e6)
                 lineFreeAt = max(lineFreeAt, settled)
                 if truth.connections.connects == 1 {
                     nextAction = settled
@@ -220,23 +221,23 @@ public final class MechSimulator {
                     nextAction = max(next, settled)
                 }
             }
-            if !connected, truth.connections.connects == 0, let hostDeadline, Self.now() > hostDeadline {
+            if !connected, truth.connections.connects == 0, let hostDeadline, Instant.now.nanoseconds > hostDeadline {
                 truth.ended = "host_timeout"
                 break loop
             }
 
             expireDeadlines()
             storeCoinsInFlight()
-            if let off = poweredOffUntil, Self.now() >= off { powerBackOn() }
+            if let off = poweredOffUntil, Instant.now.nanoseconds >= off { powerBackOn() }
             if connected { deliverOutgoing() }
-            if options.lockstep, nextAction == Self.awaitingDecision, pending.isEmpty, outgoing.isEmpty { nextAction = Self.now() }
+            if options.lockstep, nextAction == Self.awaitingDecision, pending.isEmpty, outgoing.isEmpty { nextAction = Instant.now.nanoseconds }
 
-            guard connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextAction, Self.now() >= due else {
+            guard connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextAction, Instant.now.nanoseconds >= due else {
                 if nextAction == nil, pending.isEmpty, inFlight.isEmpty, outgoing.isEmpty, poweredOffUntil == nil, truth.connections.connects > 0 {
                     if let linger = lingerUntil {
-                        if Self.now() >= linger { break loop }
+                        if Instant.now.nanoseconds >= linger { break loop }
                     } else {
-                        lingerUntil = Self.now() + UInt64(options.lingerMilliseconds * 1e6)
+                        lingerUntil = Instant.now.nanoseconds + UInt64(options.lingerMilliseconds * 1e6)
                     }
                 }
                 continue
@@ -259,7 +260,7 @@ public final class MechSimulator {
                 } else {
                     let gap = generator.gap(after: truth.sent.insertions)
                     script = .scenario(scenario, generator)
-                    nextAction = Self.now() + UInt64(gap * 1e9)
+                    nextAction = Instant.now.nanoseconds + UInt64(gap * 1e9)
                 }
             case .trace(let entries):
                 nextAction = try playTrace(entries, &traceIndex)
@@ -382,7 +383,7 @@ public final class MechSimulator {
         while index < entries.count {
             let entry = entries[index]
             let due = base + UInt64(max(0, entry.tUs)) * 1000
-            if Self.now() < due { return due }
+            if Instant.now.nanoseconds < due { return due }
             index += 1
             switch (entry.dir, entry.event) {
             case ("tx", _):
@@ -405,7 +406,7 @@ public final class MechSimulator {
 
     /// When `count` bytes written now would have crossed the line.
     private func deliveryTime(for count: Int) -> UInt64 {
-        max(Self.now(), lineFreeAt) &+ transit(bytes: count)
+        max(Instant.now.nanoseconds, lineFreeAt) &+ transit(bytes: count)
     }
 
     private func enqueue(_ bytes: [UInt8], deliverAt: UInt64, insertion: InsertionContext?) {
@@ -423,7 +424,7 @@ public final class MechSimulator {
     /// Writes what has crossed the line by now, and tracks the readings among it.
     private func deliverOutgoing() {
         guard let terminal else { return }
-        let now = Self.now()
+        let now = Instant.now.nanoseconds
         while let next = outgoing.first, next.deliverAt <= now {
             outgoing.removeFirst()
             record(TraceEntry(tUs: Int64((now - start) / 1000), dir: "tx", bytes: next.bytes))
@@ -469,7 +470,7 @@ public final class MechSimulator {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { read(terminal.master, $0.baseAddress, $0.count) }
         guard count > 0 else { return }
-        let receivedAt = Self.now()
+        let receivedAt = Instant.now.nanoseconds
         let bytes = Array(buffer[..<count])
         record(TraceEntry(tUs: Int64((receivedAt - start) / 1000), dir: "rx", bytes: bytes))
         hostParser.feed(bytes) { event in
@@ -548,7 +549,7 @@ public final class MechSimulator {
 
     /// Accepted coins reach the cash box (or bounce back) once their time has come.
     private func storeCoinsInFlight() {
-        let now = Self.now()
+        let now = Instant.now.nanoseconds
         for (seq, coin) in inFlight.sorted(by: { $0.value.storeAt < $1.value.storeAt }) where coin.storeAt <= now {
             guard inFlight[seq] != nil else { continue }  // settled by a power loss meanwhile
             if coin.losesPower {
@@ -628,12 +629,12 @@ public final class MechSimulator {
 
     private func powerBackOn() {
         poweredOffUntil = nil
-        lineFreeAt = max(lineFreeAt, Self.now())
+        lineFreeAt = max(lineFreeAt, Instant.now.nanoseconds)
         send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
     }
 
     private func expireDeadlines() {
-        let now = Self.now()
+        let now = Instant.now.nanoseconds
         for (seq, waiting) in pending where waiting.deadline < now {
             pending[seq] = nil
             expire(waiting)
@@ -681,8 +682,8 @@ public final class MechSimulator {
         for (_, waiting) in pending { expire(waiting) }
         for (seq, waiting) in pending { journal[boot, default: [:]][seq] = .returned; settled[seq] = waiting }
         pending.removeAll()
-        let until = Self.now() + UInt64(milliseconds * 1e6)
-        while Self.now() < until {
+        let until = Instant.now.nanoseconds + UInt64(milliseconds * 1e6)
+        while Instant.now.nanoseconds < until {
             storeCoinsInFlight()
             usleep(5_000)
         }
@@ -694,12 +695,12 @@ public final class MechSimulator {
         for (_, waiting) in pending { expire(waiting) }
         pending.removeAll()
         truth.latencyUs = GroundTruth.Latency(samples: latencies)
-        truth.durationS = Double(Self.now() - start) / 1e9
+        truth.durationS = Double(Instant.now.nanoseconds - start) / 1e9
         truth.protocolErrors.frames = hostParser.errors
     }
 
     private func record(event: String, ms: Double? = nil) {
-        record(TraceEntry(tUs: Int64((Self.now() - start) / 1000), event: event, ms: ms))
+        record(TraceEntry(tUs: Int64((Instant.now.nanoseconds - start) / 1000), event: event, ms: ms))
     }
 
     private func record(_ entry: TraceEntry) { recorder?.write(entry) }
@@ -707,5 +708,4 @@ public final class MechSimulator {
     /// `nextAction` in lockstep mode while a reading waits for its answer.
     static let awaitingDecision = UInt64.max
 
-    static func now() -> UInt64 { cm_monotonic_ns() }
 }

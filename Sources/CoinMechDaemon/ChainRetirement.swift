@@ -1,5 +1,6 @@
 import CoinMechChain
 import CoinMechPlugins
+import CoinMechSupport
 import Foundation
 import Synchronization
 

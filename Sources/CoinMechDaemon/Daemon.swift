@@ -5,6 +5,7 @@ import CoinMechModel
 import CoinMechPlugins
 import CoinMechPublisher
 import CoinMechSettings
+import CoinMechSupport
 import Foundation
 import Logging
 import NIOPosix

@@ -7,6 +7,7 @@ import CoinMechPluginKit
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSources
+import CoinMechSupport
 import Foundation
 
 /// The socket API's view of the daemon: reads state directly, sends changes to the

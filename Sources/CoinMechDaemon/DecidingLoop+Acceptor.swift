@@ -7,6 +7,7 @@ import CoinMechLedger
 import CoinMechModel
 import CoinMechProtocol
 import CoinMechSources
+import CoinMechSupport
 import Logging
 
 extension DecidingLoop {

@@ -13,6 +13,7 @@ import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSerial
 import CoinMechSources
+import CoinMechSupport
 import Foundation
 import Logging
 import Synchronization

@@ -1,6 +1,7 @@
 import CLinux
 import CoinMechChain
 import CoinMechPlugins
+import CoinMechSupport
 import Foundation
 import Logging
 import Synchronization

@@ -1,5 +1,6 @@
 import CLinux
 import CoinMechPlugins
+import CoinMechSupport
 import Foundation
 import Logging
 import ServiceLifecycle

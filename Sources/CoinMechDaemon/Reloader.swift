@@ -3,6 +3,7 @@ import CoinMechChain
 import CoinMechPlugins
 import CoinMechProtocol
 import CoinMechPublisher
+import CoinMechSupport
 import Foundation
 import Logging
 import Synchronization

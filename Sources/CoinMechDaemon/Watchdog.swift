@@ -1,6 +1,7 @@
 import CoinMechModel
 import CoinMechPlugins
 import CoinMechSources
+import CoinMechSupport
 import Foundation
 import Logging
 import Synchronization

@@ -1,5 +1,6 @@
 import CLinux
 import CoinMechPluginABI
+import CoinMechSupport
 import Synchronization
 
 #if canImport(Glibc)

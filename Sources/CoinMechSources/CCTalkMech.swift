@@ -1,6 +1,7 @@
 import CoinMechCCTalk
 import CoinMechHotplug
 import CoinMechModel
+import CoinMechSupport
 
 /// A ccTalk coin acceptor on a serial port: the I/O shell around `CCTalkHost`. It opens the
 /// port (reconnecting with backoff), writes what the host sends, feeds it what the line gives

@@ -4,6 +4,7 @@ import CoinMechModel
 import CoinMechSerial
 
 #if canImport(Glibc)
+import CoinMechSupport
 import Glibc
 #endif
 

@@ -1,6 +1,8 @@
 import CLinux
 import CoinMechCCTalk
+import CoinMechModel
 import CoinMechSources
+import CoinMechSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -26,7 +28,6 @@ final class CCTalkPTYHost {
         host = CCTalkHost(configuration: configuration, persisted: ledger.state)
     }
 
-    static func now() -> UInt64 { cm_monotonic_ns() }
 
     /// Drives the host until `condition` holds or `timeout` seconds pass; false on timeout or
     /// when the device goes away.
@@ -34,23 +35,23 @@ final class CCTalkPTYHost {
     func run(timeout: Double, until condition: (CCTalkPTYHost) -> Bool = { _ in false }) throws -> Bool {
         if port == nil {
             port = try SerialPort(path: path, baud: configuration.baud)
-            apply(host.start(now: Self.now()))
+            apply(host.start(now: Instant.now.nanoseconds))
         }
-        let end = Self.now() + UInt64(timeout * 1e9)
-        while Self.now() < end {
+        let end = Instant.now.nanoseconds + UInt64(timeout * 1e9)
+        while Instant.now.nanoseconds < end {
             if condition(self) { return true }
             guard let port else { return false }
-            let now = Self.now()
+            let now = Instant.now.nanoseconds
             let wake = min(host.nextWake ?? end, end)
             var descriptor = pollfd(fd: port.descriptor, events: Int16(POLLIN), revents: 0)
             let waitMs = Int32(clamping: wake > now ? (wake - now + 999_999) / 1_000_000 : 0)
             _ = poll(&descriptor, 1, min(waitMs, 50))
             switch port.read() {
-            case .bytes(let bytes): apply(host.received(bytes, at: Self.now()))
+            case .bytes(let bytes): apply(host.received(bytes, at: Instant.now.nanoseconds))
             case .hangUp: return condition(self)
             case .nothing: if descriptor.revents & Int16(POLLHUP) != 0 { return condition(self) }
             }
-            apply(host.tick(now: Self.now()))
+            apply(host.tick(now: Instant.now.nanoseconds))
         }
         return condition(self)
     }

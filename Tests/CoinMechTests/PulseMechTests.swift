@@ -1,5 +1,6 @@
 import CoinMechGPIO
 import CoinMechSources
+import CoinMechSupport
 import Foundation
 import Testing
 

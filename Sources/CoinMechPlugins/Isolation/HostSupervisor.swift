@@ -1,6 +1,8 @@
 import CLinux
 import CoinMechChain
+import CoinMechModel
 import CoinMechPluginABI
+import CoinMechSupport
 import Foundation
 import Synchronization
 
@@ -128,14 +130,14 @@ final class HostSupervisor: @unchecked Sendable {
             }
             var timeout: Int32 = -1
             if !live, let next = nextStart {
-                let now = Self.now()
+                let now = Instant.now.nanoseconds
                 timeout = next > now ? Int32(clamping: (next - now) / 1_000_000 + 1) : 0
             }
             _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
             if descriptors[0].revents != 0 { wakeup.drain() }
             forwardOutput()
             reapExited()
-            if !state.withLock({ $0.live != nil || $0.stopping }), let next = nextStart, Self.now() >= next {
+            if !state.withLock({ $0.live != nil || $0.stopping }), let next = nextStart, Instant.now.nanoseconds >= next {
                 restart()
             }
         }
@@ -169,9 +171,9 @@ final class HostSupervisor: @unchecked Sendable {
             return .failure(.hostFailed(path: file.sourcePath, message: "cannot hand the plugin to its host: \(String(cString: strerror(errno)))"))
         }
         var message = [UInt8](repeating: 0, count: HostWire.maximumMessage)
-        let deadline = Self.now() + UInt64(settings.startTimeoutSeconds * 1e9)
+        let deadline = Instant.now.nanoseconds + UInt64(settings.startTimeoutSeconds * 1e9)
         while true {
-            let now = Self.now()
+            let now = Instant.now.nanoseconds
             guard now < deadline else {
                 host.kill()
                 _ = host.reap(blocking: true)
@@ -291,10 +293,10 @@ final class HostSupervisor: @unchecked Sendable {
                 state: .quarantined, cause: "sandbox_violation",
                 reason: "its plugin made a system call its sandbox forbids (\(violation)): quarantined at once; the mech stays inhibited until a reload with another plugin file or configuration for this link"))
         }
-        let now = Double(Self.now()) / 1e9
+        let now = Double(Instant.now.nanoseconds) / 1e9
         switch history.record(at: now) {
         case .restart(let after):
-            nextStart = Self.now() + UInt64(after * 1e9)
+            nextStart = Instant.now.nanoseconds + UInt64(after * 1e9)
             state.withLock { $0.downReason = "its plugin host is being started again after a crash" }
             health.mark(LinkHealth.Problem(state: .restarting, cause: "crashed", reason: "\(cause); starting it again in \(Int(after * 1000)) ms"))
             report(link, .warning, "\(cause); starting it again in \(Int(after * 1000)) ms (\(history.recent(at: now)) of \(settings.maxCrashes) crashes within \(Int(settings.crashWindowSeconds)) s quarantine it)")
@@ -362,9 +364,9 @@ final class HostSupervisor: @unchecked Sendable {
             guard sent == MemoryLayout<HostWire.Validate>.size else {
                 return giveUp(&state, host, why: "the reading could not be sent to its plugin host (\(String(cString: strerror(errno))))", reason: "plugin_crashed")
             }
-            let deadline = Self.now() &+ policy.budgetNanoseconds
+            let deadline = Instant.now.nanoseconds &+ policy.budgetNanoseconds
             while true {
-                let now = Self.now()
+                let now = Instant.now.nanoseconds
                 guard now < deadline else {
                     return giveUp(&state, host, why: "took longer than its \(Self.milliseconds(policy.budgetNanoseconds)) ms budget: its plugin host was stopped",
                                   reason: "plugin_hung")
@@ -429,5 +431,4 @@ final class HostSupervisor: @unchecked Sendable {
 
     static func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%g", Double(nanoseconds) / 1e6) }
 
-    static func now() -> UInt64 { cm_monotonic_ns() }
 }
