@@ -70,7 +70,7 @@ struct DaemonControl: ControlPlane {
         ]
         // A link out of service keeps the mech inhibited whatever the operator said.
         // (The chain's own word until the deciding loop has reviewed it, just after a start.)
-        if let reason = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain) { result["plugin_inhibit"] = .string(reason) }
+        if let reason = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain.outOfService) { result["plugin_inhibit"] = .string(reason) }
         if let acceptor = status.acceptor {
             // Lost events since the last collection, from the ledger: a restart does not hide them.
             result["acceptor"] = acceptor.json(lostSinceCollect: try? ledger.acceptorLostEvents(source: configuration.source.name))

@@ -199,7 +199,8 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Hands the core links newly hung or quarantined, or put back (it records them and
     /// inhibits the mech while one is out of service).
     private func reviewPluginHealth() {
-        let outcome = pluginHealth.review(chain.current)
+        let current = chain.current
+        let outcome = pluginHealth.review(current.outOfService, generation: current.generation)
         guard outcome.inhibit != core.snapshot.pluginInhibit || !outcome.record.isEmpty else { return }
         step(.pluginHealth(inhibit: outcome.inhibit, record: outcome.record))
     }
