@@ -38,8 +38,9 @@ build: bootstrap
 
 ## Checks the module rules (scripts/module-graph: the core depends on the vocabulary alone),
 ## builds everything (daemon, tools, plugins, tests), checks the demo runs, runs the whole test suite.
-## Serially: the end-to-end suites run real daemons and simulators against the mech deadline,
-## and must not compete with each other for two cores.
+## The unit tests (one part at a time, in process) run in parallel; then the integration tests
+## serially: they run real daemons and simulators against the mech deadline, and must not
+## compete with each other for two cores.
 ## The tests' scratch directories (ledgers among them) go to TEST_TMPDIR, tmpfs where there is
 ## one: every ledger commit is synced (docs/LEDGER.md), and the end-to-end tests hold the
 ## daemon to the mech's 50 ms deadline with 0 misses, which a virtual disk's occasional slow
@@ -51,7 +52,8 @@ test: bootstrap
 	SWIFT=$(SWIFT) scripts/module-graph --check
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory demo-check
-	TMPDIR=$(TEST_TMPDIR) COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --no-parallel
+	TMPDIR=$(TEST_TMPDIR) COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --filter CoinMechUnitTests
+	TMPDIR=$(TEST_TMPDIR) COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --no-parallel --filter CoinMechIntegrationTests
 
 ## coinsim + coinmechd with the shipped demo configuration, watched with coinctl.
 ## DEMO_SECONDS=N stops it by itself after N seconds.

@@ -183,23 +183,41 @@ let package = Package(
         // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
 
-        .testTarget(
-            name: "CoinMechTests",
+        // What both test targets share: the package's paths, the built plugins and fixtures,
+        // chains to test with, waits that fail when they time out, the ccTalk test ledger.
+        .target(
+            name: "CoinMechTestSupport",
             dependencies: [
-                "CoinMechCCTalk",
+                "CoinFacts", "CoinMechChain", "CoinMechPlugins", "CoinMechCCTalk", "CoinMechCore", "CoinMechModel", "CoinSimCore", "ChildProcesses",
+            ],
+            path: "Tests/TestSupport"
+        ),
+        // Fast tests of one part at a time, in process (the deciding core on simulated time,
+        // parsers, the chain through real dlopen, the ledger in a scratch directory). They run in
+        // parallel.
+        .testTarget(
+            name: "CoinMechUnitTests",
+            dependencies: [
+                "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
+                "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
+                "CoinMechDaemon", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI", "CoinMechPluginKit",
+                "CoinMechFuzzTargets", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tests/CoinMechUnitTests"
+        ),
+        // Real processes end to end: coinmechd against coinsim on pseudo-terminals, plugin hosts,
+        // systemd's tools, the socket API. They run one at a time: each holds the daemon to the
+        // mech's deadline on two cores.
+        .testTarget(
+            name: "CoinMechIntegrationTests",
+            dependencies: [
+                "CoinMechTestSupport", "CoinMechCCTalk",
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
-                "CoinMechFuzzTargets",
                 "CoinMechCore", "CoinMechModel", "CoinMechSupport", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            path: "Tests/CoinMechTests"
-        ),
-        // The deciding core's own tests: simulated time, a ledger in memory, a model mech. Fast.
-        .testTarget(
-            name: "CoinMechCoreTests",
-            dependencies: ["CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources", "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore"],
-            path: "Tests/CoinMechCoreTests"
+            path: "Tests/CoinMechIntegrationTests"
         ),
     ] + plugins.map(\.1)
 )

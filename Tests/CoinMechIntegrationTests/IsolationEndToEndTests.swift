@@ -1,0 +1,321 @@
+import ChildProcesses
+import CoinMechAudit
+import CoinMechClient
+import CoinMechLedger
+import CoinMechModel
+import CoinMechProtocol
+@testable import CoinMechTestSupport
+import CoinSimCore
+import Foundation
+import Testing
+
+/// Plugins that crash or hang, in real daemons against coinsim: isolated, they cost a reading;
+/// in process, the daemon restarts into quarantine instead of crash-looping. Nothing wrong is
+/// credited either way (coinsim's truth joined with the ledger).
+@Suite("Plugins that cannot hurt: crashes and hangs end to end", .serialized)
+struct IsolationEndToEndTests {
+    /// A plugin directory with the misbehaving fixture and the shipped plugins the chain uses.
+    static func plugins() throws -> String {
+        let dir = TestSupport.temporaryDirectory("e2e-plugins")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir, as: "libmisbehaving.so")
+        for plugin in ["sanity", "coin-table"] { try TestSupport.copyBuiltPlugin(plugin, into: dir) }
+        return dir
+    }
+
+    /// sanity → the misbehaving link → coin-table USD.
+    static func chain(_ link: String) -> String {
+        """
+        chain:
+          - plugin: sanity
+          - {name: third-party, plugin: misbehaving, \(link)}
+          - {name: usd, plugin: coin-table, config: {currency: USD}}
+        """
+    }
+
+    /// Quarters, one every 300 ms: room for a plugin host to start again between two. `count`
+    /// 0: until stopped.
+    static func quarters(_ count: Int = 0) -> String {
+        "coins: \(count)\nrate_per_s: 3\nseed: 19\nmix: {quarter: 1}\nnoise: {diameter: 0.002, weight: 0.002}\n"
+    }
+
+    static func connect(_ harness: DaemonHarness) throws -> CoinMechConnection {
+        var connection: CoinMechConnection?
+        try TestSupport.waitUntil("the daemon to answer on its socket", timeout: 30) {
+            connection = try? CoinMechConnection(path: harness.socket)
+            return connection != nil
+        }
+        return connection!
+    }
+
+    static func linkProblem(_ status: JSON, _ link: String) -> JSON? {
+        status["link_problems"]?.array?.first { $0["link"]?.string == link }
+    }
+
+    /// No coin credited that the mech did not store; only coin-table's accepts were money.
+    static func expectNothingWrongCredited(_ harness: DaemonHarness) throws {
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(try harness.decisions().filter { $0.verdict == "accept" }.allSatisfy { $0.link == "usd" })
+        let totals = try harness.ledger().totals()
+        #expect(Totals.value(of: totals.current) == harness.truths.reduce(into: [String: Int64]()) { $0.merge($1.storedValue) { $0 + $1 } })
+    }
+
+    @Test("isolated, a plugin that segfaults on its fifth reading costs that reading; the daemon decides on, and quarantines it")
+    func isolatedCrash() throws {
+        let harness = try DaemonHarness(
+            chain: Self.chain("isolation: process, budget_ms: 200, config: {mode: segv, at: 5}"),
+            extra: "plugins: {max_crashes: 2, crash_window_s: 600}")
+        // 24 coins: two crashes (at most 14 readings with the restarts) quarantine the link well before the last.
+        try harness.startSimulator(Self.quarters(24))
+        try harness.startDaemon(pluginDirectory: try Self.plugins())
+        let client = try Self.connect(harness)
+        try TestSupport.waitUntil("the second crash to quarantine the link", timeout: 60) {
+            Self.linkProblem(try client.request("status"), "third-party")?["state"] == "quarantined"
+        }
+        // The daemon goes on: the mech is inhibited and returns the rest itself; status says why.
+        let truth = try harness.simulatorTruth()
+        let status = try client.request("status")
+        #expect(status["plugin_inhibit"]?.string?.hasPrefix("link 'third-party' is quarantined: crashed 2 times within 600 s") == true)
+        let problem = try #require(Self.linkProblem(status, "third-party"))
+        #expect(problem["cause"] == "crashes")
+        let ctl = try ChildProcess("coinctl", ["status", "--socket", harness.socket])
+        #expect(ctl.wait() == 0)
+        let shown = String(decoding: ctl.readToEnd(), as: UTF8.self)
+        #expect(shown.contains("inhibited   YES: link 'third-party' is quarantined"), "\(shown)")
+        #expect(shown.contains("link        third-party QUARANTINED (crashes)"), "\(shown)")
+        let chain = try ChildProcess("coinctl", ["chain", "--socket", harness.socket])
+        #expect(chain.wait() == 0)
+        #expect(String(decoding: chain.readToEnd(), as: UTF8.self).contains("quarantined"))
+
+        #expect(harness.daemon!.isRunning)
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(truth.outcomes.inhibited > 0, "the mech returned coins by itself once inhibited")
+        let decisions = try harness.decisions()
+        let crashed = decisions.filter { $0.reason == "plugin_crashed" }
+        #expect(crashed.count == 2)
+        #expect(crashed.allSatisfy { $0.link == "third-party" && $0.message == "link 'third-party' crashed: its plugin host died during the call; coin returned" })
+        // Before the first crash, four coins were decided by the rest of the chain.
+        #expect(decisions.prefix(4).allSatisfy { $0.verdict == "accept" && $0.link == "usd" })
+        let events = try harness.ledger().events(since: 0, limit: 100_000)
+        let quarantined = try #require(events.first { $0.kind == "quarantined" }?.detail.flatMap(JSON.parse))
+        #expect(quarantined["link"] == "third-party" && quarantined["state"] == "quarantined")
+        #expect(harness.daemonLog.contains("its plugin host died during the call (killed by SIGSEGV); starting it again in 100 ms"))
+        try Self.expectNothingWrongCredited(harness)
+    }
+
+    @Test("in process, the same plugin kills the daemon once; restarted, it starts into quarantine with the mech inhibited; a changed configuration lifts it")
+    func inProcessCrash() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: in-process, config: {mode: segv, at: 5}"))
+        try harness.startSimulator(Self.quarters())
+        try harness.startDaemon(pluginDirectory: plugins)
+        #expect(harness.daemon!.wait(timeout: 60) == 128 + SIGSEGV, "\(harness.daemonLog)")
+
+        // What systemd does (Restart=on-failure): start it again. It comes up and stays up.
+        try harness.startDaemon(pluginDirectory: plugins)
+        let client = try Self.connect(harness)
+        let status = try client.request("status")
+        let problem = try #require(Self.linkProblem(status, "third-party"))
+        #expect(problem["state"] == "quarantined")
+        #expect(problem["cause"] == "crashed_daemon")
+        #expect(problem["reason"]?.string?.hasPrefix("coinmechd died of SIGSEGV in this link's validate of chain generation 1 at ") == true)
+        #expect(status["plugin_inhibit"] != nil)
+        #expect(harness.daemonLog.contains("the last run died inside a plugin: link quarantined"))
+        // The plugin is not even loaded; the daemon serves and stays up.
+        #expect(try client.request("chain")["links"]?.array?[1]["version"] == "(not loaded)")
+        #expect(harness.daemon!.isRunning)
+
+        // Another configuration for the link lifts the quarantine at the next reload.
+        try String(contentsOfFile: harness.config, encoding: .utf8).replacingOccurrences(of: "at: 5", with: "at: 1000000")
+            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        let reloaded = try client.request("reload")
+        #expect(reloaded["generation"]?.int != nil)
+        try TestSupport.waitUntil("the quarantine to be lifted", timeout: 20) {
+            let now = try client.request("status")
+            return now["plugin_inhibit"] == nil && Self.linkProblem(now, "third-party") == nil
+        }
+        let accepted = try harness.decisions().filter { $0.verdict == "accept" }.count
+        try TestSupport.waitUntil("coins accepted again", timeout: 30) { try harness.decisions().filter { $0.verdict == "accept" }.count > accepted }
+
+        _ = try harness.stopSimulatorAndReadTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        let kinds = try harness.ledger().events(since: 0, limit: 100_000).map(\.kind)
+        #expect(kinds.contains("quarantined") && kinds.contains("quarantine_lifted"))
+        try Self.expectNothingWrongCredited(harness)
+    }
+
+    // Tried as a new user would: a third-party plugin run in process that writes past its
+    // decision corrupts the heap, and the abort comes later, outside any plugin call, so the
+    // breadcrumb names no link. The daemon died three times in a row and quarantined nothing.
+    @Test("in process, a plugin whose crash comes later, outside its calls: after three deaths no breadcrumb explains, the daemon starts with it quarantined and stays up")
+    func unattributedCrashLoop() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: in-process, config: {mode: abort_later, ms: 300}"))
+        try harness.startSimulator(Self.quarters())
+        for death in 1...3 {
+            // What systemd does (Restart=on-failure): start it again.
+            try harness.startDaemon(pluginDirectory: plugins)
+            #expect(harness.daemon!.wait(timeout: 60) == 128 + SIGABRT, "death \(death): \(harness.daemonLog)")
+        }
+        #expect(harness.daemonLog.contains("the last run died of SIGABRT outside any plugin call: no link to blame (2 such deaths in a row"), "\(harness.daemonLog)")
+        try harness.startDaemon(pluginDirectory: plugins)
+        let client = try Self.connect(harness)
+        let status = try client.request("status")
+        let problem = try #require(Self.linkProblem(status, "third-party"), "\(harness.daemonLog)")
+        #expect(problem["cause"] == "unattributed_crashes")
+        #expect(problem["reason"]?.string?.hasPrefix("coinmechd died 3 times in a row of crashes no link's breadcrumb explains (last: SIGABRT)") == true, "\(problem)")
+        // The shipped links are not suspects; the third-party one is not even loaded.
+        #expect(Self.linkProblem(status, "usd") == nil && Self.linkProblem(status, "sanity") == nil)
+        #expect(try client.request("chain")["links"]?.array?[1]["version"] == "(not loaded)")
+        #expect(status["plugin_inhibit"] != nil)
+        // It stays up: the 300 ms the plugin took to abort have long passed.
+        usleep(600_000)
+        #expect(harness.daemon!.isRunning, "\(harness.daemonLog)")
+        _ = try harness.stopSimulatorAndReadTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        let quarantined = try #require(try harness.ledger().events(since: 0, limit: 100_000).first { $0.kind == "quarantined" }?.detail.flatMap(JSON.parse))
+        #expect(quarantined["link"] == "third-party" && quarantined["cause"] == "unattributed_crashes", "\(quarantined)")
+        try Self.expectNothingWrongCredited(harness)
+    }
+
+    @Test("isolated, a plugin whose host crashes creating its instance: the daemon starts with the link quarantined and the mech inhibited, not into a crash loop; a reload to it is refused, one with another configuration lifts it")
+    func isolatedCrashInCreate() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: process, config: {mode: crash_create}"))
+        try harness.startSimulator(Self.quarters())
+        try harness.startDaemon(pluginDirectory: plugins)
+        let client = try Self.connect(harness)
+        let status = try client.request("status")
+        let problem = try #require(Self.linkProblem(status, "third-party"), "\(harness.daemonLog)")
+        #expect(problem["state"] == "quarantined")
+        #expect(problem["cause"] == "crashed_in_create")
+        #expect(problem["reason"]?.string?.contains("its plugin host crashed creating the instance") == true, "\(problem)")
+        #expect(status["plugin_inhibit"] != nil)
+        #expect(try client.request("chain")["links"]?.array?[1]["version"] == "(not loaded)")
+        #expect(harness.daemon!.isRunning)
+        // Restarted with the same configuration: still quarantined, from the list, without loading it.
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        try harness.startDaemon(pluginDirectory: plugins)
+        let again = try Self.connect(harness)
+        #expect(Self.linkProblem(try again.request("status"), "third-party")?["cause"] == "crashed_in_create")
+
+        // Another configuration for the link lifts the quarantine at the next reload, and coins are credited again.
+        try String(contentsOfFile: harness.config, encoding: .utf8).replacingOccurrences(of: "mode: crash_create", with: "mode: pass")
+            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        #expect(try again.request("reload")["generation"]?.int != nil)
+        try TestSupport.waitUntil("the quarantine to be lifted", timeout: 20) {
+            let now = try again.request("status")
+            return now["plugin_inhibit"] == nil && Self.linkProblem(now, "third-party") == nil
+        }
+        try TestSupport.waitUntil("coins accepted again", timeout: 30) { try harness.decisions().contains { $0.verdict == "accept" } }
+        // A reload back to the crashing configuration is refused; the running chain stays.
+        try String(contentsOfFile: harness.config, encoding: .utf8).replacingOccurrences(of: "mode: pass", with: "mode: crash_create")
+            .write(toFile: harness.config, atomically: true, encoding: .utf8)
+        let refused = TeachEndToEndTests.refusal(again, "reload")
+        #expect(refused?.contains("crashed") == true, "\(refused ?? "reloaded")")
+        #expect(Self.linkProblem(try again.request("status"), "third-party") == nil)
+
+        _ = try harness.stopSimulatorAndReadTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        try Self.expectNothingWrongCredited(harness)
+    }
+
+    @Test("a 100 ms plugin, isolated: its host is killed at the budget, the reading returned; at the limit it is quarantined")
+    func isolatedSlow() throws {
+        let harness = try DaemonHarness(
+            chain: Self.chain("isolation: process, budget_ms: 20, config: {mode: sleep, ms: 100}"),
+            extra: "plugins: {max_crashes: 2, crash_window_s: 600}")
+        try harness.startSimulator(Self.quarters(16))
+        try harness.startDaemon(pluginDirectory: try Self.plugins())
+        let client = try Self.connect(harness)
+        try TestSupport.waitUntil("the link to be quarantined", timeout: 60) {
+            Self.linkProblem(try client.request("status"), "third-party")?["state"] == "quarantined"
+        }
+        let truth = try harness.simulatorTruth()
+        #expect(truth.outcomes.inhibited > 0)
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        let hung = try harness.decisions().filter { $0.reason == "plugin_hung" }
+        #expect(hung.count == 2)
+        #expect(hung.allSatisfy { $0.link == "third-party" && $0.message == "link 'third-party' took longer than its 20 ms budget: its plugin host was stopped; coin returned" })
+        try Self.expectNothingWrongCredited(harness)
+    }
+
+    @Test("a 100 ms plugin in process: its reading is returned, the link marked hung, the mech inhibited, the log says to isolate it")
+    func inProcessSlow() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: in-process, budget_ms: 10, config: {mode: sleep, ms: 100}"))
+        try harness.startSimulator(Self.quarters(10))
+        try harness.startDaemon(pluginDirectory: plugins)
+        let client = try Self.connect(harness)
+        try TestSupport.waitUntil("the link to be marked hung", timeout: 60) {
+            Self.linkProblem(try client.request("status"), "third-party")?["state"] == "hung"
+        }
+        try TestSupport.waitUntil("the mech to be inhibited", timeout: 20) { try client.request("status")["plugin_inhibit"] != nil }
+        #expect(harness.daemonLog.contains("run this link with `isolation: process`"))
+        let truth = try harness.simulatorTruth()
+        #expect(harness.daemon!.isRunning)
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(truth.outcomes.inhibited > 0)
+        // The slow call's reading was returned (and never credited), and so was anything after it.
+        let decisions = try harness.decisions()
+        #expect(decisions.first?.reason == "plugin_hung" && decisions.first?.link == "third-party")
+        #expect(decisions.allSatisfy { $0.verdict == "reject" })
+        try Self.expectNothingWrongCredited(harness)
+
+        // Restarted, it stays out: the hang was written down when it was seen.
+        try harness.startDaemon(pluginDirectory: plugins)
+        let again = try Self.connect(harness)
+        #expect(Self.linkProblem(try again.request("status"), "third-party")?["state"] == "hung")
+        #expect(try harness.stopDaemon() == 0)
+    }
+
+    @Test("hot reload of an isolated link: a new host per generation, the old one exits, every reading decided once")
+    func isolatedReload() throws {
+        let plugins = TestSupport.temporaryDirectory("isolated-reload")
+        let builds = TestSupport.temporaryDirectory("isolated-builds")
+        _ = try TestSupport.compileFixture("marginal", into: builds, as: "v1.so", defines: ["TOLERANCE=0.05"])
+        _ = try TestSupport.compileFixture("marginal", into: builds, as: "v2.so", defines: ["TOLERANCE=0.01"])
+        func deploy(_ build: String) throws {
+            let staging = "\(plugins)/.libmarginal.so.new"
+            try? FileManager.default.removeItem(atPath: staging)
+            try FileManager.default.copyItem(atPath: "\(builds)/\(build)", toPath: staging)
+            chmod(staging, 0o644)
+            #expect(rename(staging, "\(plugins)/libmarginal.so") == 0)
+        }
+        try deploy("v1.so")
+        let harness = try DaemonHarness(chain: "chain:\n  - {plugin: marginal, isolation: process, budget_ms: 200}\n", extra: "plugin_dir: \(plugins)")
+        try harness.startSimulator("coins: 0\nrate_per_s: 10\nseed: 12\nmix: {quarter: 1}\nnoise: {diameter: 0.015, weight: 0.015}\nbaud: 115200\n")
+        try harness.startDaemon(pluginDirectory: nil)
+        let client = try Self.connect(harness)
+        for round in 1...10 {
+            try deploy(round % 2 == 0 ? "v1.so" : "v2.so")
+            #expect(try client.request("reload")["generation"]?.int != nil)
+            let readings = try client.request("status")["counters"]!["readings"]!.int!
+            try TestSupport.waitUntil("a reading after reload \(round)", timeout: 20) {
+                try client.request("status")["counters"]!["readings"]!.int! > readings
+            }
+        }
+        // Old generations' hosts drained and exited: one host is left, the current one's.
+        let daemon = harness.daemon!.pid
+        try TestSupport.waitUntil("the replaced hosts to exit", timeout: 20) { Self.hostChildren(of: daemon) == 1 }
+        let truth = try harness.stopSimulatorAndReadTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        let decisions = try harness.decisions()
+        #expect(decisions.count == truth.sent.readings)
+        #expect(Set(decisions.compactMap(\.chainGeneration)).count >= 10)
+        #expect(!decisions.contains { $0.reason?.hasPrefix("plugin_") == true }, "no reading lost to a reload")
+        #expect(try harness.audit().isClean)
+    }
+
+    /// Plugin hosts (`coinmech-plugin-host`, comm truncated to 15 bytes) whose parent is `pid`.
+    static func hostChildren(of pid: pid_t) -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.filter { entry in
+            guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { return false }
+            let comm = stat[stat.index(after: open)..<close]
+            let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+            return comm == "coinmech-plugin" && fields.count > 1 && fields[1] == "\(pid)" && fields[0] != "Z"
+        }.count
+    }
+}

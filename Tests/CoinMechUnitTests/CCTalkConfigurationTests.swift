@@ -1,0 +1,50 @@
+import CoinMechCCTalk
+import CoinMechDaemon
+import CoinMechSettings
+@testable import CoinMechTestSupport
+import Testing
+
+@Suite("The cctalk source's configuration")
+struct CCTalkConfigurationTests {
+    func parse(_ source: String) throws(SettingsError) -> DaemonConfiguration {
+        let table = try SettingsTable.parse("source: \(source)\nstate_dir: /tmp/s\nchain: [{plugin: coin-id}]\n", file: "c.yaml")
+        return try DaemonConfiguration.parse(table, pluginDirectory: TestSupport.binDirectory)
+    }
+
+    @Test("defaults: address 2, the 8-bit checksum, echo learnt, 9600 baud, a poll every 200 ms")
+    func defaults() throws {
+        let configuration = try parse("{kind: cctalk, device: /dev/ttyUSB0}")
+        guard case .cctalk(let cctalk) = configuration.source.kind else { Issue.record("not a cctalk source"); return }
+        #expect(cctalk.device == "/dev/ttyUSB0")
+        #expect(cctalk.address == 2 && cctalk.checksum == .simple && cctalk.echo == .auto && cctalk.baud == 9600)
+        #expect(cctalk.hostConfiguration.pollInterval == 200_000_000)
+        #expect(configuration.source.name == "cctalk" && configuration.source.answerDeadline == nil)
+    }
+
+    @Test("every key read")
+    func keys() throws {
+        let configuration = try parse("{kind: cctalk, device: /dev/ttyS1, address: 3, checksum: crc16, echo: off, poll_interval_ms: 100, positions: [1, 2, 6]}")
+        guard case .cctalk(let cctalk) = configuration.source.kind else { Issue.record("not a cctalk source"); return }
+        #expect(cctalk.address == 3 && cctalk.checksum == .crc16 && cctalk.echo == .off)
+        #expect(cctalk.positions == CoinPositionMask(positions: [1, 2, 6]))
+        #expect(cctalk.hostConfiguration.pollInterval == 100_000_000)
+    }
+
+    @Test("bad values are named with what to write instead", arguments: [
+        ("{kind: cctalk}", "key 'source.device': is required for kind cctalk"),
+        ("{kind: cctalk, device: x, address: 1}", "key 'source.address': must be 2 to 255"),
+        ("{kind: cctalk, device: x, checksum: crc8}", "key 'source.checksum': must be simple8 (most acceptors) or crc16, got 'crc8'"),
+        ("{kind: cctalk, device: x, echo: maybe}", "key 'source.echo': must be auto"),
+        ("{kind: cctalk, device: x, poll_interval_ms: 1000}", "key 'source.poll_interval_ms': must be between 20 and 500"),
+        ("{kind: cctalk, device: x, deadline_ms: 50}", "key 'source.deadline_ms': does not apply"),
+        ("{kind: cctalk, device: x, positions: [0, 17]}", "key 'source.positions': must list coin positions from 1 to 16"),
+        ("{kind: serial, device: x, address: 2}", "key 'source.address': applies to cctalk sources only"),
+    ])
+    func errors(source: String, message: String) {
+        #expect {
+            _ = try parse(source)
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+}

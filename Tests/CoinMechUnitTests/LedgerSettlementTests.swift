@@ -1,0 +1,160 @@
+import CoinMechChain
+import CoinMechDaemon
+import CoinMechFailpoints
+@testable import CoinMechLedger
+import CoinMechModel
+import CoinMechPlugins
+import CoinMechSerial
+import CoinMechSources
+@testable import CoinMechTestSupport
+import Foundation
+import GRDB
+import Testing
+
+/// The ledger's settlements on a real SQLite file.
+@Suite("Ledger: pending coins, settlements once, duplicates, busy writers, migration")
+struct LedgerSettlementTests {
+    // Start-up with a million events took 250 ms more than with none: the pending coins were
+    // found by reading every event, because SQLite uses a partial index only when the query
+    // states the index's condition.
+    @Test("the pending coins (every start) and their totals are read through the open coins' index, not a scan of every event", arguments: [
+        (LedgerQueries.pendingCoins, "serial"),
+        (LedgerQueries.openRowsSQL, "pending"),
+    ])
+    func openCoinsUseTheIndex(sql: String, argument: String) throws {
+        let directory = TestSupport.temporaryDirectory("plan")
+        _ = try Ledger(directory: directory)
+        let plan = try DatabaseQueue(path: "\(directory)/\(Ledger.fileName)").read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(sql)", arguments: [argument]).map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.contains("USING INDEX events_open") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN e") }, "\(plan)")
+    }
+
+    func accept(_ seq: UInt64, epoch: Int64 = 1) throws -> LedgerEntry {
+        .decision(DecisionRecord(source: "serial", epoch: epoch, deviceSeq: seq, diameterMM: 24.26, weightG: 5.67, thicknessMM: nil, channel: nil,
+                                 verdict: .accept(currency: "USD", code: "quarter", valueMinor: 25), link: "usd", chainGeneration: 1),
+                  credit: .onConfirmation)
+    }
+
+    @Test("an accept is pending and moves no totals; a credit moves them once; a second settlement records nothing")
+    func settleOnce() throws {
+        let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
+        let decided = try ledger.append([try accept(1)])
+        guard case .recorded(let events) = decided.outcomes[0] else { Issue.record("not recorded"); return }
+        #expect(events.first?.state == "pending")
+        #expect(try ledger.totals().current.isEmpty)
+        #expect(try ledger.totals().pending.first?.count == 1)
+        let seq = events[0].seq
+        let credit = try ledger.append([.resolve(decisionSeq: seq, .credited, message: "stored")])
+        #expect(credit.events.map(\.kind) == ["coin"])
+        #expect(credit.events.first?.refSeq == seq)
+        #expect(try ledger.append([.resolve(decisionSeq: seq, .credited)]).outcomes == [.alreadySettled])
+        #expect(try ledger.append([.resolve(decisionSeq: seq, .returned)]).outcomes == [.alreadySettled])
+        #expect(Totals.value(of: try ledger.totals().current) == ["USD": 25])
+        #expect(try ledger.totals().pending.isEmpty)
+        #expect(try ledger.pendingCoins(source: "serial").isEmpty)
+    }
+
+    // `unconfirmed` was final: a journal answer "stored" that came later was dropped, and a coin
+    // that reached the cash box stayed out of the customer's credit.
+    @Test("late evidence: an unconfirmed coin the mech's journal says was stored is credited once, beside its coin_unconfirmed")
+    func lateCreditOnce() throws {
+        let ledger = try Ledger(directory: TestSupport.temporaryDirectory("late"))
+        try ledger.append([.note(.mechSession(source: "serial", epoch: 1, boot: 4))])
+        let decided = try ledger.append([try accept(1)])
+        guard case .recorded(let events) = decided.outcomes[0] else { Issue.record("not recorded"); return }
+        let seq = events[0].seq
+        try ledger.append([.resolve(decisionSeq: seq, .unconfirmed, message: "the mech answered none of 5 queries about it")])
+        #expect(try ledger.totals().current.isEmpty)
+        #expect(try ledger.unconfirmedCoins(source: "serial").map(\.seq) == [seq])
+        let late = try ledger.append([.lateCredit(decisionSeq: seq, message: "stored (the mech's journal, after the coin was listed unconfirmed)")])
+        #expect(late.events.map(\.kind) == ["coin"])
+        #expect(late.events.first?.refSeq == seq)
+        #expect(Totals.value(of: try ledger.totals().current) == ["USD": 25])
+        // Once only, whatever comes after.
+        #expect(try ledger.append([.lateCredit(decisionSeq: seq, message: "again")]).outcomes == [.alreadySettled])
+        #expect(try ledger.append([.resolve(decisionSeq: seq, .credited)]).outcomes == [.alreadySettled])
+        #expect(Totals.value(of: try ledger.totals().current) == ["USD": 25])
+        #expect(try ledger.unconfirmedCoins(source: "serial").isEmpty)
+        let all = try ledger.events(since: 0, limit: 100)
+        #expect(all.filter { $0.refSeq == seq }.map(\.kind) == ["coin_unconfirmed", "coin"])
+        #expect(all.first { $0.seq == seq }?.state == "credited")
+        // A pending coin is not credited late: only an unconfirmed one.
+        let other = try ledger.append([try accept(2)])
+        guard case .recorded(let second) = other.outcomes[0] else { Issue.record("not recorded"); return }
+        #expect(try ledger.append([.lateCredit(decisionSeq: second[0].seq, message: "no")]).outcomes == [.alreadySettled])
+    }
+
+    @Test("a decision for a coin already on the ledger is a duplicate, not a disk failure; the rest of the batch is kept")
+    func duplicateIsNotAFailure() throws {
+        let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
+        try ledger.append([try accept(1)])
+        let again = try ledger.append([try accept(1), try accept(2), .note(.inhibit(source: "serial", on: true, by: "root"))])
+        guard case .duplicate(_, let accepted) = again.outcomes[0] else { Issue.record("\(again.outcomes[0])"); return }
+        #expect(accepted)
+        #expect(again.events.map(\.kind) == ["decision", "inhibit"])
+        #expect(try ledger.events(since: 0).filter { $0.kind == "decision" }.count == 2)
+    }
+
+    @Test("a writer holding the database past the budget is 'busy', and the budget is what the deadline leaves")
+    func busy() throws {
+        let dir = TestSupport.temporaryDirectory("ledger")
+        let ledger = try Ledger(directory: dir)
+        // Another writer (an operator's sqlite3 shell, say) holds the write lock.
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let other = try DatabaseQueue(path: "\(dir)/\(Ledger.fileName)", configuration: configuration)
+        try other.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        let start = Date()
+        #expect(throws: LedgerError.self) {
+            do {
+                try ledger.append([try accept(1)], busyTimeoutMilliseconds: 30)
+            } catch let error as LedgerError {
+                guard case .busy = error else { Issue.record("expected busy, got \(error)"); throw error }
+                throw error
+            }
+        }
+        #expect(Date().timeIntervalSince(start) < 2, "waited far longer than its 30 ms budget")
+        try other.inDatabase { try $0.execute(sql: "ROLLBACK") }
+        #expect(try ledger.append([try accept(1)], busyTimeoutMilliseconds: 30).events.count == 1)
+    }
+
+    @Test("a version 1 ledger is migrated: its accepts were credit, its generation is kept")
+    func migration() throws {
+        let dir = TestSupport.temporaryDirectory("ledger")
+        let old = try DatabaseQueue(path: "\(dir)/\(Ledger.fileName)")
+        try old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1');
+                CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, kind TEXT NOT NULL, source TEXT,
+                    epoch INTEGER, device_seq INTEGER, diameter_mm REAL, weight_g REAL, thickness_mm REAL, channel INTEGER,
+                    verdict TEXT CHECK (verdict IN ('accept', 'reject')), currency TEXT, denomination TEXT, value_minor INTEGER,
+                    link TEXT, reason TEXT, message TEXT, chain_generation INTEGER, detail TEXT);
+                CREATE UNIQUE INDEX events_reading ON events(source, epoch, device_seq) WHERE kind = 'decision';
+                CREATE INDEX events_kind ON events(kind, seq);
+                CREATE TABLE totals (period TEXT NOT NULL, currency TEXT NOT NULL, denomination TEXT NOT NULL, count INTEGER NOT NULL,
+                    value_minor INTEGER NOT NULL, weight_g REAL NOT NULL, PRIMARY KEY (period, currency, denomination)) WITHOUT ROWID;
+                CREATE TABLE sources (source TEXT PRIMARY KEY, epoch INTEGER NOT NULL) WITHOUT ROWID;
+                INSERT INTO events (time, kind, detail) VALUES (1, 'startup', '{"chain_generation":"4"}');
+                INSERT INTO events (time, kind, source, epoch, device_seq, verdict, currency, denomination, value_minor, chain_generation)
+                    VALUES (2, 'decision', 'serial', 1, 1, 'accept', 'USD', 'quarter', 25, 4);
+                INSERT INTO events (time, kind, detail) VALUES (3, 'reload', '{"generation":"7"}');
+                INSERT INTO events (time, kind, detail) VALUES (4, 'collect',
+                    '{"by":"root","collected":"[{\\"count\\":1,\\"currency\\":\\"USD\\",\\"denomination\\":\\"quarter\\",\\"value_minor\\":25,\\"weight_g\\":5.67}]"}');
+                INSERT INTO sources VALUES ('serial', 1);
+                """)
+        }
+        let ledger = try Ledger(directory: dir)
+        #expect(try ledger.chainGeneration() == 7)
+        #expect(try ledger.events(since: 0).first { $0.kind == "decision" }?.state == "credited")
+        #expect(try ledger.pendingCoins(source: "serial").isEmpty)
+        #expect(try ledger.sourceState("serial").epoch == 1)
+        // The collection's rows moved out of the detail into their own table.
+        let collect = try #require(try ledger.events(since: 0).first { $0.kind == "collect" })
+        #expect(collect.detail == #"{"by":"root"}"#)
+        #expect(collect.collected == [TotalsRow(currency: "USD", denomination: "quarter", count: 1, valueMinor: 25, weightG: 5.67)])
+        #expect(collect.collectedUnconfirmed == [])
+    }
+}

@@ -1,0 +1,8 @@
+import Synchronization
+
+/// Log lines collected from any thread.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}

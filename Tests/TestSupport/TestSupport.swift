@@ -1,0 +1,103 @@
+import CoinFacts
+import CoinMechChain
+import CoinMechPlugins
+import Foundation
+import Testing
+
+/// Paths and helpers shared by the tests: the build's own plugins, temporary directories,
+/// and C fixtures compiled with the system compiler.
+enum TestSupport {
+    /// The package root (this file is Tests/TestSupport/TestSupport.swift).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// The build's products directory: where the test bundle, the executables and the plugins are.
+    static let binDirectory: String = {
+        if let dir = ProcessInfo.processInfo.environment["COINMECH_BIN_DIR"] { return dir }
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // On Linux the test bundle is an executable in the products directory itself.
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("libcoin.so").path), url.path != "/" {
+            url.deleteLastPathComponent()
+        }
+        return url.path
+    }()
+
+    /// A fresh private directory (0700), removed by the caller if it likes.
+    static func temporaryDirectory(_ label: String = "test") -> String {
+        var template = Array("\(NSTemporaryDirectory())/coinmech-\(label)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { fatalError("mkdtemp failed: \(errno)") }
+        return String(cString: made)
+    }
+
+    /// A loader for the plugins the build produced, with a fresh runtime directory.
+    static func loader(directory: String = binDirectory) -> PluginLoader {
+        PluginLoader(directory: directory, runtimeDirectory: temporaryDirectory("runtime"))
+    }
+
+    /// Copies the build's `lib<name>.so` into `directory`; returns the copy's path.
+    @discardableResult
+    static func copyBuiltPlugin(_ name: String, into directory: String) throws -> String {
+        let path = "\(directory)/lib\(name).so"
+        try FileManager.default.copyItem(atPath: "\(binDirectory)/lib\(name).so", toPath: path)
+        return path
+    }
+
+    /// Compiles `Tests/Fixtures/plugins/<name>.c` into a shared object in `directory`.
+    static func compileFixture(_ name: String, into directory: String, as output: String? = nil, defines: [String] = []) throws -> String {
+        let output = "\(directory)/\(output ?? name + ".so")"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "cc", "-shared", "-fPIC", "-O1", "-I\(packageRoot)/Sources/CoinMechPluginABI/include",
+            "\(packageRoot)/Tests/Fixtures/plugins/\(name).c", "-o", output, "-lm",
+        ] + defines.map { "-D\($0)" }
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "cc failed for fixture \(name)")
+        return output
+    }
+
+    /// Builds a chain from (plugin, JSON) pairs using the build's plugins.
+    static func chain(_ links: [LinkSpec], generation: UInt64 = 1) throws -> Chain {
+        try ChainBuilder(loader: loader()).build(generation: generation, links: links)
+    }
+}
+
+extension Reading {
+    /// A reading with the nominal figures of a coin, for tests.
+    static func coin(_ diameter: Double, _ weight: Double, thickness: Double? = nil, seq: UInt64 = 1, at ms: UInt64 = 0) -> Reading {
+        Reading(deviceSeq: seq, timestampNanoseconds: ms * 1_000_000, diameterMM: diameter, weightG: weight, thicknessMM: thickness)
+    }
+}
+
+extension Decision {
+    var denomination: Denomination? {
+        if case .accept(let denomination) = verdict { return denomination }
+        return nil
+    }
+
+    var rejection: Rejection? {
+        if case .reject(let rejection) = verdict { return rejection }
+        return nil
+    }
+}
+
+/// A wait that ran out of time: the test fails with what it waited for.
+struct WaitTimedOut: Error, CustomStringConvertible {
+    let what: String
+    let seconds: Double
+    var description: String { "waited \(seconds) s for \(what)" }
+}
+
+extension TestSupport {
+    /// Polls `condition` until it holds; throws `WaitTimedOut` after `timeout` seconds, so a
+    /// wait never falls through into the rest of a test.
+    static func waitUntil(_ what: String, timeout: Double = 10, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw WaitTimedOut(what: what, seconds: timeout) }
+            usleep(10_000)
+        }
+    }
+}
