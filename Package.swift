@@ -111,11 +111,20 @@ let package = Package(
             name: "coinctl",
             dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        // Daemon wiring: configuration, the deciding loop, logging, lifecycle.
+        // coinmechd's configuration: the typed settings and a parser per section (source and its
+        // kind, socket, ledger, plugins, chain); every error names file, line and key.
+        .target(
+            name: "CoinMechConfiguration",
+            dependencies: [
+                "CoinMechModel", "CoinMechCore", "CoinMechSettings", "CoinMechChain", "CoinMechPlugins", "CoinMechSerial", "CoinMechCCTalk",
+                "CoinMechGPIO", "CoinMechHotplug", "CoinFacts", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Daemon wiring: the deciding loop, logging, lifecycle.
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechModel", "CoinMechSupport", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
+                "CoinMechModel", "CoinMechSupport", "CoinMechConfiguration", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 // Teach mode: the calibration file's format and fit, and the mints' figures to check it against.
                 "CoinMechPluginKit", "CoinFacts",
@@ -154,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
-                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechDaemon", "CoinMechPluginKit",
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit",
                 "CoinMechModel", "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -173,7 +182,7 @@ let package = Package(
         // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
         .target(
             name: "CoinMechFuzzTargets",
-            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechDaemon", "CoinSimCore"],
+            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechConfiguration", "CoinSimCore"],
             path: "Fuzz/Targets"
         ),
         .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
@@ -200,8 +209,8 @@ let package = Package(
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
-                "CoinMechDaemon", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI", "CoinMechPluginKit",
-                "CoinMechFuzzTargets", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
+                "CoinMechPluginKit", "CoinMechFuzzTargets", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),
@@ -213,7 +222,7 @@ let package = Package(
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCCTalk",
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
-                "CoinMechDaemon", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
+                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
                 "CoinMechCore", "CoinMechModel", "CoinMechSupport", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],

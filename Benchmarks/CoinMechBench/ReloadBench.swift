@@ -1,6 +1,5 @@
 import ArgumentParser
 import CoinMechChain
-import CoinMechDaemon
 import CoinMechPlugins
 import Foundation
 import Synchronization

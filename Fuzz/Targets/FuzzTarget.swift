@@ -1,4 +1,4 @@
-import CoinMechDaemon
+import CoinMechConfiguration
 import CoinMechModel
 import CoinMechProtocol
 import CoinMechSerial

@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechConfiguration
 import CoinMechFailpoints
 import CoinMechLedger
 import CoinMechModel

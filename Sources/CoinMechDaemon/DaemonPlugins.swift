@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechConfiguration
 import CoinMechPlugins
 import Foundation
 import Logging

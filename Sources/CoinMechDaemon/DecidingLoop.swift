@@ -2,6 +2,7 @@ import CLinux
 import CoinFacts
 import CoinMechCCTalk
 import CoinMechChain
+import CoinMechConfiguration
 import CoinMechCore
 import CoinMechFailpoints
 import CoinMechHotplug

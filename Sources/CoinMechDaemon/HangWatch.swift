@@ -1,5 +1,6 @@
 import CLinux
 import CoinMechChain
+import CoinMechConfiguration
 import CoinMechPlugins
 import CoinMechSupport
 import Foundation

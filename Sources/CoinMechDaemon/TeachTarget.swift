@@ -1,4 +1,5 @@
 import CoinMechChain
+import CoinMechConfiguration
 import CoinMechCore
 import CoinMechPluginKit
 import Foundation

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoinMechConfiguration
 import CoinMechDaemon
 import CoinMechPlugins
 import Foundation

@@ -1,5 +1,6 @@
 import CLinux
 import CoinMechChain
+import CoinMechConfiguration
 import CoinMechDaemon
 import CoinMechPluginABI
 import CoinMechPlugins

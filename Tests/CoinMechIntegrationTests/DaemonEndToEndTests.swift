@@ -1,5 +1,6 @@
 import ChildProcesses
 import CoinMechClient
+import CoinMechConfiguration
 import CoinMechLedger
 import CoinMechModel
 @testable import CoinMechTestSupport

@@ -1,4 +1,5 @@
 import CoinMechCCTalk
+import CoinMechConfiguration
 import CoinMechDaemon
 import CoinMechSettings
 @testable import CoinMechTestSupport

@@ -1,3 +1,4 @@
+import CoinMechConfiguration
 import CoinMechDaemon
 import CoinMechProtocol
 import CoinMechSettings

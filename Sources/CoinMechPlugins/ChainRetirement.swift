@@ -1,5 +1,4 @@
 import CoinMechChain
-import CoinMechPlugins
 import CoinMechSupport
 import Foundation
 import Synchronization

@@ -9,9 +9,9 @@ extension SourceConfiguration.Kind {
     }
 }
 
-extension DaemonConfiguration {
+extension SourceConfiguration.CCTalk {
     /// The keys only a ccTalk source reads, and those it refuses.
-    static let cctalkOnlyKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions"]
+    static let onlyKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions"]
     static let notForCCTalk = [
         ("file", "is for gpio-replay sources"), ("chip", "is for gpio sources"), ("speed", "is for gpio-replay sources"),
         ("pulse", "is for GPIO mechs"), ("gates", "is for GPIO mechs"), ("scale", "is for GPIO mechs"),
@@ -25,7 +25,7 @@ extension DaemonConfiguration {
 
     /// Reads a `kind: cctalk` source table: device, address (default 2), checksum (`simple8` or
     /// `crc16`), echo (`auto`, `on`, `off`), baud (9600), poll_interval_ms (200), positions (all).
-    static func cctalk(_ table: SettingsTable, resolve: (String) -> String) throws(SettingsError) -> SourceConfiguration.CCTalk {
+    static func parse(_ table: SettingsTable, resolve: (String) -> String) throws(SettingsError) -> Self {
         for (key, why) in notForCCTalk where table.contains(key) { throw table.error(key, why) }
         guard let device = try table.string("device"), !device.isEmpty else {
             throw table.error("device", "is required for kind cctalk (the acceptor's serial port, e.g. /dev/ttyUSB0)")
