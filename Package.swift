@@ -3,18 +3,18 @@ import PackageDescription
 
 /// Each validator plugin is its own dynamic library, loaded by coinmechd with dlopen. It exports
 /// its entry point and nothing else (plugins/exports.map; `coinmech-pluginval` checks it).
-func plugin(_ product: String, target: String, path: String, swift: Bool = true, coinFacts: Bool = false) -> (Product, Target) {
+func plugin(_ product: String, target: String, path: String, swift: Bool = true, extra: [Target.Dependency] = []) -> (Product, Target) {
     let product = Product.library(name: product, type: .dynamic, targets: [target])
     let exports: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/plugins/exports.map"])]
     let target: Target = swift
-        ? .target(name: target, dependencies: ["CoinMechPluginKit"] + (coinFacts ? ["CoinFacts"] : []), path: path, linkerSettings: exports)
+        ? .target(name: target, dependencies: ["CoinMechPluginKit"] + extra, path: path, linkerSettings: exports)
         : .target(name: target, dependencies: ["CoinMechPluginABI"], path: path, linkerSettings: exports)
     return (product, target)
 }
 
 let plugins = [
     plugin("coin", target: "CoinPlugin", path: "plugins/coin"),
-    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table", coinFacts: true),
+    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table", extra: ["CoinFacts", "CoinMechCalibration"]),
     plugin("sanity", target: "SanityPlugin", path: "plugins/sanity"),
     plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
     plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
@@ -126,8 +126,8 @@ let package = Package(
             dependencies: [
                 "CoinMechModel", "CoinMechSupport", "CoinMechConfiguration", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
-                // Teach mode: the calibration file's format and fit, and the mints' figures to check it against.
-                "CoinMechPluginKit", "CoinFacts",
+                // Teach mode, and the mints' figures to check what it taught against.
+                "CoinMechTeach", "CoinMechCalibration", "CoinFacts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -146,6 +146,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // A mech's calibration: each taught coin's spread per axis, fitted from sample coins, and
+        // the file teach mode writes and coin-table reads.
+        .target(name: "CoinMechCalibration"),
+        // Teach mode's work outside the core: the statistics `teach status` shows, the coin-table
+        // link and file it teaches, and the calibration file staged, installed or discarded.
+        .target(
+            name: "CoinMechTeach",
+            dependencies: ["CoinMechCalibration", "CoinMechCore", "CoinMechModel", "CoinMechConfiguration", "CoinMechChain", "CoinMechPlugins",
+                           "CoinMechLedger", "CoinMechProtocol", "CoinMechSources", "CoinFacts"]
+        ),
         // What a validator plugin written in Swift builds on.
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
@@ -163,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
-                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit",
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit", "CoinMechCalibration",
                 "CoinMechModel", "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -209,7 +219,7 @@ let package = Package(
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
-                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
+                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
                 "CoinMechPluginKit", "CoinMechFuzzTargets", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
@@ -222,7 +232,7 @@ let package = Package(
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCCTalk",
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
-                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
+                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechTeach", "CoinMechCalibration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
                 "CoinMechCore", "CoinMechModel", "CoinMechSupport", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -7,6 +7,7 @@ import CoinMechPlugins
 import CoinMechPublisher
 import CoinMechSettings
 import CoinMechSupport
+import CoinMechTeach
 import Foundation
 import Logging
 import NIOPosix

@@ -4,11 +4,12 @@ import CoinMechCore
 import CoinMechLedger
 import CoinMechModel
 import CoinMechPlugins
-import CoinMechPluginKit
+import CoinMechCalibration
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSources
 import CoinMechSupport
+import CoinMechTeach
 import Foundation
 
 /// The socket API's view of the daemon: reads state directly, sends changes to the

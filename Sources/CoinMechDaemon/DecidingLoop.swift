@@ -9,12 +9,13 @@ import CoinMechHotplug
 import CoinMechLedger
 import CoinMechModel
 import CoinMechPlugins
-import CoinMechPluginKit
+import CoinMechCalibration
 import CoinMechProtocol
 import CoinMechPublisher
 import CoinMechSerial
 import CoinMechSources
 import CoinMechSupport
+import CoinMechTeach
 import Foundation
 import Logging
 import Synchronization

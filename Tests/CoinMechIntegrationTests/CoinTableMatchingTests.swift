@@ -1,5 +1,6 @@
 import ChildProcesses
 import CoinFacts
+import CoinMechCalibration
 import CoinMechChain
 import CoinMechPluginKit
 import CoinMechPlugins

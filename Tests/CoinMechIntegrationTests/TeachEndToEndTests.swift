@@ -1,5 +1,7 @@
 import ChildProcesses
+import CoinMechCalibration
 @testable import CoinMechDaemon
+@testable import CoinMechTeach
 import CoinMechClient
 import CoinMechLedger
 import CoinMechModel

@@ -1,7 +1,9 @@
+import CoinMechCalibration
 import CoinMechChain
 import CoinMechLedger
 import CoinMechCore
 @testable import CoinMechDaemon
+@testable import CoinMechTeach
 import CoinMechModel
 import CoinMechPluginKit
 import CoinMechPlugins

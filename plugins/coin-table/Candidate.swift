@@ -1,4 +1,5 @@
 import CoinFacts
+import CoinMechCalibration
 import CoinMechPluginKit
 
 /// One coin the matcher scores a reading against: a denomination of the link's currency, which it

@@ -1,4 +1,5 @@
 import CoinFacts
+import CoinMechCalibration
 import CoinMechPluginKit
 import Foundation
 
@@ -72,7 +73,11 @@ struct CandidateList {
             guard path.hasPrefix("/") else { throw PluginConfigError("key 'calibration': '\(path)' must be an absolute path") }
             calibrationSource = path
             if FileManager.default.fileExists(atPath: path) {
-                calibration = try CoinCalibration.load(path: path)
+                do throws(CalibrationError) {
+                    calibration = try CoinCalibration.load(path: path)
+                } catch {
+                    throw PluginConfigError(error.message)
+                }
             } else {
                 calibration = nil
                 warnings.append("calibration \(path) does not exist yet: nominal windows until the mech is taught")

@@ -1,3 +1,4 @@
+import CoinMechCalibration
 import CoinMechPluginKit
 
 /// The link's configuration, as docs/PLUGINS.md (coin-table) documents it.

@@ -1,3 +1,4 @@
+import CoinMechCalibration
 import CoinMechPluginKit
 import Foundation
 

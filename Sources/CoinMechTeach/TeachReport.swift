@@ -1,7 +1,7 @@
 import CoinFacts
 import CoinMechCore
 import CoinMechModel
-import CoinMechPluginKit
+import CoinMechCalibration
 import CoinMechProtocol
 import CoinMechSources
 import Foundation
@@ -10,9 +10,9 @@ import Foundation
 /// would match with, its separation from every neighbouring window, readings left out as another
 /// coin's, and what stands in the way of a commit. `teach status` shows it; a commit writes its
 /// `calibration()`.
-struct TeachReport: Sendable {
+package struct TeachReport: Sendable {
     /// One axis of the kept samples.
-    struct Axis: Sendable {
+    package struct Axis: Sendable {
         let name: String
         let unit: String
         let values: [Double]
@@ -27,13 +27,13 @@ struct TeachReport: Sendable {
     }
 
     /// A reading set aside: far from the others on some axis, most likely another coin.
-    struct LeftOut: Sendable {
+    package struct LeftOut: Sendable {
         let sample: TeachSession.Sample
         let why: String
     }
 
     /// Another window of the link (or a foreign coin it watches) and how far the taught one is from it.
-    struct Neighbour: Sendable {
+    package struct Neighbour: Sendable {
         let name: String
         let origin: String
         let spread: CoinSpread
@@ -45,30 +45,30 @@ struct TeachReport: Sendable {
         let overlap: Bool
     }
 
-    let session: TeachSession
-    let table: CoinTableDescription?
-    let minimumSamples: Int
-    let kept: [TeachSession.Sample]
-    let leftOut: [LeftOut]
+    package let session: TeachSession
+    package let table: CoinTableDescription?
+    package let minimumSamples: Int
+    package let kept: [TeachSession.Sample]
+    package let leftOut: [LeftOut]
     /// Mean and σ of the kept samples (nil below two), and the window coin-table would use.
-    let coin: CoinCalibration.TaughtCoin?
-    let axes: [Axis]
-    let neighbours: [Neighbour]
+    package let coin: CoinCalibration.TaughtCoin?
+    package let axes: [Axis]
+    package let neighbours: [Neighbour]
     /// Things the operator should look at.
-    let warnings: [String]
+    package let warnings: [String]
     /// Things that stop a commit.
-    let problems: [String]
+    package let problems: [String]
 
     /// Readings farther than this from the others (robust σ over every axis) are left out: a 50c
     /// among €1 sample coins lies about 7σ off; a genuine coin this far once in 65,000 readings
     /// (once in 900 when a few dozen coins' median deviation makes σ a fifth too small).
-    static let outlierLimit = 5.0
+    package static let outlierLimit = 5.0
     /// A spread more than this many times the predicted one is worth a look.
-    static let spreadWarning = 2.0
+    package static let spreadWarning = 2.0
     /// A taught mean this far from the mint's figure is refused, as coin-table refuses it.
-    static let meanLimit = 0.15
+    package static let meanLimit = 0.15
 
-    init(session: TeachSession, table: CoinTableDescription?, minimumSamples: Int) {
+    package init(session: TeachSession, table: CoinTableDescription?, minimumSamples: Int) {
         self.session = session
         self.table = table
         self.minimumSamples = minimumSamples
@@ -157,9 +157,9 @@ struct TeachReport: Sendable {
     }
 
     /// What a commit writes: the kept samples fitted, or what stops it.
-    func calibration() -> Result<CoinCalibration.TaughtCoin, TeachFailure> {
+    package func calibration() -> Result<CoinCalibration.TaughtCoin, TeachFailure> {
         if let problem = problems.first { return .failure(TeachFailure("cannot commit: \(problem)")) }
-        do throws(PluginConfigError) {
+        do throws(CalibrationError) {
             return .success(try CoinCalibration.TaughtCoin.fit(kept.map { ($0.diameterMM, $0.weightG, $0.thicknessMM) }))
         } catch {
             return .failure(TeachFailure("cannot commit: \(error.message)"))
@@ -167,7 +167,7 @@ struct TeachReport: Sendable {
     }
 
     /// `teach status`'s answer (docs/PROTOCOL.md).
-    func json(source: String, inhibited: Bool, now: Instant) -> JSON {
+    package func json(source: String, inhibited: Bool, now: Instant) -> JSON {
         let request = session.request
         var warnings = warnings
         if inhibited { warnings.insert("the mech is inhibited: it returns every coin itself and sends no reading; lift it (coinctl inhibit off) to teach", at: 0) }
@@ -222,7 +222,7 @@ struct TeachReport: Sendable {
     /// axis in its robust σ (the median absolute deviation, as σ of a normal spread), over the
     /// three axes as coin-table measures, is above `outlierLimit`. Fewer than eight samples give
     /// no median worth trusting: none is left out then.
-    static func outliers(_ samples: [TeachSession.Sample]) -> [Int: String] {
+    package static func outliers(_ samples: [TeachSession.Sample]) -> [Int: String] {
         guard samples.count >= 8 else { return [:] }
         func median(_ values: [Double]) -> Double {
             let sorted = values.sorted()
@@ -249,18 +249,18 @@ struct TeachReport: Sendable {
     }
 
     /// Four significant decimals are more than any mech measures.
-    static func number(_ value: Double, places: Int = 4) -> JSON {
+    package static func number(_ value: Double, places: Int = 4) -> JSON {
         let scale = pow(10, Double(places))
         return .double((value * scale).rounded() / scale)
     }
 
-    static func figure(_ value: Double) -> String { String(format: "%.3f", value) }
+    package static func figure(_ value: Double) -> String { String(format: "%.3f", value) }
 
-    static func sigmas(_ value: Double) -> String { String(format: "%.1fσ", value) }
+    package static func sigmas(_ value: Double) -> String { String(format: "%.1fσ", value) }
 }
 
 extension TeachSession.Sample {
     /// The axes as optionals, so one key path reads any of the three.
-    var diameterOptional: Double? { diameterMM }
-    var weightOptional: Double? { weightG }
+    package var diameterOptional: Double? { diameterMM }
+    package var weightOptional: Double? { weightG }
 }

@@ -1,22 +1,22 @@
 import CoinMechChain
 import CoinMechConfiguration
 import CoinMechCore
-import CoinMechPluginKit
+import CoinMechCalibration
 import Foundation
 
 /// What teach mode teaches: the running chain's coin-table link for a currency, with the
 /// windows it has in force (the neighbours a taught window must keep clear of) and the
 /// calibration file it reads, which teach mode writes.
-struct TeachTarget: Sendable {
-    let link: String
-    let currency: String
-    let code: String
-    let file: String
-    let table: CoinTableDescription
+package struct TeachTarget: Sendable {
+    package let link: String
+    package let currency: String
+    package let code: String
+    package let file: String
+    package let table: CoinTableDescription
 
     /// The link for `currency` and `code` in `chain` (the first coin-table link for that
     /// currency decides first), or why teach mode cannot teach them.
-    static func resolve(currency: String, code: String, chain: Chain, source: String, stateDirectory: String) -> Result<TeachTarget, TeachFailure> {
+    package static func resolve(currency: String, code: String, chain: Chain, source: String, stateDirectory: String) -> Result<TeachTarget, TeachFailure> {
         let currency = currency.uppercased()
         let tables = chain.links.filter { $0.origin.plugin == "coin-table" }
         let described = tables.compactMap { link in link.origin.description.flatMap(CoinTableDescription.parse).map { (link.name, $0) } }
@@ -44,7 +44,7 @@ struct TeachTarget: Sendable {
     }
 
     /// Why a source cannot be taught (it measures no diameter or no weight), or nil.
-    static func unteachable(_ source: SourceConfiguration) -> String? {
+    package static func unteachable(_ source: SourceConfiguration) -> String? {
         let kind = source.kind
         switch kind {
         case .serial:
@@ -61,15 +61,15 @@ struct TeachTarget: Sendable {
     }
 
     /// A source name as a file name: letters, digits, `.`, `_` and `-` kept, anything else `_`.
-    static func fileStem(_ source: String) -> String {
+    package static func fileStem(_ source: String) -> String {
         String(source.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
     }
 }
 
 /// The parts of coin-table's `describe` (docs/PLUGINS.md) teach mode reads: the windows in force,
 /// how wide they are in σ, and where the calibration comes from.
-struct CoinTableDescription: Decodable, Sendable {
-    struct Window: Decodable, Sendable {
+package struct CoinTableDescription: Decodable, Sendable {
+    package struct Window: Decodable, Sendable {
         let name: String
         /// `nominal`, `taught` or `foreign`.
         let origin: String
@@ -81,16 +81,16 @@ struct CoinTableDescription: Decodable, Sendable {
     }
 
     /// Nil from a coin-table older than teach mode.
-    let currency: String?
-    let window: Double
-    let margin: Double
-    let sensor_noise: SensorNoise
+    package let currency: String?
+    package let window: Double
+    package let margin: Double
+    package let sensor_noise: SensorNoise
     /// A path, `inline`, or nil.
-    let calibration: String?
-    let denominations: [Window]
-    let foreign: [Window]
+    package let calibration: String?
+    package let denominations: [Window]
+    package let foreign: [Window]
 
-    static func parse(_ text: String) -> CoinTableDescription? {
+    package static func parse(_ text: String) -> CoinTableDescription? {
         try? JSONDecoder().decode(CoinTableDescription.self, from: Data(text.utf8))
     }
 }

@@ -60,9 +60,9 @@ public struct CoinCalibration: Sendable, Hashable, Codable {
         /// Mean and sample standard deviation (n − 1) per axis of the readings of sample coins.
         /// Thickness is taught only when every sample has it. A σ is never below 0.05 % of its
         /// mean, so a sensor that rounds to the same figure every time still gives a window.
-        public static func fit(_ samples: [(diameter: Double, weight: Double, thickness: Double?)]) throws(PluginConfigError) -> TaughtCoin {
+        public static func fit(_ samples: [(diameter: Double, weight: Double, thickness: Double?)]) throws(CalibrationError) -> TaughtCoin {
             guard samples.count >= CoinCalibration.minimumSamples, let coin = measure(samples) else {
-                throw PluginConfigError("teaching needs at least \(CoinCalibration.minimumSamples) sample coins, got \(samples.count)")
+                throw CalibrationError("teaching needs at least \(CoinCalibration.minimumSamples) sample coins, got \(samples.count)")
             }
             return coin
         }
@@ -83,17 +83,17 @@ public struct CoinCalibration: Sendable, Hashable, Codable {
     }
 
     /// Reads a calibration file; errors name the file and what is wrong with it.
-    public static func load(path: String) throws(PluginConfigError) -> CoinCalibration {
+    public static func load(path: String) throws(CalibrationError) -> CoinCalibration {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw PluginConfigError("key 'calibration': cannot read \(path): \((error as NSError).localizedDescription)")
+            throw CalibrationError("key 'calibration': cannot read \(path): \((error as NSError).localizedDescription)")
         }
         do {
             return try JSONDecoder().decode(CoinCalibration.self, from: data)
         } catch {
-            throw PluginConfigError("key 'calibration': \(path) is not a calibration file (\(Self.describe(error)))")
+            throw CalibrationError("key 'calibration': \(path) is not a calibration file (\(Self.describe(error)))")
         }
     }
 

@@ -1,7 +1,7 @@
 import CoinMechCore
 import CoinMechLedger
 import CoinMechModel
-import CoinMechPluginKit
+import CoinMechCalibration
 import CoinMechPlugins
 import Foundation
 
@@ -13,13 +13,15 @@ import Glibc
 /// writes the new file beside the old one (fsynced), `install` renames it over the old one once
 /// the ledger holds its record, `discard` removes it when the ledger could not. A reader (a
 /// reload) sees the old file or the new one, never half of one, and never one the ledger lacks.
-struct CalibrationFiles: Sendable {
+package struct CalibrationFiles: Sendable {
     /// The source (mech) the files are taught on.
-    let source: String
+    package let source: String
+
+    package init(source: String) { self.source = source }
 
     /// Fits the report's samples and writes the calibration file it belongs in, with the
     /// denomination replaced and the others taught before kept, beside that file.
-    func stage(_ report: TeachReport) -> Result<StagedCalibration, TeachFailure> {
+    package func stage(_ report: TeachReport) -> Result<StagedCalibration, TeachFailure> {
         let request = report.session.request
         let taught: CoinCalibration.TaughtCoin
         switch report.calibration() {
@@ -28,7 +30,7 @@ struct CalibrationFiles: Sendable {
         }
         var calibration = CoinCalibration(currency: request.currency, mech: source, denominations: [:])
         if FileManager.default.fileExists(atPath: request.file) {
-            do throws(PluginConfigError) {
+            do throws(CalibrationError) {
                 calibration = try CoinCalibration.load(path: request.file)
             } catch {
                 return .failure(TeachFailure("\(error.message.replacingOccurrences(of: "key 'calibration': ", with: "")): move it away or mend it, then commit again"))
@@ -60,7 +62,7 @@ struct CalibrationFiles: Sendable {
     }
 
     /// Renames the staged file over its calibration file, and makes the rename durable.
-    func install(_ staged: StagedCalibration) -> Result<StagedCalibration, TeachFailure> {
+    package func install(_ staged: StagedCalibration) -> Result<StagedCalibration, TeachFailure> {
         guard rename(staged.stagedPath, staged.record.file) == 0 else {
             return .failure(TeachFailure("cannot rename \(staged.stagedPath) to \(staged.record.file): \(String(cString: strerror(errno)))"))
         }
@@ -73,12 +75,12 @@ struct CalibrationFiles: Sendable {
     }
 
     /// Removes a staged file the ledger did not record.
-    func discard(_ staged: StagedCalibration) {
+    package func discard(_ staged: StagedCalibration) {
         unlink(staged.stagedPath)
     }
 
     /// Where a calibration file's next version waits: beside it, hidden.
-    static func stagedPath(for file: String) -> String {
+    package static func stagedPath(for file: String) -> String {
         "\((file as NSString).deletingLastPathComponent)/.\((file as NSString).lastPathComponent).staged"
     }
 
@@ -86,7 +88,7 @@ struct CalibrationFiles: Sendable {
     /// calibration and renaming it into place left it staged; the newest `teach_commit` record
     /// of each file says which bytes belong there, so such a file is put in place now, and a
     /// staged file the ledger never recorded is removed. Returns what was done, for the log.
-    static func recover(_ commits: [LedgerEvent]) -> [String] {
+    package static func recover(_ commits: [LedgerEvent]) -> [String] {
         var done: [String] = []
         var seen: Set<String> = []
         for commit in commits.sorted(by: { $0.seq > $1.seq }) {
@@ -109,7 +111,7 @@ struct CalibrationFiles: Sendable {
     }
 
     /// Writes `bytes` to a new file at `path` (0640) and fsyncs it; nil on success.
-    static func write(_ bytes: [UInt8], to path: String) -> TeachFailure? {
+    package static func write(_ bytes: [UInt8], to path: String) -> TeachFailure? {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
         guard fd >= 0 else { return TeachFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
         var offset = 0
