@@ -111,20 +111,27 @@ let package = Package(
             name: "coinctl",
             dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // The driver table: one driver per kind of mech (serial, gpio, gpio-replay, cctalk), each
+        // with its configuration section's parser, how it makes the mech, its credit rule, its
+        // capabilities and what coinsim plays it.
+        .target(
+            name: "CoinMechDrivers",
+            dependencies: ["CoinMechModel", "CoinMechSettings", "CoinMechSources", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints"]
+        ),
         // coinmechd's configuration: the typed settings and a parser per section (source and its
         // kind, socket, ledger, plugins, chain); every error names file, line and key.
         .target(
             name: "CoinMechConfiguration",
             dependencies: [
-                "CoinMechModel", "CoinMechCore", "CoinMechSettings", "CoinMechChain", "CoinMechPlugins", "CoinMechSerial", "CoinMechCCTalk",
-                "CoinMechGPIO", "CoinMechHotplug", "CoinFacts", .product(name: "Logging", package: "swift-log"),
+                "CoinMechModel", "CoinMechCore", "CoinMechDrivers", "CoinMechSettings", "CoinMechChain", "CoinMechPlugins", "CoinMechHotplug",
+                "CoinFacts", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Daemon wiring: the deciding loop, logging, lifecycle.
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechModel", "CoinMechSupport", "CoinMechConfiguration", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
+                "CoinMechModel", "CoinMechSupport", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 // Teach mode, and the mints' figures to check what it taught against.
                 "CoinMechTeach", "CoinMechCalibration", "CoinFacts",
@@ -219,7 +226,7 @@ let package = Package(
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
-                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
+                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
                 "CoinMechPluginKit", "CoinMechFuzzTargets", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
@@ -232,7 +239,7 @@ let package = Package(
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCCTalk",
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
-                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechTeach", "CoinMechCalibration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
+                "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
                 "CoinMechCore", "CoinMechModel", "CoinMechSupport", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -27,7 +27,7 @@ struct DaemonControl: ControlPlane {
         let chain = chainHolder.current
         let c = status.core.counters
         var source: [String: JSON] = [
-            "kind": .string(configuration.source.kind.name), "device": .string(configuration.source.device),
+            "kind": .string(configuration.source.kind), "device": .string(configuration.source.device),
             "state": status.connected ? "connected" : "disconnected",
         ]
         if let reason = status.disconnectedReason { source["reason"] = .string(reason) }
@@ -149,7 +149,7 @@ struct DaemonControl: ControlPlane {
 
     func teachStart(currency: String, code: String, coins: Int, by peer: PeerCredentials,
                     completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
-        if let why = TeachTarget.unteachable(configuration.source) { return completion(.failure(CommandError(.failed, why))) }
+        if let why = configuration.source.mech.unteachable { return completion(.failure(CommandError(.failed, why))) }
         switch TeachTarget.resolve(currency: currency, code: code, chain: chainHolder.current, source: configuration.source.name,
                                    stateDirectory: configuration.stateDirectory) {
         case .failure(let failure):

@@ -3,6 +3,7 @@ import CoinFacts
 import CoinMechCCTalk
 import CoinMechChain
 import CoinMechConfiguration
+import CoinMechDrivers
 import CoinMechCore
 import CoinMechFailpoints
 import CoinMechHotplug
@@ -112,23 +113,22 @@ public final class DecidingLoop: @unchecked Sendable {
         stateDirectory = configuration.stateDirectory
         calibrations = CalibrationFiles(source: source.name)
         let state = try ledger.sourceState(source.name)
-        var persisted: CCTalkCounterState?
-        var remembered: CCTalkDeviceIdentity?
-        var allowed: CoinPositionMask?
-        if case .cctalk(let cctalk) = source.kind {
-            allowed = cctalk.positions
-            persisted = try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init)
-            remembered = try ledger.lastAcceptorIdentification(source: source.name).flatMap { Self.identity(recorded: $0, address: cctalk.address) }
+        var context = MechContext(lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
+        if let cctalk = source.mech as? CCTalkDriver.Settings {
+            // A coin acceptor goes on from the ledger's counter, knows who it last met, and
+            // opens only the positions the operator allows and the chain credits.
+            context.acceptor = MechContext.Acceptor(
+                persisted: try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init),
+                remembered: try ledger.lastAcceptorIdentification(source: source.name).flatMap { Self.identity(recorded: $0, address: cctalk.address) },
+                positions: cctalk.positions, creditableCoinIDs: Self.creditableCoinIDs(chain.current, logger: logger))
             acceptor = AcceptorCore(source: source.name, address: cctalk.address)
         }
-        let made = MechFactory.make(source, lastDeviceSeq: state.lastDeviceSeq, persisted: persisted, remembered: remembered,
-                                    positions: allowed ?? .all,
-                                    creditableCoinIDs: allowed == nil ? nil : Self.creditableCoinIDs(chain.current, logger: logger), failpoints: failpoints)
-        operatorPositions = allowed
-        mech = made.mech
-        acceptorMech = made.mech as? CCTalkMech
-        var settings = DecidingCore.Settings(source: source.name, credit: made.credit, deadline: source.answerDeadline,
-                                             line: made.mech.lineTiming)
+        operatorPositions = context.acceptor?.positions
+        let made = source.mech.make(context)
+        mech = made
+        acceptorMech = made as? CCTalkMech
+        var settings = DecidingCore.Settings(source: source.name, credit: source.mech.credit, deadline: source.answerDeadline,
+                                             line: made.lineTiming)
         settings.confirmationWindow = source.confirmationWindow
         currenciesConfigured = source.currenciesConfigured
         commitSpeed = source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) }

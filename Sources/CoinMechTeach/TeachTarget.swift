@@ -43,23 +43,6 @@ package struct TeachTarget: Sendable {
         return .success(TeachTarget(link: link, currency: currency, code: code, file: file, table: table))
     }
 
-    /// Why a source cannot be taught (it measures no diameter or no weight), or nil.
-    package static func unteachable(_ source: SourceConfiguration) -> String? {
-        let kind = source.kind
-        switch kind {
-        case .serial:
-            return nil
-        case .gpio(let gpio):
-            if case .pulse = gpio.decoding { return "a pulse mech reports channels, not measurements: there is nothing to teach" }
-            return gpio.scale == nil ? "this light-gate mech has no scale: teach mode needs a diameter and a weight" : nil
-        case .gpioReplay(let replay):
-            if case .pulse = replay.decoding { return "a pulse mech reports channels, not measurements: there is nothing to teach" }
-            return "a replayed light-gate stream has no weight: teach mode needs a diameter and a weight"
-        case .cctalk:
-            return "a ccTalk acceptor classifies coins itself and reports coin ids, not measurements: teach it with its maker's tool"
-        }
-    }
-
     /// A source name as a file name: letters, digits, `.`, `_` and `-` kept, anything else `_`.
     package static func fileStem(_ source: String) -> String {
         String(source.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })

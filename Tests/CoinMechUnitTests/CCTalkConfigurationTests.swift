@@ -1,5 +1,6 @@
 import CoinMechCCTalk
 import CoinMechConfiguration
+import CoinMechDrivers
 import CoinMechDaemon
 import CoinMechSettings
 @testable import CoinMechTestSupport
@@ -15,7 +16,7 @@ struct CCTalkConfigurationTests {
     @Test("defaults: address 2, the 8-bit checksum, echo learnt, 9600 baud, a poll every 200 ms")
     func defaults() throws {
         let configuration = try parse("{kind: cctalk, device: /dev/ttyUSB0}")
-        guard case .cctalk(let cctalk) = configuration.source.kind else { Issue.record("not a cctalk source"); return }
+        guard let cctalk = configuration.source.mech as? CCTalkDriver.Settings else { Issue.record("not a cctalk source"); return }
         #expect(cctalk.device == "/dev/ttyUSB0")
         #expect(cctalk.address == 2 && cctalk.checksum == .simple && cctalk.echo == .auto && cctalk.baud == 9600)
         #expect(cctalk.hostConfiguration.pollInterval == 200_000_000)
@@ -25,7 +26,7 @@ struct CCTalkConfigurationTests {
     @Test("every key read")
     func keys() throws {
         let configuration = try parse("{kind: cctalk, device: /dev/ttyS1, address: 3, checksum: crc16, echo: off, poll_interval_ms: 100, positions: [1, 2, 6]}")
-        guard case .cctalk(let cctalk) = configuration.source.kind else { Issue.record("not a cctalk source"); return }
+        guard let cctalk = configuration.source.mech as? CCTalkDriver.Settings else { Issue.record("not a cctalk source"); return }
         #expect(cctalk.address == 3 && cctalk.checksum == .crc16 && cctalk.echo == .off)
         #expect(cctalk.positions == CoinPositionMask(positions: [1, 2, 6]))
         #expect(cctalk.hostConfiguration.pollInterval == 100_000_000)

@@ -1,17 +1,62 @@
 import CoinMechCCTalk
+import CoinMechHotplug
+import CoinMechModel
 import CoinMechSettings
+import CoinMechSources
 
-extension SourceConfiguration.Kind {
-    /// The serial device of a ccTalk source (its hotplug match).
-    var cctalkDevice: String? {
-        if case .cctalk(let cctalk) = self { return cctalk.device }
-        return nil
+/// A ccTalk coin acceptor on a serial line: it classifies and takes each coin itself and
+/// reports it in its credit buffer, which the host polls (docs/PROTOCOL.md part three).
+public enum CCTalkDriver: MechDriver {
+    public static let kind = "cctalk"
+    public static let capabilities: MechCapabilities = [.classifiesItself]
+    public static let simulator = "coinsim run --protocol cctalk"
+    public static let keys = ["device", "address", "checksum", "echo", "baud", "poll_interval_ms", "positions"]
+    public static let exclusiveKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions"]
+
+    public struct Settings: MechSettings, Equatable {
+        public var device: String
+        /// The acceptor's bus address: 2 for a coin acceptor unless it was re-addressed.
+        public var address: UInt8 = CCTalkFrame.coinAcceptorAddress
+        public var checksum: CCTalkChecksum = .simple
+        /// Whether the line gives the host its own bytes back (a single-wire bus does).
+        public var echo: CCTalkEchoMode = .auto
+        public var baud = 9600
+        /// How often the credit buffer (229) is read; the specification's advice is 200 ms.
+        public var pollInterval: Duration = .milliseconds(200)
+        /// The coin positions the operator allows; the chain narrows them further.
+        public var positions: CoinPositionMask = .all
+
+        public init(device: String) {
+            self.device = device
+        }
+
+        public var hotplug: DeviceMatch? { .serialPath(device) }
+        public var capabilities: MechCapabilities { [.classifiesItself] }
+        /// The acceptor took the coin before it said so: its credit is the ledger's, at once.
+        public var credit: CreditRule { .atOnce }
+        public var unteachable: String? {
+            "a ccTalk acceptor classifies coins itself and reports coin ids, not measurements: teach it with its maker's tool"
+        }
+
+        public func make(_ context: MechContext) -> any Mech {
+            var host = hostConfiguration
+            host.allowed = context.acceptor?.positions ?? .all  // from the first identification on
+            host.creditableCoinIDs = context.acceptor?.creditableCoinIDs
+            return CCTalkMech(path: device, host: host, persisted: context.acceptor?.persisted, remembered: context.acceptor?.remembered)
+        }
+
+        /// What the protocol engine is driven with.
+        public var hostConfiguration: CCTalkHostConfiguration {
+            var host = CCTalkHostConfiguration()
+            host.address = address
+            host.checksum = checksum
+            host.echo = echo
+            host.baud = baud
+            host.pollInterval = UInt64(pollInterval.components.seconds) * 1_000_000_000 + UInt64(pollInterval.components.attoseconds / 1_000_000_000)
+            return host
+        }
     }
-}
 
-extension SourceConfiguration.CCTalk {
-    /// The keys only a ccTalk source reads, and those it refuses.
-    static let onlyKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions"]
     static let notForCCTalk = [
         ("file", "is for gpio-replay sources"), ("chip", "is for gpio sources"), ("speed", "is for gpio-replay sources"),
         ("pulse", "is for GPIO mechs"), ("gates", "is for GPIO mechs"), ("scale", "is for GPIO mechs"),
@@ -25,12 +70,12 @@ extension SourceConfiguration.CCTalk {
 
     /// Reads a `kind: cctalk` source table: device, address (default 2), checksum (`simple8` or
     /// `crc16`), echo (`auto`, `on`, `off`), baud (9600), poll_interval_ms (200), positions (all).
-    static func parse(_ table: SettingsTable, resolve: (String) -> String) throws(SettingsError) -> Self {
+    public static func parse(_ table: SettingsTable, resolve: (String) -> String) throws(SettingsError) -> Settings {
         for (key, why) in notForCCTalk where table.contains(key) { throw table.error(key, why) }
         guard let device = try table.string("device"), !device.isEmpty else {
             throw table.error("device", "is required for kind cctalk (the acceptor's serial port, e.g. /dev/ttyUSB0)")
         }
-        var cctalk = SourceConfiguration.CCTalk(device: resolve(device))
+        var cctalk = Settings(device: resolve(device))
         if let address = try table.int("address") {
             guard (2...255).contains(address) else {
                 throw table.error("address", "must be 2 to 255 (0 is broadcast and 1 the host; coin acceptors ship at 2), got \(address)")
