@@ -95,7 +95,7 @@ let package = Package(
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
         .target(name: "CoinMechLedger", dependencies: ["CoinMechModel", .product(name: "GRDB", package: "GRDB.swift")]),
         // The client protocol's messages, shared by the daemon and its clients.
-        .target(name: "CoinMechProtocol"),
+        .target(name: "CoinMechProtocol", dependencies: ["CoinMechModel"]),
         // The Unix-socket API: JSON lines, subscriptions with replay, access control.
         .target(
             name: "CoinMechPublisher",

@@ -78,13 +78,27 @@ public final class CoinMechConnection {
 
     /// Sends `cmd` with `arguments` and returns the reply's `result`; a daemon error throws.
     @discardableResult
+    public func request(_ command: OperatorCommand, timeout: Double = 10) throws(ClientError) -> JSON {
+        let id = nextID
+        nextID += 1
+        return try exchange(command.request(id: .int(id)), id: id, timeout: timeout)
+    }
+
+    /// Sends `cmd` with `arguments` as they are, unchecked: for probing the daemon with
+    /// requests no `OperatorCommand` makes (tests of its refusals).
+    @discardableResult
     public func request(_ cmd: String, _ arguments: [String: JSON] = [:], timeout: Double = 10) throws(ClientError) -> JSON {
         let id = nextID
         nextID += 1
         var message = arguments
         message["cmd"] = .string(cmd)
         message["id"] = .int(id)
-        try sendLine(JSON.object(message).description)
+        return try exchange(.object(message), id: id, timeout: timeout)
+    }
+
+    /// Writes `message` and waits for the reply to `id`, keeping events that arrive first.
+    private func exchange(_ message: JSON, id: Int64, timeout: Double) throws(ClientError) -> JSON {
+        try sendLine(message.description)
         while true {
             let reply = try readMessage(timeout: timeout)
             if reply["type"]?.string == "event" || reply["type"]?.string == "overflow" {

@@ -1,3 +1,4 @@
+import CoinMechModel
 import Foundation
 
 /// The socket API's constants and message shapes (docs/PROTOCOL.md).
@@ -21,12 +22,28 @@ public enum ClientProtocol {
         case failed
     }
 
-    public static let readCommands: Set<String> = ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain"]
-    public static let controlCommands: Set<String> = ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort"]
+    public static let readCommands = Set(OperatorCommand.Name.allCases.filter { !$0.isControl }.map(\.rawValue))
+    public static let controlCommands = Set(OperatorCommand.Name.allCases.filter(\.isControl).map(\.rawValue))
 
     /// Sample coins `teach_start` may ask for (fewer than 10 cannot be committed), and its default.
     public static let teachCoins: ClosedRange<Int64> = 10...1000
     public static let teachDefaultCoins: Int64 = 20
+
+    /// The daemon's first line on every connection: the protocol, who speaks it, and the last
+    /// recorded event's `seq`.
+    public static func hello(version: String, seq: Int64) -> JSON {
+        ["type": "hello", "protocol": .int(Self.version), "daemon": "coinmechd", "version": .string(version), "seq": .int(seq)]
+    }
+
+    /// An event for a subscriber.
+    public static func event(_ event: LedgerEvent) -> JSON {
+        ["type": "event", "seq": .int(event.seq), "event": event.json]
+    }
+
+    /// The subscriber fell too far behind: subscribe again from `resumeFrom` to lose nothing.
+    public static func overflow(resumeFrom: Int64) -> JSON {
+        ["type": "overflow", "resume_from": .int(resumeFrom)]
+    }
 
     /// A reply to request `id`.
     public static func reply(id: JSON?, result: JSON) -> JSON {

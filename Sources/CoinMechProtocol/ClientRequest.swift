@@ -5,26 +5,7 @@
 /// ledger's last seq, read before the arguments are checked).
 public struct ClientRequest: Sendable, Equatable {
     /// A command with its arguments in range.
-    public enum Command: Sendable, Equatable {
-        case status
-        case chain
-        case totals
-        /// `since` ≥ 0, `limit` 1…1000.
-        case events(since: Int64, limit: Int64)
-        /// `since` ≥ 0, or nil for "from the last event" (no `since`, or -1).
-        case subscribe(since: Int64?, pending: Bool)
-        case inhibit(Bool)
-        case collect
-        case reload
-        case teachStatus
-        /// `coins` within `ClientProtocol.teachCoins`.
-        case teachStart(currency: String, code: String, coins: Int)
-        case teachCommit
-        case teachAbort
-        /// How the running chain's links would judge a reading: figures finite and positive
-        /// (mm, g, mm), weight and thickness optional. Nothing is decided or recorded.
-        case explain(diameter: Double, weight: Double?, thickness: Double?)
-    }
+    public typealias Command = OperatorCommand
 
     /// Why a line is refused, with the request's `id` when it had one.
     public struct Failure: Error, Sendable, Equatable {
@@ -59,14 +40,18 @@ public struct ClientRequest: Sendable, Equatable {
     }
 
     static func command(_ name: String, _ fields: [String: JSON], id: JSON?) throws(Failure) -> Command {
-        switch name {
-        case "status": return .status
-        case "chain": return .chain
-        case "totals": return .totals
-        case "events":
+        guard let known = OperatorCommand.Name(rawValue: name) else {
+            let known = ClientProtocol.readCommands.union(ClientProtocol.controlCommands).sorted().joined(separator: ", ")
+            throw Failure(id: id, .unknownCommand, "unknown command '\(name)' (known: \(known))")
+        }
+        switch known {
+        case .status: return .status
+        case .chain: return .chain
+        case .totals: return .totals
+        case .events:
             return .events(since: try integer(fields, "since", default: 0, range: 0...Int64.max, id: id),
                            limit: try integer(fields, "limit", default: 100, range: 1...1000, id: id))
-        case "subscribe":
+        case .subscribe:
             // -1 (or no `since`) starts after the last event.
             let requested = try integer(fields, "since", default: -1, range: -1...Int64.max, id: id)
             let since: Int64? = requested >= 0 ? requested : nil
@@ -74,13 +59,13 @@ public struct ClientRequest: Sendable, Equatable {
                 throw Failure(id: id, .badRequest, "\"pending\" must be true or false")
             }
             return .subscribe(since: since, pending: pending)
-        case "inhibit":
+        case .inhibit:
             guard let on = fields["on"]?.bool else { throw Failure(id: id, .badRequest, "\"on\" must be true or false") }
             return .inhibit(on)
-        case "collect": return .collect
-        case "reload": return .reload
-        case "teach_status": return .teachStatus
-        case "teach_start":
+        case .collect: return .collect
+        case .reload: return .reload
+        case .teachStatus: return .teachStatus
+        case .teachStart:
             guard let currency = fields["currency"]?.string, !currency.isEmpty else {
                 throw Failure(id: id, .badRequest, "\"currency\" must be a currency code such as \"EUR\"")
             }
@@ -89,9 +74,9 @@ public struct ClientRequest: Sendable, Equatable {
             }
             let coins = try integer(fields, "coins", default: ClientProtocol.teachDefaultCoins, range: ClientProtocol.teachCoins, id: id)
             return .teachStart(currency: currency, code: code, coins: Int(coins))
-        case "teach_commit": return .teachCommit
-        case "teach_abort": return .teachAbort
-        case "explain":
+        case .teachCommit: return .teachCommit
+        case .teachAbort: return .teachAbort
+        case .explain:
             func figure(_ key: String, required: Bool) throws(Failure) -> Double? {
                 guard let field = fields[key], field != .null else {
                     if required { throw Failure(id: id, .badRequest, "\"\(key)\" must be a number of millimetres") }
@@ -104,9 +89,6 @@ public struct ClientRequest: Sendable, Equatable {
             }
             return .explain(diameter: try figure("diameter", required: true)!, weight: try figure("weight", required: false),
                             thickness: try figure("thickness", required: false))
-        default:
-            let known = ClientProtocol.readCommands.union(ClientProtocol.controlCommands).sorted().joined(separator: ", ")
-            throw Failure(id: id, .unknownCommand, "unknown command '\(name)' (known: \(known))")
         }
     }
 

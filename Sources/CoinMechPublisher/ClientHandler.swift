@@ -96,8 +96,7 @@ final class ClientHandler: ChannelInboundHandler {
             guard case .success(let (seq, named, allowed)) = result else { return }
             handler.peer = named
             handler.mayControl = allowed
-            handler.send(["type": "hello", "protocol": .int(ClientProtocol.version), "daemon": "coinmechd",
-                          "version": .string(handler.shared.daemonVersion), "seq": .int(seq)])
+            handler.send(ClientProtocol.hello(version: handler.shared.daemonVersion, seq: seq))
             handler.next()
         }
         context.fireChannelActive()
@@ -333,7 +332,7 @@ final class ClientHandler: ChannelInboundHandler {
         var wrote = false
         while context.channel.isWritable, !queue.isEmpty {
             let event = queue.removeFirst()
-            context.write(wrapOutboundOut(line(["type": "event", "seq": .int(event.seq), "event": event.json])), promise: nil)
+            context.write(wrapOutboundOut(line(ClientProtocol.event(event))), promise: nil)
             writtenThrough = event.seq
             wrote = true
         }
@@ -351,7 +350,7 @@ final class ClientHandler: ChannelInboundHandler {
         heldLive.removeAll()
         shared.hub.unregister(ObjectIdentifier(self))
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(line(["type": "overflow", "resume_from": .int(writtenThrough)]))).whenComplete { _ in
+        context.writeAndFlush(wrapOutboundOut(line(ClientProtocol.overflow(resumeFrom: writtenThrough)))).whenComplete { _ in
             channel.close(promise: nil)
         }
         // A client that reads nothing never takes the notice: close anyway after a grace period.

@@ -46,10 +46,10 @@ struct Common: ParsableArguments {
     }
 
     /// Runs one request and prints its result with `table`, or as JSON.
-    func run(_ cmd: String, _ arguments: [String: JSON] = [:], table: (JSON) -> String) throws {
+    func run(_ command: OperatorCommand, table: (JSON) -> String) throws {
         let connection = try connect()
         do {
-            let result = try connection.request(cmd, arguments)
+            let result = try connection.request(command)
             print(json ? result.description : table(result))
         } catch {
             throw fail(error)
@@ -73,19 +73,19 @@ extension CoinCtl {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Source, inhibit, ledger, chain generation, counters, uptime.")
         @OptionGroup var common: Common
-        func run() throws { try common.run("status") { Format.status($0) } }
+        func run() throws { try common.run(.status) { Format.status($0) } }
     }
 
     struct Totals: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Money since the last collection and over the lifetime.")
         @OptionGroup var common: Common
-        func run() throws { try common.run("totals") { Format.totals($0) } }
+        func run() throws { try common.run(.totals) { Format.totals($0) } }
     }
 
     struct Chain: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "The validator chain with statistics.")
         @OptionGroup var common: Common
-        func run() throws { try common.run("chain") { Format.chain($0) } }
+        func run() throws { try common.run(.chain) { Format.chain($0) } }
     }
 
     struct Explain: ParsableCommand {
@@ -95,17 +95,14 @@ extension CoinCtl {
         @OptionGroup var common: Common
         @Argument(help: "DIAMETER,WEIGHT[,THICKNESS] in mm, g, mm, e.g. 24.26,5.67,1.75 (DIAMETER alone for a light gate)") var figures: String
         func validate() throws { _ = try parsed() }
-        func parsed() throws -> [String: JSON] {
+        func parsed() throws -> OperatorCommand {
             let parts = figures.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
             guard (1...3).contains(parts.count), parts.allSatisfy({ $0.map { $0.isFinite && $0 > 0 } ?? false }) else {
                 throw ValidationError("'\(figures)' is not DIAMETER,WEIGHT[,THICKNESS] in mm, g, mm (e.g. 24.26,5.67,1.75)")
             }
-            var fields: [String: JSON] = ["diameter": .double(parts[0]!)]
-            if parts.count > 1 { fields["weight"] = .double(parts[1]!) }
-            if parts.count > 2 { fields["thickness"] = .double(parts[2]!) }
-            return fields
+            return .explain(diameter: parts[0]!, weight: parts.count > 1 ? parts[1]! : nil, thickness: parts.count > 2 ? parts[2]! : nil)
         }
-        func run() throws { try common.run("explain", try parsed()) { Format.explanation($0) } }
+        func run() throws { try common.run(try parsed()) { Format.explanation($0) } }
     }
 
     struct Events: ParsableCommand {
@@ -114,7 +111,7 @@ extension CoinCtl {
         @Option(help: "Show events after this seq.") var since: Int64 = 0
         @Option(help: "At most this many (1–1000).") var limit: Int64 = 50
         func run() throws {
-            try common.run("events", ["since": .int(since), "limit": .int(limit)]) { result in
+            try common.run(.events(since: since, limit: limit)) { result in
                 (result["events"]?.array ?? []).map { Format.event($0) }.joined(separator: "\n")
             }
         }
@@ -128,7 +125,7 @@ extension CoinCtl {
             guard ["on", "off"].contains(state) else { throw ValidationError("say 'on' or 'off'") }
         }
         func run() throws {
-            try common.run("inhibit", ["on": .bool(state == "on")]) { result in
+            try common.run(.inhibit(state == "on")) { result in
                 result["inhibited"]?.bool == true ? "mech inhibited: coins are returned" : "mech accepting coins"
             }
         }
@@ -138,7 +135,7 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "Close the cash-box period; prints what was collected.")
         @OptionGroup var common: Common
         func run() throws {
-            try common.run("collect") { result in
+            try common.run(.collect) { result in
                 "collected (event #\(result["seq"]?.int ?? 0)):\n" + Format.rows("collected", result["collected"]?.array ?? [])
             }
         }
@@ -148,7 +145,7 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "Rebuild the chain from the configuration and plugins; prints the outcome.")
         @OptionGroup var common: Common
         func run() throws {
-            try common.run("reload") { result in
+            try common.run(.reload) { result in
                 "reloaded: chain generation \(result["generation"]?.int ?? 0)"
             }
         }

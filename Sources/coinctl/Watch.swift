@@ -26,14 +26,12 @@ extension CoinCtl {
                 }
                 do {
                     if first || last == nil {
-                        for (currency, amount) in try connection.request("totals")["current_value"]?.object ?? [:] {
+                        for (currency, amount) in try connection.request(.totals)["current_value"]?.object ?? [:] {
                             value[currency] = amount.int ?? 0
                         }
                         if !common.json { print("totals since the last collection: \(Format.values(value))") }
                     }
-                    var arguments: [String: JSON] = ["pending": .bool(pending)]
-                    if let last { arguments["since"] = .int(last) }
-                    let reply = try connection.request("subscribe", arguments)
+                    let reply = try connection.request(.subscribe(since: last, pending: pending))
                     if last == nil { last = reply["since"]?.int }
                     first = false
                     while true {

@@ -1,6 +1,4 @@
-import CoinMechLedger
 import CoinMechModel
-import CoinMechProtocol
 import Foundation
 
 extension LedgerEvent {

@@ -1,0 +1,91 @@
+/// A command of the socket API, typed (docs/PROTOCOL.md): what a client asks and the daemon
+/// runs. `ClientRequest.parse` reads one off a line; `request(id:)` writes one. Its wire names
+/// and argument keys are here and nowhere else, so coinctl, the daemon, the tests and the fleet
+/// bridge speak the same commands.
+public enum OperatorCommand: Sendable, Equatable {
+    case status
+    case chain
+    case totals
+    /// `since` ≥ 0, `limit` 1…1000.
+    case events(since: Int64, limit: Int64)
+    /// `since` ≥ 0, or nil for "from the last event" (no `since`, or -1).
+    case subscribe(since: Int64?, pending: Bool)
+    case inhibit(Bool)
+    case collect
+    case reload
+    case teachStatus
+    /// `coins` within `ClientProtocol.teachCoins`.
+    case teachStart(currency: String, code: String, coins: Int)
+    case teachCommit
+    case teachAbort
+    /// How the running chain's links would judge a reading: figures finite and positive
+    /// (mm, g, mm), weight and thickness optional. Nothing is decided or recorded.
+    case explain(diameter: Double, weight: Double?, thickness: Double?)
+
+    /// A command's `cmd`, and whether it needs control permission.
+    public enum Name: String, Sendable, CaseIterable {
+        case status, chain, totals, events, subscribe, inhibit, collect, reload
+        case teachStatus = "teach_status"
+        case teachStart = "teach_start"
+        case teachCommit = "teach_commit"
+        case teachAbort = "teach_abort"
+        case explain
+
+        /// Changes state (or could): the peer must be a control user or group.
+        public var isControl: Bool {
+            switch self {
+            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort: true
+            case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain: false
+            }
+        }
+    }
+
+    public var name: Name {
+        switch self {
+        case .status: .status
+        case .chain: .chain
+        case .totals: .totals
+        case .events: .events
+        case .subscribe: .subscribe
+        case .inhibit: .inhibit
+        case .collect: .collect
+        case .reload: .reload
+        case .teachStatus: .teachStatus
+        case .teachStart: .teachStart
+        case .teachCommit: .teachCommit
+        case .teachAbort: .teachAbort
+        case .explain: .explain
+        }
+    }
+
+    /// Its arguments as the request carries them (absent optional ones left out).
+    public var arguments: [String: JSON] {
+        switch self {
+        case .status, .chain, .totals, .collect, .reload, .teachStatus, .teachCommit, .teachAbort:
+            return [:]
+        case .events(let since, let limit):
+            return ["since": .int(since), "limit": .int(limit)]
+        case .subscribe(let since, let pending):
+            var fields: [String: JSON] = ["pending": .bool(pending)]
+            if let since { fields["since"] = .int(since) }
+            return fields
+        case .inhibit(let on):
+            return ["on": .bool(on)]
+        case .teachStart(let currency, let code, let coins):
+            return ["currency": .string(currency), "code": .string(code), "coins": .int(Int64(coins))]
+        case .explain(let diameter, let weight, let thickness):
+            var fields: [String: JSON] = ["diameter": .double(diameter)]
+            if let weight { fields["weight"] = .double(weight) }
+            if let thickness { fields["thickness"] = .double(thickness) }
+            return fields
+        }
+    }
+
+    /// The request line's object: `cmd`, `id` and the arguments.
+    public func request(id: JSON) -> JSON {
+        var fields = arguments
+        fields["cmd"] = .string(name.rawValue)
+        fields["id"] = id
+        return .object(fields)
+    }
+}

@@ -1,0 +1,75 @@
+import CoinMechModel
+import CoinMechProtocol
+import Testing
+
+/// The socket protocol's wire format, byte for byte. The expected lines are docs/PROTOCOL.md's
+/// (its example session, and its requests and events with their "…" filled in), typed here by
+/// hand: a change to a key, a value's form or the key order fails here before any client sees it.
+@Suite("Wire format: requests, replies and events byte for byte as PROTOCOL.md documents them")
+struct WireFormatTests {
+    @Test("every command's request line, and back to the same command", arguments: [
+        (OperatorCommand.status, #"{"cmd":"status","id":1}"#),
+        (.chain, #"{"cmd":"chain","id":1}"#),
+        (.totals, #"{"cmd":"totals","id":1}"#),
+        (.events(since: 0, limit: 100), #"{"cmd":"events","id":1,"limit":100,"since":0}"#),
+        (.subscribe(since: 120, pending: false), #"{"cmd":"subscribe","id":1,"pending":false,"since":120}"#),
+        (.subscribe(since: nil, pending: true), #"{"cmd":"subscribe","id":1,"pending":true}"#),
+        (.inhibit(true), #"{"cmd":"inhibit","id":1,"on":true}"#),
+        (.collect, #"{"cmd":"collect","id":1}"#),
+        (.reload, #"{"cmd":"reload","id":1}"#),
+        (.teachStart(currency: "EUR", code: "EUR_50c", coins: 40), #"{"cmd":"teach_start","code":"EUR_50c","coins":40,"currency":"EUR","id":1}"#),
+        (.teachStatus, #"{"cmd":"teach_status","id":1}"#),
+        (.teachCommit, #"{"cmd":"teach_commit","id":1}"#),
+        (.teachAbort, #"{"cmd":"teach_abort","id":1}"#),
+        (.explain(diameter: 24.26, weight: 5.67, thickness: 1.75), #"{"cmd":"explain","diameter":24.26,"id":1,"thickness":1.75,"weight":5.67}"#),
+        (.explain(diameter: 24.26, weight: nil, thickness: nil), #"{"cmd":"explain","diameter":24.26,"id":1}"#),
+    ])
+    func requests(command: OperatorCommand, line: String) throws {
+        #expect(command.request(id: .int(1)).description == line)
+        let parsed = try ClientRequest.parse(line).get()
+        #expect(try parsed.command.get() == command)
+        #expect(parsed.id == .int(1))
+    }
+
+    @Test("every command has a wire name, and the read and control sets are the documented ones")
+    func names() {
+        #expect(ClientProtocol.readCommands == ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain"])
+        #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort"])
+    }
+
+    @Test("the example session's hello, reply and error, as PROTOCOL.md prints them")
+    func session() {
+        #expect(ClientProtocol.hello(version: "0.5.0", seq: 41).description
+            == #"{"daemon":"coinmechd","protocol":2,"seq":41,"type":"hello","version":"0.5.0"}"#)
+        let totals = Totals(current: [TotalsRow(currency: "USD", denomination: "quarter", count: 3, valueMinor: 75, weightG: 17.01)],
+                            lifetime: [TotalsRow(currency: "USD", denomination: "quarter", count: 3, valueMinor: 75, weightG: 17.01)])
+        #expect(ClientProtocol.reply(id: .int(1), result: totals.json).description
+            == #"{"id":1,"ok":true,"result":{"current":[{"count":3,"currency":"USD","denomination":"quarter","value_minor":75,"weight_g":17.01}],"current_value":{"USD":75},"lifetime":[{"count":3,"currency":"USD","denomination":"quarter","value_minor":75,"weight_g":17.01}],"lifetime_value":{"USD":75},"pending":[],"pending_value":{},"unconfirmed":[],"unconfirmed_value":{}},"type":"reply"}"#)
+        let refused = ClientRequest.parse(#"{"cmd":"fly","id":2}"#).flatMap { request in request.command.map { _ in request } }
+        guard case .failure(let failure) = refused else { Issue.record("'fly' was taken"); return }
+        #expect(ClientProtocol.error(id: failure.id, failure.code, failure.message).description
+            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, inhibit, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
+    }
+
+    @Test("events: a pending accept, its coin, a rejection, a lost source, and how a subscriber gets them")
+    func events() {
+        let decision = LedgerEvent(seq: 57, time: 1795286946.46, kind: "decision", source: "serial", epoch: 1, deviceSeq: 12, diameterMM: 24.31,
+                                   weightG: 5.69, thicknessMM: 1.76, verdict: "accept", currency: "USD", denomination: "quarter", valueMinor: 25,
+                                   link: "usd", chainGeneration: 3, state: "pending")
+        #expect(decision.json.description
+            == #"{"chain_generation":3,"currency":"USD","denomination":"quarter","device_seq":12,"diameter_mm":24.31,"epoch":1,"kind":"decision","link":"usd","seq":57,"source":"serial","state":"pending","thickness_mm":1.76,"time":1795286946.46,"value_minor":25,"verdict":"accept","weight_g":5.69}"#)
+        let coin = LedgerEvent(seq: 59, time: 1795286946.52, kind: "coin", source: "serial", epoch: 1, deviceSeq: 12, currency: "USD",
+                               denomination: "quarter", valueMinor: 25, link: "usd", message: "stored", chainGeneration: 3, refSeq: 57)
+        #expect(ClientProtocol.event(coin).description
+            == #"{"event":{"chain_generation":3,"currency":"USD","denomination":"quarter","device_seq":12,"epoch":1,"kind":"coin","link":"usd","message":"stored","ref_seq":57,"seq":59,"source":"serial","time":1795286946.52,"value_minor":25},"seq":59,"type":"event"}"#)
+        let rejection = LedgerEvent(seq: 58, time: 1795286946.5, kind: "decision", verdict: "reject", link: "weight-floor",
+                                    reason: "too_light", message: "lighter than 1.5 g: washer, token or foil?", chainGeneration: 3)
+        #expect(rejection.json.description
+            == #"{"chain_generation":3,"kind":"decision","link":"weight-floor","message":"lighter than 1.5 g: washer, token or foil?","reason":"too_light","seq":58,"time":1795286946.5,"verdict":"reject"}"#)
+        // A time on a whole second keeps its ".0": a double is always written as one.
+        let lost = LedgerEvent(seq: 60, time: 1795286947, kind: "source_lost", source: "serial", detail: #"{"device":"/dev/coinmech0","reason":"hang-up"}"#)
+        #expect(lost.json.description
+            == #"{"detail":{"device":"/dev/coinmech0","reason":"hang-up"},"kind":"source_lost","seq":60,"source":"serial","time":1795286947.0}"#)
+        #expect(ClientProtocol.overflow(resumeFrom: 60).description == #"{"resume_from":60,"type":"overflow"}"#)
+    }
+}
