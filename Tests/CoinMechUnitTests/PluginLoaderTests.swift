@@ -167,15 +167,7 @@ struct PluginLoaderTests {
 }
 
 func shellOutput(_ arguments: String...) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+    try TestSupport.run(arguments).output
 }
 
 @Suite("The plugin examples of docs/PLUGINS.md")
@@ -183,15 +175,11 @@ struct PluginExampleTests {
     @Test("the minimal C plugin compiles with cc, loads and accepts a quarter")
     func minimalC() throws {
         let dir = TestSupport.temporaryDirectory("example-c")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
+        let cc = try TestSupport.run([
             "cc", "-shared", "-fPIC", "-I\(TestSupport.packageRoot)/Sources/CoinMechPluginABI/include",
             "\(TestSupport.packageRoot)/examples/plugins/minimal-c/minimal.c", "-o", "\(dir)/libminimal.so", "-lm",
-        ]
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0)
+        ])
+        try #require(cc.status == 0, "\(cc.errors)")
         let lines = LogLines()
         let environment = ChainEnvironment(log: { link, level, message in lines.append("\(link) \(level): \(message)") })
         let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir), environment: environment)

@@ -1,3 +1,4 @@
+import ChildProcesses
 import CoinFacts
 import CoinMechChain
 import CoinMechPlugins
@@ -46,16 +47,23 @@ enum TestSupport {
     /// Compiles `Tests/Fixtures/plugins/<name>.c` into a shared object in `directory`.
     static func compileFixture(_ name: String, into directory: String, as output: String? = nil, defines: [String] = []) throws -> String {
         let output = "\(directory)/\(output ?? name + ".so")"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
+        let cc = try run([
             "cc", "-shared", "-fPIC", "-O1", "-I\(packageRoot)/Sources/CoinMechPluginABI/include",
             "\(packageRoot)/Tests/Fixtures/plugins/\(name).c", "-o", output, "-lm",
-        ] + defines.map { "-D\($0)" }
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "cc failed for fixture \(name)")
+        ] + defines.map { "-D\($0)" })
+        try #require(cc.status == 0, "cc failed for fixture \(name): \(cc.errors)")
         return output
+    }
+
+    /// Runs a tool (found on PATH) to its end through the tests' one process launcher, and
+    /// returns its exit status, its output and its errors. A tool still running after
+    /// `timeout` seconds is killed and fails the test.
+    static func run(_ arguments: [String], timeout: Double = 300) throws -> (status: Int32, output: String, errors: String) {
+        let errors = temporaryDirectory("run") + "/stderr"
+        let child = try ChildProcess(path: "/usr/bin/env", arguments, stderrPath: errors)
+        let output = String(decoding: child.readToEnd(), as: UTF8.self)
+        let status = try #require(child.wait(timeout: timeout), "\(arguments.joined(separator: " ")) did not finish in \(timeout) s")
+        return (status, output, child.stderr)
     }
 
     /// Builds a chain from (plugin, JSON) pairs using the build's plugins.
