@@ -156,6 +156,13 @@ public final class Daemon: Sendable {
         // Ledger reads and user lookups for clients: one thread, so no event loop ever blocks.
         let blocking = NIOThreadPool(numberOfThreads: 1)
         blocking.start()
+        // The threads the socket and the chain run on, closed after every part that uses them.
+        let holder = chain
+        let threads = LifetimeService(name: "threads", start: {}, stop: {
+            await Self.stopRetiring(holder)
+            try? await blocking.shutdownGracefully()
+            if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
+        })
         let policy = AccessPolicy(users: configuration.socket.controlUsers, groups: configuration.socket.controlGroups)
         for name in policy.unknownNames { logger.warning("socket control access names an unknown \(name)") }
         let notifier = SystemdNotifier()
@@ -178,8 +185,8 @@ public final class Daemon: Sendable {
                     maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger, blocking: blocking),
                 on: eventLoops)
         } catch {
-            try? await blocking.shutdownGracefully()
-            if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
+            // The group that owns the threads never ran: close them as it would have.
+            await threads.stop()
             throw DaemonError.socket(error.message)
         }
         logger.notice("listening", metadata: ["socket": "\(server.path)", "activated": "\(server.activated)"])
@@ -191,10 +198,12 @@ public final class Daemon: Sendable {
         // One group owns every long-lived part. A graceful shutdown runs in the reverse order of
         // this list: deciding stops (the batch in hand, the shutdown record) while the socket,
         // the reloader and the watchdog are still up; TERM or INT end the signal service, which
-        // starts it.
+        // starts it. The threads go last, when nothing uses them any more; a failing service
+        // cancels the group, and every part stops all the same.
         let group = ServiceGroup(
             configuration: .init(
                 services: [
+                    .init(service: threads),
                     .init(service: LifetimeService(name: "socket server", start: {}, stop: { await server.close() })),
                     .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() })),
                     .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() })),
@@ -207,15 +216,17 @@ public final class Daemon: Sendable {
         // The ledger is open, the chain built, the socket listening: ready.
         notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
         defer { logger.notice("stopped") }
-        do {
-            try await group.run()
-        } catch {
-            try? await blocking.shutdownGracefully()
-            if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
-            throw error
+        try await group.run()
+    }
+
+    /// Ends the chain's retirement thread off the cooperative pool (it waits for the thread).
+    private static func stopRetiring(_ holder: ChainHolder) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            _ = Thread.startNamed("stop retiring") {
+                holder.stopRetiring()
+                done.resume()
+            }
         }
-        try await blocking.shutdownGracefully()
-        if ownsEventLoops { try await eventLoops.shutdownGracefully() }
     }
 }
 

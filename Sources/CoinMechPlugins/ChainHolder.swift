@@ -20,6 +20,11 @@ public final class ChainHolder: Sendable {
 
     public var current: Chain { chain.withLock { $0 } }
 
+    /// Ends the retirement thread (chains it waits on that nobody holds are released first).
+    /// The chain deciding now stays: its in-process plugins are not destroyed at exit, and its
+    /// plugin hosts end with the daemon (they are killed when it goes, `PR_SET_PDEATHSIG`).
+    public func stopRetiring() { retirement?.stop() }
+
     /// Installs `new`; the chain it replaces is released by the retirement thread, if there is one.
     public func swap(_ new: Chain) {
         var previous: Chain? = chain.withLock { old in

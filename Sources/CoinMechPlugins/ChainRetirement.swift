@@ -7,7 +7,9 @@ import Synchronization
 /// destroy() and their plugin hosts' shutdown run here, never on the deciding thread.
 public final class ChainRetirement: Sendable {
     private let pending = Mutex<[Chain]>([])
+    private let stopping = Atomic<Bool>(false)
     private let arrived = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
 
     public init() {
         _ = Thread.startNamed("retirement") { [self] in run() }
@@ -28,12 +30,23 @@ public final class ChainRetirement: Sendable {
                 if isKnownUniquelyReferenced(&held[index]) { held.remove(at: index) }  // destroyed here
                 index -= 1
             }
+            // Stopping: what nobody holds any more is released above; a chain still held by
+            // someone is released by its last holder.
+            if stopping.load(ordering: .acquiring) { break }
         }
+        finished.signal()
     }
 
     /// Hands `chain` over; it is released here once the caller and everyone else let go of it.
     public func retire(_ chain: Chain) {
         pending.withLock { $0.append(chain) }
         arrived.signal()
+    }
+
+    /// Releases what it holds that nobody else does and ends the thread; returns when it has.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        arrived.signal()
+        finished.wait()
     }
 }
