@@ -180,7 +180,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechBench",
             dependencies: [
-                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit", "CoinMechCalibration",
+                "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit", "CoinMechCalibration", "CoinMechHarness",
                 "CoinMechModel", "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -190,7 +190,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechCrash",
             dependencies: [
-                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "ChildProcesses",
+                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CoinMechHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
@@ -203,9 +203,10 @@ let package = Package(
             path: "Fuzz/Targets"
         ),
         .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
-        // Real child processes for the end-to-end tests and the crash suite: clean signal mask,
-        // killed with the process that started them, reaped on every path.
-        .target(name: "ChildProcesses", dependencies: ["CLinux"], path: "Tests/ChildProcesses"),
+        // What runs coinmechd against coinsim, for the tests, the crash suite and the benches:
+        // real child processes (clean signal mask, killed with the process that started them,
+        // reaped on every path), and the fixture chains, spelled once.
+        .target(name: "CoinMechHarness", dependencies: ["CLinux"], path: "Tests/Harness"),
         // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
 
@@ -214,7 +215,7 @@ let package = Package(
         .target(
             name: "CoinMechTestSupport",
             dependencies: [
-                "CoinFacts", "CoinMechChain", "CoinMechPlugins", "CoinMechCCTalk", "CoinMechCore", "CoinMechModel", "CoinSimCore", "ChildProcesses",
+                "CoinFacts", "CoinMechChain", "CoinMechPlugins", "CoinMechCCTalk", "CoinMechCore", "CoinMechModel", "CoinSimCore", "CoinMechHarness",
             ],
             path: "Tests/TestSupport"
         ),
@@ -241,7 +242,7 @@ let package = Package(
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
-                "CoinMechCore", "CoinMechModel", "CoinMechSupport", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechHarness", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechIntegrationTests"
         ),

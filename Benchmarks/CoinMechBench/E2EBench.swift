@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoinMechHarness
 import CoinSimCore
 import Foundation
 
@@ -85,13 +86,7 @@ struct E2EBench: ParsableCommand {
         state_dir: state
         runtime_dir: run
         cache_dir: cache
-        chain:
-          - plugin: sanity
-          - plugin: weight-floor
-            config: {min_weight_g: 1.5}
-          - name: usd
-            plugin: coin-table
-            config: {currency: USD, tolerance: 0.04}
+        \(FixtureChains.usd)
         """
     }
 

@@ -1,5 +1,5 @@
-import ChildProcesses
 import CoinMechClient
+import CoinMechHarness
 import CoinMechLedger
 import CoinMechProtocol
 @testable import CoinMechTestSupport
@@ -12,20 +12,7 @@ import Testing
 /// credited once, at its value, and the socket's totals say so.
 @Suite("ccTalk end to end: coinsim --protocol cctalk → coinmechd → ledger and socket", .serialized)
 struct CCTalkEndToEndTests {
-    static let chain = """
-        chain:
-          - name: euro
-            plugin: coin-id
-            config:
-              currency: EUR
-              coins:
-                EU005A: {code: EUR_5c, value: 5}
-                EU010A: {code: EUR_10c, value: 10}
-                EU020A: {code: EUR_20c, value: 20}
-                EU050A: {code: EUR_50c, value: 50}
-                EU100A: {code: EUR_1, value: 100}
-                EU200A: {code: EUR_2, value: 200}
-        """
+    static let chain = FixtureChains.euroCoinIDs
 
     /// (session, event) in the simulator; (epoch, device_seq) on the ledger.
     struct Key: Hashable, Comparable, CustomStringConvertible {

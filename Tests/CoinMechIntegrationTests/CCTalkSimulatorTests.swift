@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinMechCCTalk
 import CoinMechSettings
 @testable import CoinMechTestSupport

@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinFacts
 import CoinMechCalibration
 import CoinMechChain

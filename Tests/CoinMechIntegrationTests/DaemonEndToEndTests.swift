@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinMechClient
 import CoinMechConfiguration
 import CoinMechLedger

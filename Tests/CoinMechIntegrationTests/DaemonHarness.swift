@@ -1,5 +1,5 @@
-import ChildProcesses
 import CoinMechAudit
+import CoinMechHarness
 import CoinMechLedger
 import CoinMechModel
 @testable import CoinMechTestSupport
@@ -17,15 +17,7 @@ final class DaemonHarness {
     /// Every simulator session's ground truth so far, in order.
     private(set) var truths: [GroundTruth] = []
 
-    static let defaultChain = """
-        chain:
-          - plugin: sanity
-          - plugin: weight-floor
-            config: {min_weight_g: 1.5}
-          - name: usd
-            plugin: coin-table
-            config: {currency: USD, tolerance: 0.04}
-        """
+    static let defaultChain = FixtureChains.usd
 
     init(chain: String = DaemonHarness.defaultChain, extra: String = "", source: String = "{kind: serial, device: mech, baud: 9600}") throws {
         dir = TestSupport.temporaryDirectory("daemon")

@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinMechAudit
 import CoinMechClient
 import CoinMechLedger

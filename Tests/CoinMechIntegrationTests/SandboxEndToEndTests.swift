@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinMechClient
 import CoinMechProtocol
 @testable import CoinMechTestSupport

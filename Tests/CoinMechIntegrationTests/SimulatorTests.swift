@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 @testable import CoinMechTestSupport
 import CoinSimCore
 import Foundation

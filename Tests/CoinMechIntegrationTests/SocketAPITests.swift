@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinMechClient
 import CoinMechLedger
 import CoinMechProtocol

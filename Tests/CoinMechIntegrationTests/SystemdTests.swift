@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinMechClient
 import CoinMechDaemon
 @testable import CoinMechTestSupport

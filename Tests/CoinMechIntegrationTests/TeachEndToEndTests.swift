@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import CoinMechCalibration
 @testable import CoinMechDaemon
 @testable import CoinMechTeach

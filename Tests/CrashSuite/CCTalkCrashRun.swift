@@ -1,6 +1,7 @@
 import ArgumentParser
 import CoinMechAudit
 import CoinMechFailpoints
+import CoinMechHarness
 import CoinMechLedger
 import CoinSimCore
 import Foundation
@@ -40,18 +41,7 @@ extension Run {
             runtime_dir: run
             cache_dir: cache
             socket: {control_users: [\(user)]}
-            chain:
-              - name: euro
-                plugin: coin-id
-                config:
-                  currency: EUR
-                  coins:
-                    EU005A: {code: EUR_5c, value: 5}
-                    EU010A: {code: EUR_10c, value: 10}
-                    EU020A: {code: EUR_20c, value: 20}
-                    EU050A: {code: EUR_50c, value: 50}
-                    EU100A: {code: EUR_1, value: 100}
-                    EU200A: {code: EUR_2, value: 200}
+            \(FixtureChains.euroCoinIDs)
             """.write(toFile: config, atomically: true, encoding: .utf8)
         try """
             name: crash-cctalk

@@ -1,8 +1,8 @@
 import ArgumentParser
-import ChildProcesses
 import CoinMechAudit
 import CoinMechClient
 import CoinMechFailpoints
+import CoinMechHarness
 import CoinMechLedger
 import CoinSimCore
 import Foundation
@@ -150,13 +150,7 @@ final class Run {
             runtime_dir: run
             cache_dir: cache
             socket: {control_users: [\(user)]}
-            chain:
-              - plugin: sanity
-              - plugin: weight-floor
-                config: {min_weight_g: 1.5}
-              - name: usd
-                plugin: coin-table
-                config: {currency: USD, tolerance: 0.04}
+            \(FixtureChains.usd)
             """.write(toFile: config, atomically: true, encoding: .utf8)
         // The fast scenario: coins as a busy cabinet sees them, and every way the mech can
         // surprise the host (bounces, lost confirmations, repeated sentences, power lost mid-coin;

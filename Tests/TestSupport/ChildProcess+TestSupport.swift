@@ -1,4 +1,4 @@
-import ChildProcesses
+import CoinMechHarness
 import Foundation
 
 extension ChildProcess {
