@@ -26,64 +26,57 @@ struct DaemonControl: ControlPlane {
         let status = loop.status.withLock { $0 }
         let chain = chainHolder.current
         let c = status.core.counters
-        var source: [String: JSON] = [
-            "kind": .string(configuration.source.kind), "device": .string(configuration.source.device),
-            "state": status.connected ? "connected" : "disconnected",
-        ]
-        if let reason = status.disconnectedReason { source["reason"] = .string(reason) }
-        let counters: [String: JSON] = [
-            "readings": .int(Int64(c.readings)), "accepted": .int(Int64(c.accepted)), "credited": .int(Int64(c.credited)),
-            "returned_after_accept": .int(Int64(c.returnedAfterAccept)), "unconfirmed": .int(Int64(c.unconfirmed)),
-            "queries": .int(Int64(c.queries)), "connects": .int(Int64(c.connects)), "reconnects": .int(Int64(c.reconnects)),
-            "rejected": .int(Int64(c.rejected)), "duplicates": .int(Int64(c.duplicates)), "protocol_errors": .int(Int64(c.protocolErrors)),
-            "deadline_passed": .int(Int64(c.deadlineWithdrawn)), "late_answers": .int(Int64(c.lateAnswers)),
-        ]
-        // Links that answered nonsense (their coins were returned as plugin_error).
-        let pluginErrors: [JSON] = chain.links.compactMap { link in
+        var reply = StatusReply(
+            source: .init(kind: configuration.source.kind, device: configuration.source.device, connected: status.connected,
+                          reason: status.disconnectedReason),
+            inhibited: status.core.inhibited)
+        reply.counters.readings = Int64(c.readings)
+        reply.counters.accepted = Int64(c.accepted)
+        reply.counters.credited = Int64(c.credited)
+        reply.counters.returnedAfterAccept = Int64(c.returnedAfterAccept)
+        reply.counters.unconfirmed = Int64(c.unconfirmed)
+        reply.counters.queries = Int64(c.queries)
+        reply.counters.connects = Int64(c.connects)
+        reply.counters.reconnects = Int64(c.reconnects)
+        reply.counters.rejected = Int64(c.rejected)
+        reply.counters.duplicates = Int64(c.duplicates)
+        reply.counters.protocolErrors = Int64(c.protocolErrors)
+        reply.counters.deadlinePassed = Int64(c.deadlineWithdrawn)
+        reply.counters.lateAnswers = Int64(c.lateAnswers)
+        // Links that answered nonsense (their coins were returned as plugin_error), and links that
+        // accepted coins this cabinet does not take (returned as plugin_lie).
+        for link in chain.links {
             let stats = link.statistics.snapshot
-            guard stats.pluginErrors > 0 else { return nil }
-            return ["link": .string(link.name), "count": .int(Int64(stats.pluginErrors)), "last": .string(stats.lastPluginError ?? "")]
+            if stats.pluginErrors > 0 {
+                reply.pluginErrors.append(.init(link: link.name, count: Int64(stats.pluginErrors), last: stats.lastPluginError ?? ""))
+            }
+            if stats.lies > 0 { reply.pluginLies.append(.init(link: link.name, count: Int64(stats.lies), last: stats.lastLie ?? "")) }
         }
-        // Links that accepted coins this cabinet does not take (returned as plugin_lie).
-        let pluginLies: [JSON] = chain.links.compactMap { link in
-            let stats = link.statistics.snapshot
-            guard stats.lies > 0 else { return nil }
-            return ["link": .string(link.name), "count": .int(Int64(stats.lies)), "last": .string(stats.lastLie ?? "")]
-        }
+        // Links out of service (hung, quarantined) or restarting their plugin host, and why.
+        reply.linkProblems = chain.problems.map { link, problem in Self.problem(link: link.name, problem) }
+        reply.pending = Int64(status.core.pending)
+        reply.ledgerOK = !status.core.ledgerFailing
+        reply.chainGeneration = Int64(chain.generation)
+        reply.links = Int64(chain.links.count)
+        reply.uptimeSeconds = (Date().timeIntervalSince(started) * 10).rounded() / 10
         // How long ago the deciding loop last turned: it turns at least every second, so more
         // means it is stuck (in a plugin, a commit); the watchdog stops then too.
-        let heartbeatAge = Int64((Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)) / 1_000_000)
-        var result: [String: JSON] = [
-            "source": .object(source),
-            "inhibited": .bool(status.core.inhibited),
-            // Links out of service (hung, quarantined) or restarting their plugin host, and why.
-            "link_problems": .array(chain.problems.map { link, problem in Self.problem(link: link.name, problem) }),
-            "pending": .int(Int64(status.core.pending)),
-            "ledger": status.core.ledgerFailing ? "failing" : "ok",
-            "chain_generation": .int(Int64(chain.generation)),
-            "links": .int(Int64(chain.links.count)),
-            "plugin_errors": .array(pluginErrors),
-            "plugin_lies": .array(pluginLies),
-            "counters": .object(counters),
-            "uptime_s": .double((Date().timeIntervalSince(started) * 10).rounded() / 10),
-            "heartbeat_age_ms": .int(heartbeatAge),
-            "last_seq": .int((try? ledger.lastSeq()) ?? 0),
-            "version": .string(Daemon.version),
-        ]
+        reply.heartbeatAgeMilliseconds = Int64((Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)) / 1_000_000)
+        reply.lastSeq = (try? ledger.lastSeq()) ?? 0
+        reply.version = Daemon.version
         // A link out of service keeps the mech inhibited whatever the operator said.
         // (The chain's own word until the deciding loop has reviewed it, just after a start.)
-        if let reason = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain.outOfService) { result["plugin_inhibit"] = .string(reason) }
+        reply.pluginInhibit = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain.outOfService)
         if let acceptor = status.acceptor {
             // Lost events since the last collection, from the ledger: a restart does not hide them.
-            result["acceptor"] = acceptor.json(lostSinceCollect: try? ledger.acceptorLostEvents(source: configuration.source.name))
-            if acceptor.ledgerFailure != nil { result["ledger"] = "failing" }
+            reply.acceptor = acceptor.json(lostSinceCollect: try? ledger.acceptorLostEvents(source: configuration.source.name))
+            if acceptor.ledgerFailure != nil { reply.ledgerOK = false }
         }
-        return .object(result)
+        return reply.json
     }
 
-    static func problem(link: String, _ problem: LinkHealth.Problem) -> JSON {
-        ["link": .string(link), "state": .string("\(problem.state)"), "cause": .string(problem.cause), "reason": .string(problem.reason),
-         "since": .double(problem.since)]
+    static func problem(link: String, _ problem: LinkHealth.Problem) -> StatusReply.LinkProblem {
+        StatusReply.LinkProblem(link: link, state: "\(problem.state)", cause: problem.cause, reason: problem.reason, since: problem.since)
     }
 
     func chain() -> JSON {
@@ -115,7 +108,7 @@ struct DaemonControl: ControlPlane {
                     "memory_mb": .int(Int64(link.policy.sandbox.memoryMiB)),
                 ]
             }
-            if let problem = link.health.problem { object["problem"] = Self.problem(link: link.name, problem) }
+            if let problem = link.health.problem { object["problem"] = StatusReply.json(Self.problem(link: link.name, problem)) }
             if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
             return .object(object)
         }

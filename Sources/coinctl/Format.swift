@@ -19,30 +19,30 @@ enum Format {
         return right ? padding + text : text + padding
     }
 
-    static func status(_ s: JSON) -> String {
-        let source = s["source"]
-        let counters = s["counters"]
-        let uptime = Int(s["uptime_s"]?.double ?? 0)
-        var inhibited = s["inhibited"]?.bool == true ? "yes (operator)" : "no"
-        if let reason = s["plugin_inhibit"]?.string { inhibited = "YES: \(reason)" }
-        let problems = (s["link_problems"]?.array ?? []).map { problem in
-            "\n            link        \(problem["link"]?.string ?? "?") \((problem["state"]?.string ?? "?").uppercased()) (\(problem["cause"]?.string ?? "?")): \(problem["reason"]?.string ?? "")"
+    static func status(_ json: JSON) -> String {
+        let s = StatusReply(json: json)
+        let c = s.counters
+        let uptime = Int(s.uptimeSeconds)
+        var inhibited = s.inhibited ? "yes (operator)" : "no"
+        if let reason = s.pluginInhibit { inhibited = "YES: \(reason)" }
+        let problems = s.linkProblems.map { problem in
+            "\n            link        \(problem.link) \(problem.state.uppercased()) (\(problem.cause)): \(problem.reason)"
         }.joined()
         // Links that accepted coins this cabinet does not take: loud, they wanted money.
-        let lies = (s["plugin_lies"]?.array ?? []).map { lie in
-            "\n            LIES        \(lie["link"]?.string ?? "?") accepted \(lie["count"]?.int ?? 0) coins this cabinet does not take (returned); last: \(lie["last"]?.string ?? "")"
+        let lies = s.pluginLies.map { lie in
+            "\n            LIES        \(lie.link) accepted \(lie.count) coins this cabinet does not take (returned); last: \(lie.last)"
         }.joined()
         return """
-            source      \(source?["kind"]?.string ?? "?") \(source?["device"]?.string ?? "?") (\(source?["state"]?.string ?? "?"))
+            source      \(s.source.kind) \(s.source.device) (\(s.source.connected ? "connected" : "disconnected"))
             inhibited   \(inhibited)\(problems)\(lies)
-            ledger      \(s["ledger"]?.string ?? "?")
-            chain       generation \(s["chain_generation"]?.int ?? 0), \(s["links"]?.int ?? 0) links
-            readings    \(counters?["readings"]?.int ?? 0) (accepted \(counters?["accepted"]?.int ?? 0), returned \(counters?["rejected"]?.int ?? 0), duplicates \(counters?["duplicates"]?.int ?? 0), protocol errors \(counters?["protocol_errors"]?.int ?? 0), too late to accept \(counters?["deadline_passed"]?.int ?? 0), late answers \(counters?["late_answers"]?.int ?? 0))
-            credit      \(counters?["credited"]?.int ?? 0) coins stored and credited, \(s["pending"]?.int ?? 0) pending, \(counters?["returned_after_accept"]?.int ?? 0) returned after the accept, \(counters?["unconfirmed"]?.int ?? 0) unconfirmed (not credit: check the cash box)
-            mech        \(counters?["connects"]?.int ?? 0) connections (\(counters?["reconnects"]?.int ?? 0) after losing it), \(counters?["queries"]?.int ?? 0) queries about pending coins
+            ledger      \(s.ledgerOK ? "ok" : "failing")
+            chain       generation \(s.chainGeneration), \(s.links) links
+            readings    \(c.readings) (accepted \(c.accepted), returned \(c.rejected), duplicates \(c.duplicates), protocol errors \(c.protocolErrors), too late to accept \(c.deadlinePassed), late answers \(c.lateAnswers))
+            credit      \(c.credited) coins stored and credited, \(s.pending) pending, \(c.returnedAfterAccept) returned after the accept, \(c.unconfirmed) unconfirmed (not credit: check the cash box)
+            mech        \(c.connects) connections (\(c.reconnects) after losing it), \(c.queries) queries about pending coins
             uptime      \(uptime / 3600)h \(uptime / 60 % 60)m \(uptime % 60)s
-            last seq    \(s["last_seq"]?.int ?? 0)
-            """ + (s["acceptor"].map(acceptor) ?? "")
+            last seq    \(s.lastSeq)
+            """ + (s.acceptor.map(acceptor) ?? "")
     }
 
     /// A ccTalk acceptor's lines of `status`: who, whether it takes coins, its events; loud

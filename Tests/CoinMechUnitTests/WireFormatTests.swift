@@ -72,4 +72,35 @@ struct WireFormatTests {
             == #"{"detail":{"device":"/dev/coinmech0","reason":"hang-up"},"kind":"source_lost","seq":60,"source":"serial","time":1795286947.0}"#)
         #expect(ClientProtocol.overflow(resumeFrom: 60).description == #"{"resume_from":60,"type":"overflow"}"#)
     }
+
+    @Test("status: the documented example, byte for byte, and read back by a client as it was")
+    func status() {
+        var reply = StatusReply(source: .init(kind: "serial", device: "/dev/coinmech0", connected: true), inhibited: false)
+        reply.pending = 2
+        reply.chainGeneration = 3
+        reply.links = 4
+        reply.pluginErrors = [.init(link: "third-party", count: 3, last: "plugin accepted what cannot be credited")]
+        reply.pluginLies = [.init(link: "third-party", count: 1, last: "'dime' is 10 USD minor units, not 100")]
+        reply.linkProblems = [.init(link: "third-party", state: "quarantined", cause: "crashes", reason: "crashed 3 times within 60 s", since: 1795287001.2)]
+        reply.pluginInhibit = "link 'third-party' is quarantined: crashed 3 times within 60 s"
+        reply.counters.readings = 142
+        reply.counters.accepted = 120
+        reply.counters.credited = 117
+        reply.counters.returnedAfterAccept = 1
+        reply.counters.rejected = 22
+        reply.counters.protocolErrors = 1
+        reply.counters.queries = 4
+        reply.counters.connects = 1
+        reply.uptimeSeconds = 3723.4
+        reply.heartbeatAgeMilliseconds = 12
+        reply.lastSeq = 170
+        reply.version = "0.5.0"
+        #expect(reply.json.description == #"{"chain_generation":3,"counters":{"accepted":120,"connects":1,"credited":117,"deadline_passed":0,"duplicates":0,"late_answers":0,"protocol_errors":1,"queries":4,"readings":142,"reconnects":0,"rejected":22,"returned_after_accept":1,"unconfirmed":0},"heartbeat_age_ms":12,"inhibited":false,"last_seq":170,"ledger":"ok","link_problems":[{"cause":"crashes","link":"third-party","reason":"crashed 3 times within 60 s","since":1795287001.2,"state":"quarantined"}],"links":4,"pending":2,"plugin_errors":[{"count":3,"last":"plugin accepted what cannot be credited","link":"third-party"}],"plugin_inhibit":"link 'third-party' is quarantined: crashed 3 times within 60 s","plugin_lies":[{"count":1,"last":"'dime' is 10 USD minor units, not 100","link":"third-party"}],"source":{"device":"/dev/coinmech0","kind":"serial","state":"connected"},"uptime_s":3723.4,"version":"0.5.0"}"#)
+        #expect(StatusReply(json: reply.json) == reply)
+        var down = StatusReply(source: .init(kind: "cctalk", device: "/dev/ttyUSB0", connected: false, reason: "device removed"), inhibited: true)
+        down.ledgerOK = false
+        down.acceptor = ["accepting": false]
+        #expect(StatusReply(json: down.json) == down)
+        #expect(down.json["source"]?["reason"] == .string("device removed") && down.json["ledger"] == .string("failing"))
+    }
 }
