@@ -116,15 +116,28 @@ struct DaemonControl: ControlPlane {
                 "terminal": ["rejects": .int(Int64(chain.terminalStatistics.snapshot.rejects))]]
     }
 
-    func inhibit(_ on: Bool, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+    func control(_ command: OperatorCommand, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+        switch command {
+        case .inhibit(let on): inhibit(on, by: peer, completion: completion)
+        case .collect: collect(by: peer, completion: completion)
+        case .reload: reload(by: peer, completion: completion)
+        case .teachStart(let currency, let code, let coins): teachStart(currency: currency, code: code, coins: coins, by: peer, completion: completion)
+        case .teachCommit: teachCommit(by: peer, completion: completion)
+        case .teachAbort: teachAbort(by: peer, completion: completion)
+        case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain:
+            completion(.failure(CommandError(.badRequest, "'\(command.name.rawValue)' is not a control command")))
+        }
+    }
+
+    private func inhibit(_ on: Bool, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         loop.submit(.inhibit(on, by: peer.userName, completion: completion))
     }
 
-    func collect(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+    private func collect(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         loop.submit(.collect(by: peer.userName, completion: completion))
     }
 
-    func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+    private func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         reloader.request(reason: "reload by \(peer.userName)", completion: completion)
     }
 
@@ -140,7 +153,7 @@ struct DaemonControl: ControlPlane {
             .json(source: configuration.source.name, inhibited: status.core.inhibited, now: .now)
     }
 
-    func teachStart(currency: String, code: String, coins: Int, by peer: PeerCredentials,
+    private func teachStart(currency: String, code: String, coins: Int, by peer: PeerCredentials,
                     completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         if let why = configuration.source.mech.unteachable { return completion(.failure(CommandError(.failed, why))) }
         switch TeachTarget.resolve(currency: currency, code: code, chain: chainHolder.current, source: configuration.source.name,
@@ -154,7 +167,7 @@ struct DaemonControl: ControlPlane {
     }
 
     /// Commits, then reloads so coin-table uses the taught window; the reply says both.
-    func teachCommit(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+    private func teachCommit(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         let reloader = reloader
         loop.submit(.teachCommit(by: peer.userName) { result in
             guard case .success(.object(let committed)) = result else { return completion(result) }
@@ -171,7 +184,7 @@ struct DaemonControl: ControlPlane {
         })
     }
 
-    func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
+    private func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
         loop.submit(.teachAbort(by: peer.userName, completion: completion))
     }
 

@@ -176,7 +176,7 @@ final class ClientHandler: ChannelInboundHandler {
         case .failure(let failure): return send(ClientProtocol.error(id: failure.id, failure.code, failure.message))
         }
         let id = request.id
-        if ClientProtocol.controlCommands.contains(request.name), !mayControl {
+        if OperatorCommand.Name(rawValue: request.name)?.isControl == true, !mayControl {
             shared.logger.notice("control command refused", metadata: ["peer": "\(peer)", "cmd": "\(request.name)"])
             return send(ClientProtocol.error(id: id, .forbidden, "\(peer.userName) may not use '\(request.name)'"))
         }
@@ -209,20 +209,10 @@ final class ClientHandler: ChannelInboundHandler {
                     handler.subscribe(since: since)
                     return nil
                 }
-            case .inhibit(let on):
-                control.inhibit(on, by: peer, completion: replier(id))
-            case .collect:
-                control.collect(by: peer, completion: replier(id))
-            case .reload:
-                control.reload(by: peer, completion: replier(id))
+            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort:
+                control.control(command, by: peer, completion: replier(id))
             case .teachStatus:
                 reply(id, { control.teachStatus() }) { _, status in ClientProtocol.reply(id: id, result: status) }
-            case .teachStart(let currency, let code, let coins):
-                control.teachStart(currency: currency, code: code, coins: coins, by: peer, completion: replier(id))
-            case .teachCommit:
-                control.teachCommit(by: peer, completion: replier(id))
-            case .teachAbort:
-                control.teachAbort(by: peer, completion: replier(id))
             case .explain(let diameter, let weight, let thickness):
                 control.explain(diameter: diameter, weight: weight, thickness: thickness, completion: replier(id))
             }

@@ -18,16 +18,11 @@ public protocol ControlPlane: Sendable {
     func status() -> JSON
     /// The links with plugin, version, sha256, load time and statistics.
     func chain() -> JSON
-    func inhibit(_ on: Bool, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
-    func collect(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
-    func reload(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    /// Runs a control command (`command.name.isControl`: inhibit, collect, reload, teach
+    /// start, commit and abort) for `peer`, who may use it; `completion` gets its result.
+    func control(_ command: OperatorCommand, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
     /// Teach mode's figures so far: `{"teaching": false}` when not teaching.
     func teachStatus() -> JSON
-    /// Teach mode: start teaching one denomination, commit what was taught (then reload), or end it.
-    func teachStart(currency: String, code: String, coins: Int, by peer: PeerCredentials,
-                    completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
-    func teachCommit(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
-    func teachAbort(by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
     /// How each link of the running chain would judge a reading, from the links' own `explain`,
     /// asked between two readings on the deciding thread; nothing is decided or recorded.
     func explain(diameter: Double, weight: Double?, thickness: Double?, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
