@@ -158,8 +158,10 @@ public final class Daemon: Sendable {
         blocking.start()
         // The threads the socket and the chain run on, closed after every part that uses them.
         let holder = chain
-        let threads = LifetimeService(name: "threads", start: {}, stop: {
-            await Self.stopRetiring(holder)
+        let threads = LifetimeService(name: "threads", start: {}, stop: { [logger] in
+            if await !Self.stopRetiring(holder) {
+                logger.warning("a replaced chain's plugin did not finish its destroy within 5 s: stopping without it")
+            }
             try? await blocking.shutdownGracefully()
             if ownsEventLoops { try? await eventLoops.shutdownGracefully() }
         })
@@ -198,19 +200,25 @@ public final class Daemon: Sendable {
         // One group owns every long-lived part. A graceful shutdown runs in the reverse order of
         // this list: deciding stops (the batch in hand, the shutdown record) while the socket,
         // the reloader and the watchdog are still up; TERM or INT end the signal service, which
-        // starts it. The threads go last, when nothing uses them any more; a failing service
-        // cancels the group, and every part stops all the same.
+        // starts it. The threads go last, when nothing uses them any more. A part that fails
+        // shuts the group down the same way, in the same order (never by cancelling it: the
+        // threads would close while deciding still finishes its batch); nothing cancels the
+        // group from outside.
         let group = ServiceGroup(
             configuration: .init(
                 services: [
-                    .init(service: threads),
-                    .init(service: LifetimeService(name: "socket server", start: {}, stop: { await server.close() })),
-                    .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() })),
-                    .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() })),
-                    .init(service: LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() })),
-                    .init(service: DecidingService(loop: loop, notifier: notifier)),
+                    .init(service: threads, failureTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: LifetimeService(name: "socket server", start: {}, stop: { await server.close() }),
+                          failureTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() }),
+                          failureTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() }),
+                          failureTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() }),
+                          failureTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: DecidingService(loop: loop, notifier: notifier), failureTerminationBehavior: .gracefullyShutdownGroup),
                     .init(service: SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger),
-                          successTerminationBehavior: .gracefullyShutdownGroup),
+                          successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 ],
                 logger: logger))
         // The ledger is open, the chain built, the socket listening: ready.
@@ -219,12 +227,12 @@ public final class Daemon: Sendable {
         try await group.run()
     }
 
-    /// Ends the chain's retirement thread off the cooperative pool (it waits for the thread).
-    private static func stopRetiring(_ holder: ChainHolder) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+    /// Ends the chain's retirement thread off the cooperative pool (it waits for the thread,
+    /// for a few seconds at most); whether it ended in time.
+    private static func stopRetiring(_ holder: ChainHolder) async -> Bool {
+        await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
             _ = Thread.startNamed("stop retiring") {
-                holder.stopRetiring()
-                done.resume()
+                done.resume(returning: holder.stopRetiring())
             }
         }
     }

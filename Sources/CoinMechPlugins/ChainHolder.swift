@@ -23,7 +23,9 @@ public final class ChainHolder: Sendable {
     /// Ends the retirement thread (chains it waits on that nobody holds are released first).
     /// The chain deciding now stays: its in-process plugins are not destroyed at exit, and its
     /// plugin hosts end with the daemon (they are killed when it goes, `PR_SET_PDEATHSIG`).
-    public func stopRetiring() { retirement?.stop() }
+    /// Returns whether it ended within its time (a plugin's `destroy` may not return).
+    @discardableResult
+    public func stopRetiring() -> Bool { retirement?.stop() ?? true }
 
     /// Installs `new`; the chain it replaces is released by the retirement thread, if there is one.
     public func swap(_ new: Chain) {

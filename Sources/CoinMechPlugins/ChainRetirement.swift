@@ -38,15 +38,20 @@ public final class ChainRetirement: Sendable {
     }
 
     /// Hands `chain` over; it is released here once the caller and everyone else let go of it.
+    /// After `stop`, it is released by whoever lets go of it last (the caller, at once).
     public func retire(_ chain: Chain) {
+        guard !stopping.load(ordering: .acquiring) else { return }
         pending.withLock { $0.append(chain) }
         arrived.signal()
     }
 
-    /// Releases what it holds that nobody else does and ends the thread; returns when it has.
-    public func stop() {
-        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    /// Releases what it holds that nobody else does and ends the thread. Waits at most
+    /// `timeout` seconds: a plugin's `destroy` that never returns must not hold up a stop.
+    /// Returns whether the thread ended in time.
+    @discardableResult
+    public func stop(timeout: Double = 5) -> Bool {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         arrived.signal()
-        finished.wait()
+        return finished.wait(timeout: .now() + timeout) == .success
     }
 }

@@ -39,4 +39,18 @@ struct ChainRetirementTests {
         #expect(first == nil)
         #expect(holder.current.generation == 2)
     }
+
+    @Test("a plugin whose destroy never returns does not hold up the stop: it gives up after its time")
+    func hungDestroy() throws {
+        let dir = TestSupport.temporaryDirectory("hang-destroy")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir)
+        let retirement = ChainRetirement()
+        do {
+            let chain = try ChainBuilder(loader: TestSupport.loader(directory: dir))
+                .build(generation: 1, links: [LinkSpec(name: "stuck", plugin: "misbehaving", configJSON: #"{"mode":"hang_destroy"}"#)])
+            retirement.retire(chain)
+        }
+        // The retirement thread is now inside destroy for good (it stays there until the process ends).
+        #expect(retirement.stop(timeout: 0.5) == false)
+    }
 }

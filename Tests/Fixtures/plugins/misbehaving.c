@@ -14,6 +14,7 @@
                     (as heap corruption found later by free() does)
      log            logs "call N" through the host on every call, then passes
      leak           create allocates 1 KiB that destroy never frees
+     hang_destroy   destroy() never returns (it sleeps for good)
      random         answers accept or pass at random (rand()): the same reading, another verdict
      picky          answers verdict 9 to a reading whose diameter is between 13 and 14 mm
      threads        takes {"ms": N} ms (default 2) per call, for the threading contract's test:
@@ -65,7 +66,7 @@ static void *abort_after(void *ms) {
 
 static void *create(const coinmech_host *host, const char *config, char *error, size_t size) {
     static const char *const modes[] = {"bad_verdict", "empty_accept", "pass", "hang", "echo_source", "slow", "sleep", "liar",
-                                        "fake_currency", "odd_value", "dime_dollar", "euro_two", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", "abort_later", NULL};
+                                        "fake_currency", "odd_value", "dime_dollar", "euro_two", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", "abort_later", "hang_destroy", NULL};
     instance *self = calloc(1, sizeof *self);
     const char *mode = strstr(config, "\"mode\"");
     if (!self || !mode || sscanf(mode, "\"mode\" : \"%31[a-z_]\"", self->mode) != 1) {
@@ -136,6 +137,7 @@ static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d)
 }
 
 static void destroy(void *ctx) {
+    if (is(ctx, "hang_destroy")) for (;;) sleep(3600);
     if (is(ctx, "threads")) {
         int slot = destroys++;
         if (slot < 256) destroy_threads[slot] = (unsigned long)pthread_self();
