@@ -85,7 +85,7 @@ extension DecidingLoop {
             if money { failpoints.hit(.published) }
         case .rewind(let state):
             logger.warning("the ledger's counter of the acceptor moved under the batch; nothing written, going on from it",
-                           metadata: ["counter": "\(state.map(String.init(describing:)) ?? "none")"])
+                           metadata: ["counter": "\(state.map { String(describing: CCTalkCounterState($0)) } ?? "none")"])
             mech.rewind(to: state.map(CCTalkCounterState.init))
         case .retry(let batch):
             if batch != nil, let offered { mech.notRecorded(offered) }
