@@ -29,7 +29,7 @@ struct PluginLoaderTests {
     func contentAddressedCopy() throws {
         let loader = TestSupport.loader()
         let image = try loader.load(plugin: "sanity")
-        let expected = try shellOutput("sha256sum", image.sourcePath).split(separator: " ")[0]
+        let expected = try TestSupport.run(["sha256sum", image.sourcePath]).output.split(separator: " ")[0]
         #expect(image.sha256 == expected)
         #expect(image.loadedPath == "\(loader.runtimeDirectory)/plugins/libsanity-\(expected).so")
         let attributes = try FileManager.default.attributesOfItem(atPath: "\(loader.runtimeDirectory)/plugins")
@@ -164,10 +164,6 @@ struct PluginLoaderTests {
             try loader.load(plugin: "sanity")
         }
     }
-}
-
-func shellOutput(_ arguments: String...) throws -> String {
-    try TestSupport.run(arguments).output
 }
 
 @Suite("The plugin examples of docs/PLUGINS.md")

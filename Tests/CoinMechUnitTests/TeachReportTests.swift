@@ -18,13 +18,6 @@ import Testing
 /// shows and what a commit writes.
 @Suite("Teach mode's figures and files: strays left out, wrong coins refused, neighbours, staged then installed")
 struct TeachReportTests {
-    static let fifty = TeachSamples.fifty
-    static let euro = TeachSamples.euro
-
-    static func samples(_ coin: (diameter: Double, weight: Double, thickness: Double), count: Int, seed: UInt64, first: UInt64 = 1) -> [TeachSession.Sample] {
-        TeachSamples.samples(coin, count: count, seed: seed, first: first)
-    }
-
     static func session(_ samples: [TeachSession.Sample], code: String = "EUR_50c", file: String = "/state/calibration/serial-EUR.json") -> TeachSession {
         TeachSession(request: TeachRequest(currency: "EUR", code: code, coins: 40, link: "eur", file: file), by: "ops",
                      startedAt: Instant(nanoseconds: 0), samples: samples)
@@ -38,7 +31,7 @@ struct TeachReportTests {
 
     @Test("a stray coin among the samples is left out and named; the rest make the window, and the €1 is a neighbour whose window overlaps")
     func strayLeftOut() throws {
-        let samples = Self.samples(Self.fifty, count: 29, seed: 1) + Self.samples(Self.euro, count: 1, seed: 2, first: 30)
+        let samples = TeachSamples.samples(TeachSamples.fifty, count: 29, seed: 1) + TeachSamples.samples(TeachSamples.euro, count: 1, seed: 2, first: 30)
         let report = TeachReport(session: Self.session(samples), table: try Self.table(), minimumSamples: 10)
         #expect(report.kept.count == 29)
         #expect(report.leftOut.map(\.sample.deviceSeq) == [30])
@@ -47,7 +40,7 @@ struct TeachReportTests {
         #expect(report.problems.isEmpty, "\(report.problems)")
         #expect(report.axes.map(\.name) == ["diameter", "weight", "thickness"])
         let diameter = report.axes[0]
-        #expect(abs(diameter.mean - Self.fifty.diameter) < 0.1 && diameter.mint == Self.fifty.diameter)
+        #expect(abs(diameter.mean - TeachSamples.fifty.diameter) < 0.1 && diameter.mint == TeachSamples.fifty.diameter)
         // The window coin-table will match with: ±4 σ widened by its standard error.
         let taught = try report.calibration().get()
         #expect(taught.samples == 29)
@@ -63,7 +56,7 @@ struct TeachReportTests {
 
     @Test("half one coin, half another: nothing left out, but the spread is flagged")
     func mixedCoins() {
-        let samples = Self.samples(Self.fifty, count: 15, seed: 3) + Self.samples(Self.euro, count: 15, seed: 4, first: 16)
+        let samples = TeachSamples.samples(TeachSamples.fifty, count: 15, seed: 3) + TeachSamples.samples(TeachSamples.euro, count: 15, seed: 4, first: 16)
         let report = TeachReport(session: Self.session(samples), table: nil, minimumSamples: 10)
         #expect(report.kept.count == 30 && report.leftOut.isEmpty)
         #expect(report.warnings.contains { $0.hasPrefix("diameter σ ") && $0.contains("mixed coins or a noisy sensor?") }, "\(report.warnings)")
@@ -71,11 +64,11 @@ struct TeachReportTests {
 
     @Test("too few coins, or coins that are not the denomination taught, cannot be committed")
     func problems() {
-        let few = TeachReport(session: Self.session(Self.samples(Self.fifty, count: 6, seed: 5)), table: nil, minimumSamples: 10)
+        let few = TeachReport(session: Self.session(TeachSamples.samples(TeachSamples.fifty, count: 6, seed: 5)), table: nil, minimumSamples: 10)
         #expect(few.problems == ["6 sample coins kept; at least 10 are needed to commit"])
         #expect(few.calibration().failure == TeachFailure("cannot commit: 6 sample coins kept; at least 10 are needed to commit"))
         // £2 coins taught as a 50c: far heavier than any 50c.
-        let pounds = TeachReport(session: Self.session(Self.samples((28.4, 12.0, 2.5), count: 20, seed: 6)), table: nil, minimumSamples: 10)
+        let pounds = TeachReport(session: Self.session(TeachSamples.samples((28.4, 12.0, 2.5), count: 20, seed: 6)), table: nil, minimumSamples: 10)
         #expect(pounds.problems.contains { $0.hasPrefix("diameter mean 28.") && $0.hasSuffix("these are not EUR_50c coins? Abort and teach again") })
         #expect(pounds.problems.contains { $0.hasPrefix("weight mean 1") && $0.contains("% from the mint's 7.800 g") })
         #expect(pounds.calibration().failure?.message.hasPrefix("cannot commit: diameter mean 28.") == true)
@@ -89,7 +82,7 @@ struct TeachReportTests {
         let directory = URL(fileURLWithPath: "\(TestSupport.temporaryDirectory("teach"))/calibration").standardizedFileURL.path
         let file = "\(directory)/serial-EUR.json"
         let files = CalibrationFiles(source: "serial")
-        let fifty = TeachReport(session: Self.session(Self.samples(Self.fifty, count: 20, seed: 7), file: file), table: nil, minimumSamples: 10)
+        let fifty = TeachReport(session: Self.session(TeachSamples.samples(TeachSamples.fifty, count: 20, seed: 7), file: file), table: nil, minimumSamples: 10)
         let staged = try files.stage(fifty).get()
         #expect(!FileManager.default.fileExists(atPath: file))
         #expect(staged.stagedPath == "\(directory)/.serial-EUR.json.staged")
@@ -101,7 +94,7 @@ struct TeachReportTests {
         #expect(Set(try CoinCalibration.load(path: file).denominations.keys) == ["EUR_50c"])
 
         // A second denomination joins the first; a discarded one leaves the file alone.
-        let euro = TeachReport(session: Self.session(Self.samples(Self.euro, count: 20, seed: 8), code: "EUR_1", file: file), table: nil, minimumSamples: 10)
+        let euro = TeachReport(session: Self.session(TeachSamples.samples(TeachSamples.euro, count: 20, seed: 8), code: "EUR_1", file: file), table: nil, minimumSamples: 10)
         files.discard(try files.stage(euro).get())
         #expect(Set(try CoinCalibration.load(path: file).denominations.keys) == ["EUR_50c"])
         _ = try files.install(try files.stage(euro).get()).get()
@@ -124,13 +117,13 @@ struct TeachReportTests {
             let detail = try JSONEncoder().encode(["file": staged.record.file, "sha256": staged.record.sha256])
             return LedgerEvent(seq: seq, time: 0, kind: "teach_commit", detail: String(decoding: detail, as: UTF8.self))
         }
-        let first = try files.stage(TeachReport(session: Self.session(Self.samples(Self.fifty, count: 12, seed: 9), file: file), table: nil, minimumSamples: 10)).get()
+        let first = try files.stage(TeachReport(session: Self.session(TeachSamples.samples(TeachSamples.fifty, count: 12, seed: 9), file: file), table: nil, minimumSamples: 10)).get()
         // Recorded as event 7; the daemon stopped before the rename.
         #expect(CalibrationFiles.recover([try record(first, seq: 7)]) == ["put in place \(file), recorded as event #7 before the daemon stopped"])
         #expect(try SHA256.hex([UInt8](Data(contentsOf: URL(fileURLWithPath: file)))) == first.record.sha256)
         #expect(!FileManager.default.fileExists(atPath: first.stagedPath))
         // Staged again, stopped before the record: the newest record is event 7's, so it goes.
-        let second = try files.stage(TeachReport(session: Self.session(Self.samples(Self.euro, count: 12, seed: 10), code: "EUR_1", file: file),
+        let second = try files.stage(TeachReport(session: Self.session(TeachSamples.samples(TeachSamples.euro, count: 12, seed: 10), code: "EUR_1", file: file),
                                                  table: nil, minimumSamples: 10)).get()
         #expect(CalibrationFiles.recover([try record(first, seq: 7)]) == ["removed \(second.stagedPath): staged, never recorded"])
         #expect(try SHA256.hex([UInt8](Data(contentsOf: URL(fileURLWithPath: file)))) == first.record.sha256)
