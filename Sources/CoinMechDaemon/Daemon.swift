@@ -200,26 +200,24 @@ public final class Daemon: Sendable {
         // One group owns every long-lived part. A graceful shutdown runs in the reverse order of
         // this list: deciding stops (the batch in hand, the shutdown record) while the socket,
         // the reloader and the watchdog are still up; TERM or INT end the signal service, which
-        // starts it. The threads go last, when nothing uses them any more. A part that fails
-        // shuts the group down the same way, in the same order (never by cancelling it: the
-        // threads would close while deciding still finishes its batch); nothing cancels the
+        // starts it. The threads go last, when nothing uses them any more. A part that ends or
+        // fails shuts the group down the same way, in the same order (never by cancelling it:
+        // the threads would close while deciding still finishes its batch); nothing cancels the
         // group from outside.
+        let services: [any Service] = [
+            threads,
+            LifetimeService(name: "socket server", start: {}, stop: { await server.close() }),
+            LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() }),
+            LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() }),
+            LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() }),
+            DecidingService(loop: loop, notifier: notifier),
+            SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger),
+        ]
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: threads, failureTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: LifetimeService(name: "socket server", start: {}, stop: { await server.close() }),
-                          failureTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() }),
-                          failureTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() }),
-                          failureTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() }),
-                          failureTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: DecidingService(loop: loop, notifier: notifier), failureTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger),
-                          successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
-                ],
+                services: services.map {
+                    .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                },
                 logger: logger))
         // The ledger is open, the chain built, the socket listening: ready.
         notifier.notify("READY=1\nSTATUS=\(Self.statusLine(loop: loop, chain: chain))")
