@@ -18,7 +18,7 @@ import Glibc
 ///
 /// Single-threaded: one `ppoll` loop over the pty and a signalfd, like `MechSimulator`.
 public final class CCTalkSimulator {
-    public typealias Options = MechSimulator.Options
+    public typealias Options = SimulatorOptions
 
     private struct Outgoing {
         var deliverAt: UInt64
@@ -245,12 +245,8 @@ public final class CCTalkSimulator {
     // MARK: The line
 
     private func readFromHost() {
-        guard let terminal else { return }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(terminal.master, $0.baseAddress, $0.count) }
-        guard count > 0 else { return }
+        guard let terminal, let bytes = terminal.read() else { return }
         let now = Instant.now.nanoseconds
-        let bytes = Array(buffer[..<count])
         recorder?.write(TraceEntry(tUs: Int64((now - start) / 1000), dir: "rx", bytes: bytes))
         if settings.echo {
             // A single-wire bus: the host hears its own bytes as it sends them.

@@ -1,711 +1,89 @@
 import CLinux
 import CoinMechModel
-import CoinMechSerial
 import CoinMechSupport
-import Foundation
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Plays the device side of the raw-sensor serial protocol over a pseudo-terminal, from a
-/// scenario or a recorded trace, and reports the ground truth.
+/// Plays a raw-sensor serial mech (`SimulatedMech`) on a pseudo-terminal, from a scenario or a
+/// recorded trace, and reports the ground truth: `coinsim`.
 ///
-/// The mech it plays: each reading waits for the host's answer until its deadline; an
-/// accepted coin falls from the gate to the cash-box sensor (`store_ms`) and is confirmed
-/// (`$CMC`), or bounces back out; every coin's fate goes into a journal that answers the host's
-/// queries (`$CMQ`) by boot number, across power cycles. Bytes take their time on the line at
-/// the scenario's baud rate, both ways.
-///
-/// Single-threaded: one `ppoll` loop over the pty, a signalfd for SIGTERM/SIGINT, and the
-/// next due time (insertion, delivery of queued bytes, a coin reaching the cash box, a deadline).
+/// The shell owns what the model cannot: the pty (and its symlink), the signals, the frame log
+/// and the clock. It is single-threaded: one `ppoll` over the pty and a signalfd until the
+/// model's next due time, then the model is told what happened and its effects are carried out.
 public final class MechSimulator {
-    public struct Options: Sendable {
-        /// Keep a symlink to the device end here (updated after each reconnect).
-        public var linkPath: String?
-        /// Record the session to this frame log.
-        public var recordPath: String?
-        /// Wait this long after the last coin settled for late decisions and queries.
-        public var lingerMilliseconds = 1500.0
-        /// Give up if no host opens the device within this time (0: wait forever).
-        public var hostTimeoutSeconds = 0.0
-        /// Wait between the host opening the device and the first insertion.
-        public var settleMilliseconds = 100.0
-        /// Insert the next coin as soon as the previous reading is answered (or its deadline
-        /// passes) instead of at the scenario's rate: as fast as the protocol allows.
-        public var lockstep = false
-
-        public init() {}
-    }
-
-    private enum Script {
-        case scenario(Scenario, InsertionGenerator)
-        case trace([TraceEntry])
-    }
-
-    /// A reading waiting for the host's answer.
-    private struct Pending {
-        var coinIndex: Int
-        var sentAt: UInt64
-        var deadline: UInt64
-    }
-
-    /// An accepted coin on its way from the gate to the cash box.
-    private struct InFlight {
-        var coinIndex: Int
-        var boot: UInt64
-        var storeAt: UInt64
-        var bounces: Bool
-        var losesConfirmation: Bool
-        /// The mech loses power before the coin gets there.
-        var losesPower: Bool
-    }
-
-    /// Bytes on their way to the host: delivered when their last byte has crossed the line.
-    private struct Outgoing {
-        var deliverAt: UInt64
-        var bytes: [UInt8]
-        var insertion: InsertionContext?
-    }
-
-    private struct InsertionContext {
-        var number: Int
-        var kind: String
-        var currency: String?
-        var value: Int64?
-        var duplicated: Bool
-    }
+    public typealias Options = SimulatorOptions
 
     private let options: Options
-    private var script: Script
+    private var mech: SimulatedMech
     private let announce: @Sendable (String) -> Void
-    private var truth: GroundTruth
-    private let deadlineNanoseconds: UInt64
-    private let firmware: Scenario.Firmware
-    /// Chance draws for the mech's faults, apart from the insertions' own generator.
-    private var faultRandom: SplitMix64
-    private let faults: Scenario.Faults
-
     private var terminal: PseudoTerminal?
-    private var connected = false
-    private var inhibited = false
-    private var hostParser = FrameParser()
-    /// Parses what the device itself writes, so replayed traces are tracked like scenarios.
-    private var ownParser = FrameParser()
-    private var epoch = 0
-    private var boot: UInt64
-    private var devseq: UInt64 = 0
-    private var pending: [UInt64: Pending] = [:]
-    /// Readings of this epoch already decided or expired, for late and duplicate answers.
-    private var settled: [UInt64: Pending] = [:]
-    private var inFlight: [UInt64: InFlight] = [:]
-    /// Every coin's fate, by boot and device seq: what `$CMQ` is answered from.
-    private var journal: [UInt64: [UInt64: CoinFate]] = [:]
-    private var outgoing: [Outgoing] = []
-    /// When the mech → host line is free again, and the host → mech line.
-    private var lineFreeAt: UInt64 = 0
-    private var hostLineFreeAt: UInt64 = 0
-    /// The mech's millisecond clock reads `(now - start) / 1e6 + clockOffset`.
-    private let clockOffsetMilliseconds: UInt64
-    private var latencies: [Int] = []
     private var recorder: TraceWriter?
-    private var announcePowerUp = false
-    /// The mech is without power until then (after a power loss).
-    private var poweredOffUntil: UInt64?
-    private var disconnectedBefore: Set<Int> = []
-    private let start: UInt64
 
     public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) {
         self.options = options
-        script = .scenario(scenario, InsertionGenerator(scenario: scenario))
+        mech = SimulatedMech(scenario: scenario, options: options, start: Instant.now.nanoseconds)
         self.announce = announce
-        truth = GroundTruth(scenario: scenario.name, seed: scenario.seed, deadlineMs: scenario.deadlineMilliseconds)
-        deadlineNanoseconds = UInt64(scenario.deadlineMilliseconds * 1e6)
-        firmware = scenario.firmware
-        faults = scenario.faults
-        faultRandom = SplitMix64(seed: scenario.seed ^ 0xC0FF_EE00_D15C_0B0B)
-        boot = scenario.firmware.firstBoot
-        clockOffsetMilliseconds = 1_000_000 + scenario.seed % 1_000_000
-        start = Instant.now.nanoseconds
-        truth.mech.boots = [boot]
     }
 
     public init(trace: [TraceEntry], name: String, deadlineMilliseconds: Double = 50, options: Options = Options(),
                 announce: @escaping @Sendable (String) -> Void) {
         self.options = options
-        script = .trace(trace)
+        mech = SimulatedMech(trace: trace, name: name, deadlineMilliseconds: deadlineMilliseconds, options: options,
+                          start: Instant.now.nanoseconds)
         self.announce = announce
-        truth = GroundTruth(scenario: name, seed: 0, deadlineMs: deadlineMilliseconds)
-        deadlineNanoseconds = UInt64(deadlineMilliseconds * 1e6)
-        // A trace is replayed as recorded: no pacing, no confirmations of its own.
-        var settings = Scenario.Firmware()
-        settings.baud = 0
-        settings.confirmations = false
-        firmware = settings
-        faults = Scenario.Faults()
-        faultRandom = SplitMix64(seed: 0)
-        boot = 1
-        clockOffsetMilliseconds = 0
-        start = Instant.now.nanoseconds
     }
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
     public func run() throws(SimulatorError) -> GroundTruth {
         let signals = try SimulatorSignals()
         if let path = options.recordPath { recorder = try TraceWriter(path: path) }
-        try openTerminal()
+        try plugIn()
 
-        var nextAction: UInt64? = nil  // when the script acts next; nil until the host is there
-        var traceIndex = 0
-        var lingerUntil: UInt64? = nil
-        /// SIGTERM or SIGINT: no more insertions; the coins already in the mech finish (their
-        /// answers, their way to the cash box, their confirmations), for at most 3 s.
-        var stoppingSince: UInt64? = nil
-        let hostDeadline = options.hostTimeoutSeconds > 0 ? start + UInt64(options.hostTimeoutSeconds * 1e9) : nil
-
-        loop: while true {
+        while !mech.isFinished {
             let now = Instant.now.nanoseconds
-            var wake = now + 1_000_000_000
-            if !connected { wake = now + 10_000_000 }  // a pty has no "opened" event: look again soon
-            if let next = nextAction, connected { wake = min(wake, next) }
-            for due in [pending.values.map(\.deadline).min(), inFlight.values.map(\.storeAt).min(), outgoing.first?.deliverAt,
-                        poweredOffUntil, lingerUntil] {
-                if let due { wake = min(wake, due) }
-            }
-            let turn = try signals.wait(master: terminal!.master, until: wake, now: now)
-
-            if turn.stop {
-                truth.ended = "signal"
-                if stoppingSince == nil { stoppingSince = Instant.now.nanoseconds }
-                nextAction = nil
-            }
-            if let since = stoppingSince {
-                // Then it stays a while for the host's queries (the linger), as at a scenario's end.
-                let settled = pending.isEmpty && inFlight.isEmpty && outgoing.isEmpty && poweredOffUntil == nil
-                if !connected || Instant.now.nanoseconds &- since > 3_000_000_000 + UInt64(options.lingerMilliseconds * 1e6) { break loop }
-                if settled {
-                    if lingerUntil == nil { lingerUntil = Instant.now.nanoseconds + UInt64(options.lingerMilliseconds * 1e6) }
-                    if Instant.now.nanoseconds >= lingerUntil! { break loop }
-                }
-            }
-            if turn.readable { readFromHost() }
+            let turn = try signals.wait(master: terminal?.master, until: mech.nextWake(now: now), now: now)
+            let woke = Instant.now.nanoseconds
+            if turn.stop { mech.stop(at: woke) }
+            if turn.readable, let bytes = terminal?.read() { mech.received(bytes, at: woke) }
             if turn.hungUp {
-                if connected {
-                    connected = false
-                    truth.connections.hangups += 1
-                    record(event: "hangup")
-                    // Nobody reads the line: what was on its way is lost.
-                    outgoing.removeAll()
-                    if case .scenario(let scenario, _) = script, scenario.faults.rebootWhileAwayEvery > 0,
-                       truth.connections.hangups % scenario.faults.rebootWhileAwayEvery == 0, poweredOffUntil == nil {
-                        // Power comes and goes while nobody listens: the host learns the new boot
-                        // only from its SESSION question at the next connect.
-                        truth.faultsInjected.rebootsWhileAway += 1
-                        record(event: "reboot_while_away")
-                        powerCycle(announce: false)
-                    }
-                }
+                mech.hostHungUp(at: woke)
                 // Hang-up is reported at once on every poll while nobody has the device open.
                 usleep(5_000)
-            } else if !connected && turn.open {
-                connected = true
-                truth.connections.connects += 1
-                record(event: "connect")
-                // Give the host a moment to set the line up before the next sentence.
-                let settled = Instant.now.nanoseconds + UInt64(options.settleMilliseconds * 1e6)
-                lineFreeAt = max(lineFreeAt, settled)
-                if truth.connections.connects == 1 {
-                    nextAction = settled
-                    announcePowerUp = true
-                } else if let next = nextAction {
-                    nextAction = max(next, settled)
-                }
+            } else if turn.open {
+                mech.hostOpened(at: woke)
             }
-            if !connected, truth.connections.connects == 0, let hostDeadline, Instant.now.nanoseconds > hostDeadline {
-                truth.ended = "host_timeout"
-                break loop
-            }
-
-            expireDeadlines()
-            storeCoinsInFlight()
-            if let off = poweredOffUntil, Instant.now.nanoseconds >= off { powerBackOn() }
-            if connected { deliverOutgoing() }
-            if options.lockstep, nextAction == Self.awaitingDecision, pending.isEmpty, outgoing.isEmpty { nextAction = Instant.now.nanoseconds }
-
-            guard connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextAction, Instant.now.nanoseconds >= due else {
-                if nextAction == nil, pending.isEmpty, inFlight.isEmpty, outgoing.isEmpty, poweredOffUntil == nil, truth.connections.connects > 0 {
-                    if let linger = lingerUntil {
-                        if Instant.now.nanoseconds >= linger { break loop }
-                    } else {
-                        lingerUntil = Instant.now.nanoseconds + UInt64(options.lingerMilliseconds * 1e6)
-                    }
-                }
-                continue
-            }
-            if announcePowerUp, case .scenario = script {
-                // After the settle time, so a host that flushes its input on open still hears it.
-                announcePowerUp = false
-                send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
-            }
-            switch script {
-            case .scenario(let scenario, var generator):
-                let done = try playInsertion(scenario, &generator)
-                script = .scenario(scenario, generator)
-                if done {
-                    nextAction = nil
-                } else if poweredOffUntil != nil {
-                    nextAction = poweredOffUntil
-                } else if options.lockstep {
-                    nextAction = Self.awaitingDecision
-                } else {
-                    let gap = generator.gap(after: truth.sent.insertions)
-                    script = .scenario(scenario, generator)
-                    nextAction = Instant.now.nanoseconds + UInt64(gap * 1e9)
-                }
-            case .trace(let entries):
-                nextAction = try playTrace(entries, &traceIndex)
-            }
-            deliverOutgoing()
+            mech.advance(to: Instant.now.nanoseconds)
+            try carryOut(mech.takeEffects())
         }
-        finish()
-        return truth
+        try carryOut(mech.takeEffects())
+        return mech.finish(at: Instant.now.nanoseconds)
     }
 
-    // MARK: Scenario
-
-    /// Makes the next insertion; returns true when the scenario has no more.
-    private func playInsertion(_ scenario: Scenario, _ generator: inout InsertionGenerator) throws(SimulatorError) -> Bool {
-        let number = truth.sent.insertions + 1
-        guard scenario.coins == 0 || number <= scenario.coins else { return true }
-        let faults = scenario.faults
-        if faults.disconnectAt.contains(number) && !disconnectedBefore.contains(number) {
-            // Pull the device away; this insertion waits until a host has the new device open.
-            disconnectedBefore.insert(number)
-            try disconnect(milliseconds: faults.disconnectMilliseconds)
-            return false
-        }
-        if faults.powerCycleAt.contains(number) && !inFlight.isEmpty {
-            // A clean power cycle waits for the coins on their way to the cash box.
-            return false
-        }
-        if faults.powerCycleAt.contains(number) {
-            truth.faultsInjected.powerCycles += 1
-            powerCycle(announce: true)
-        }
-        if faults.jamAt.contains(number) {
-            truth.faultsInjected.jams += 1
-            send(SerialFrame.status(.jam, detail: "cleared").bytes)
-        }
-        let insertion = generator.next()
-        truth.sent.insertions += 1
-        truth.sent.byKind[insertion.kind.description, default: 0] += 1
-        let credit = insertion.kind.creditableValue
-        if inhibited {
-            appendCoin(insertion, devseq: 0, outcome: "inhibited")
-            truth.outcomes.inhibited += 1
-            return false
-        }
-        if generator.chance(faults.garbage) {
-            let junk = generator.garbage(faults.garbageBytes)
-            truth.faultsInjected.garbageBursts += 1
-            truth.faultsInjected.garbageBytes += junk.count
-            send(junk)
-        }
-        let seq = devseq + 1
-        let reading = SensorReading(deviceSeq: seq, diameterMM: insertion.diameterMM, weightG: insertion.weightG, thicknessMM: insertion.thicknessMM)
-        let sentence = SerialFrame.reading(reading).bytes
-        if generator.chance(faults.badChecksum) {
-            devseq = seq
-            truth.faultsInjected.badChecksums += 1
-            var broken = sentence
-            broken[broken.count - 3] = broken[broken.count - 3] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
-            corrupted(insertion, seq, broken)
-        } else if generator.chance(faults.truncated) {
-            devseq = seq
-            truth.faultsInjected.truncated += 1
-            corrupted(insertion, seq, Array(sentence.prefix(sentence.count / 2)))
-        } else if generator.chance(faults.overlong) {
-            devseq = seq
-            truth.faultsInjected.overlong += 1
-            corrupted(insertion, seq, Array("$CMR,\(seq),\(String(repeating: "9", count: 120))*00\r\n".utf8))
-        } else {
-            devseq = seq
-            let duplicated = generator.chance(faults.duplicate)
-            let context = InsertionContext(number: number, kind: insertion.kind.description, currency: credit?.currency,
-                                           value: credit?.valueMinor, duplicated: duplicated)
-            if let credit { truth.creditableValue[credit.currency, default: 0] += credit.valueMinor }
-            sendReading(reading, context: context)
-            if duplicated {
-                truth.faultsInjected.duplicates += 1
-                sendReading(reading, context: context)
-            } else if faults.falseDuplicateAt.contains(number) {
-                // Measured again: the same number, other figures. Still one coin, which the
-                // first answer decides; the host's answer to this one comes too late to matter.
-                truth.faultsInjected.falseDuplicates += 1
-                var again = reading
-                again.weightG += 0.05
-                sendReading(again, context: context)
-            }
-        }
-        return false
-    }
-
-    /// Queues a reading, stamped with the mech's clock at the moment its last byte leaves.
-    private func sendReading(_ reading: SensorReading, context: InsertionContext) {
-        var stamped = reading
-        if firmware.clock { stamped.mechMilliseconds = 0 }
-        let deliverAt = deliveryTime(for: SerialFrame.reading(stamped).bytes.count)
-        if firmware.clock { stamped.mechMilliseconds = mechMilliseconds(at: deliverAt) }
-        enqueue(SerialFrame.reading(stamped).bytes, deliverAt: deliverAt, insertion: context)
-    }
-
-    private func corrupted(_ insertion: Insertion, _ seq: UInt64, _ bytes: [UInt8]) {
-        appendCoin(insertion, devseq: seq, outcome: "corrupted")
-        truth.outcomes.corrupted += 1
-        journal[boot, default: [:]][seq] = .returned
-        send(bytes)
-    }
-
-    private func appendCoin(_ insertion: Insertion, devseq: UInt64, outcome: String) {
-        let credit = insertion.kind.creditableValue
-        var coin = GroundTruth.Coin(
-            insertion: insertion.number, epoch: epoch, devseq: devseq, kind: insertion.kind.description,
-            currency: credit?.currency, valueMinor: credit?.valueMinor, outcome: outcome)
-        coin.boot = boot
-        coin.fate = "returned"
-        truth.coins.append(coin)
-    }
-
-    // MARK: Replay
-
-    private func playTrace(_ entries: [TraceEntry], _ index: inout Int) throws(SimulatorError) -> UInt64? {
-        let base = start
-        while index < entries.count {
-            let entry = entries[index]
-            let due = base + UInt64(max(0, entry.tUs)) * 1000
-            if Instant.now.nanoseconds < due { return due }
-            index += 1
-            switch (entry.dir, entry.event) {
-            case ("tx", _):
-                send(entry.bytes)
-            case ("event", "disconnect"):
-                try disconnect(milliseconds: entry.ms ?? 500)
-            default:
-                break  // received bytes and other events are not replayed
-            }
-        }
-        return nil
-    }
-
-    // MARK: The line
-
-    /// Queues bytes for the host, behind what is already on the line.
-    private func send(_ bytes: [UInt8]) {
-        enqueue(bytes, deliverAt: deliveryTime(for: bytes.count), insertion: nil)
-    }
-
-    /// When `count` bytes written now would have crossed the line.
-    private func deliveryTime(for count: Int) -> UInt64 {
-        max(Instant.now.nanoseconds, lineFreeAt) &+ transit(bytes: count)
-    }
-
-    private func enqueue(_ bytes: [UInt8], deliverAt: UInt64, insertion: InsertionContext?) {
-        lineFreeAt = max(lineFreeAt, deliverAt)
-        outgoing.append(Outgoing(deliverAt: deliverAt, bytes: bytes, insertion: insertion))
-        if firmware.baud == 0, connected { deliverOutgoing() }
-    }
-
-    private func transit(bytes: Int) -> UInt64 {
-        firmware.baud == 0 ? 0 : UInt64(bytes) * 10 * 1_000_000_000 / UInt64(firmware.baud)
-    }
-
-    private func mechMilliseconds(at time: UInt64) -> UInt64 { (time &- start) / 1_000_000 + clockOffsetMilliseconds }
-
-    /// Writes what has crossed the line by now, and tracks the readings among it.
-    private func deliverOutgoing() {
-        guard let terminal else { return }
-        let now = Instant.now.nanoseconds
-        while let next = outgoing.first, next.deliverAt <= now {
-            outgoing.removeFirst()
-            record(TraceEntry(tUs: Int64((now - start) / 1000), dir: "tx", bytes: next.bytes))
-            _ = terminal.write(next.bytes)
-            track(next.bytes, sentAt: now, insertion: next.insertion)
-        }
-    }
-
-    private func track(_ bytes: [UInt8], sentAt: UInt64, insertion: InsertionContext?) {
-        ownParser.feed(bytes) { event in
-            guard case .frame(let frame) = event else { return }
-            switch frame {
-            case .reading(let reading):
-                let seq = reading.deviceSeq
-                truth.sent.readings += 1
-                devseq = max(devseq, seq)
-                if pending[seq] == nil && settled[seq] == nil && inFlight[seq] == nil {
-                    var coin = GroundTruth.Coin(
-                        insertion: insertion?.number ?? truth.coins.count + 1, epoch: epoch, devseq: seq,
-                        kind: insertion?.kind ?? "replayed", currency: insertion?.currency, valueMinor: insertion?.value,
-                        outcome: "pending", duplicated: (insertion?.duplicated ?? false) ? true : nil)
-                    coin.boot = boot
-                    truth.coins.append(coin)
-                    pending[seq] = Pending(coinIndex: truth.coins.count - 1, sentAt: sentAt, deadline: sentAt + deadlineNanoseconds)
-                }
-            case .status(.powerUp, _):
-                if case .trace = script {
-                    // A replayed power-up: whatever was pending is returned, numbering starts again.
-                    for (_, waiting) in pending { expire(waiting) }
-                    pending.removeAll()
-                    settled.removeAll()
-                    if truth.connections.connects > 1 || truth.sent.readings > 0 { epoch += 1 }
-                    devseq = 0
-                }
-            default:
-                break
+    private func carryOut(_ effects: [SimulatedMech.Effect]) throws(SimulatorError) {
+        for effect in effects {
+            switch effect {
+            case .write(let bytes): _ = terminal?.write(bytes)
+            case .record(let entry): recorder?.write(entry)
+            case .unplug: unplug()
+            case .plugIn: try plugIn()
             }
         }
     }
 
-    private func readFromHost() {
-        guard let terminal else { return }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(terminal.master, $0.baseAddress, $0.count) }
-        guard count > 0 else { return }
-        let receivedAt = Instant.now.nanoseconds
-        let bytes = Array(buffer[..<count])
-        record(TraceEntry(tUs: Int64((receivedAt - start) / 1000), dir: "rx", bytes: bytes))
-        hostParser.feed(bytes) { event in
-            guard case .frame(let frame) = event else { return }  // errors are counted by the parser
-            // Sentences written together queue on the line: each arrives after the one before.
-            hostLineFreeAt = max(hostLineFreeAt, receivedAt) &+ transit(bytes: frame.bytes.count)
-            let arrival = firmware.baud == 0 ? receivedAt : hostLineFreeAt
-            guard poweredOffUntil == nil else { return }  // nobody home
-            switch frame {
-            case .decision(let seq, let accept):
-                decided(seq, accept: accept, at: arrival)
-            case .inhibit(let on):
-                inhibited = on
-            case .query(let queriedBoot, let seq) where firmware.confirmations:
-                truth.mech.queries += 1
-                answerQuery(boot: queriedBoot, deviceSeq: seq)
-            case .hello where firmware.confirmations:
-                truth.mech.hellos += 1
-                send(SerialFrame.status(.session, detail: "\(boot)").bytes)
-            default:
-                truth.protocolErrors.unexpectedSentences += 1
-            }
-        }
-        truth.protocolErrors.frames = hostParser.errors
-    }
-
-    // MARK: Coins
-
-    private func decided(_ seq: UInt64, accept: Bool, at time: UInt64) {
-        if let waiting = pending.removeValue(forKey: seq) {
-            let latency = Int((time - waiting.sentAt) / 1000)
-            latencies.append(latency)
-            truth.coins[waiting.coinIndex].latencyUs = latency
-            if time <= waiting.deadline {
-                truth.coins[waiting.coinIndex].outcome = accept ? "accept" : "return"
-                if accept {
-                    truth.outcomes.accepted += 1
-                    if let currency = truth.coins[waiting.coinIndex].currency, let value = truth.coins[waiting.coinIndex].valueMinor {
-                        truth.acceptedValue[currency, default: 0] += value
-                    } else {
-                        truth.acceptedValue["(not creditable)", default: 0] += 1
-                    }
-                    let number = truth.coins[waiting.coinIndex].insertion
-                    let jitter = 0.75 + 0.5 * Double.random(in: 0..<1, using: &faultRandom)
-                    inFlight[seq] = InFlight(
-                        coinIndex: waiting.coinIndex, boot: boot, storeAt: time &+ UInt64(firmware.storeMilliseconds * jitter * 1e6),
-                        bounces: faultRandom.chance(faults.bounce), losesConfirmation: faultRandom.chance(faults.lostConfirmation),
-                        losesPower: faults.powerLossAt.contains(number))
-                } else {
-                    truth.outcomes.returned += 1
-                    truth.coins[waiting.coinIndex].fate = "returned"
-                    journal[boot, default: [:]][seq] = .returned
-                }
-            } else {
-                markMissed(waiting.coinIndex, late: accept ? "A" : "R")
-                journal[boot, default: [:]][seq] = .returned
-                if accept { confirm(seq, .returned) }
-            }
-            settled[seq] = waiting
-        } else if let waiting = settled[seq] {
-            let index = waiting.coinIndex
-            if truth.coins[index].outcome == "deadline_miss" && truth.coins[index].lateDecision == nil {
-                // The first answer, after the mech had already returned the coin.
-                truth.coins[index].lateDecision = accept ? "A" : "R"
-                let latency = Int((time - waiting.sentAt) / 1000)
-                latencies.append(latency)
-                truth.coins[index].latencyUs = latency
-                if accept { confirm(seq, .returned) }
-            } else {
-                truth.protocolErrors.duplicateDecisions += 1
-            }
-        } else {
-            truth.protocolErrors.unknownDevseq += 1
-        }
-    }
-
-    /// Accepted coins reach the cash box (or bounce back) once their time has come.
-    private func storeCoinsInFlight() {
-        let now = Instant.now.nanoseconds
-        for (seq, coin) in inFlight.sorted(by: { $0.value.storeAt < $1.value.storeAt }) where coin.storeAt <= now {
-            guard inFlight[seq] != nil else { continue }  // settled by a power loss meanwhile
-            if coin.losesPower {
-                truth.faultsInjected.powerCycles += 1
-                powerCycle(announce: false)
-                poweredOffUntil = now &+ 300_000_000
-                continue
-            }
-            inFlight[seq] = nil
-            let index = coin.coinIndex
-            if coin.bounces {
-                truth.outcomes.bounced += 1
-                settle(index, fate: .returned, seq: seq, boot: coin.boot)
-                truth.coins[index].confirmation = "R"
-                confirm(seq, .returned)
-            } else {
-                truth.outcomes.stored += 1
-                settle(index, fate: .stored, seq: seq, boot: coin.boot)
-                if coin.losesConfirmation && firmware.confirmations {
-                    truth.mech.confirmationsLost += 1
-                    truth.coins[index].confirmation = "lost"
-                } else {
-                    truth.coins[index].confirmation = firmware.confirmations ? "S" : nil
-                    confirm(seq, .stored)
-                }
-            }
-        }
-    }
-
-    private func settle(_ index: Int, fate: CoinFate, seq: UInt64, boot: UInt64) {
-        truth.coins[index].fate = fate == .stored ? "stored" : "returned"
-        journal[boot, default: [:]][seq] = fate
-        if fate == .stored, let currency = truth.coins[index].currency, let value = truth.coins[index].valueMinor {
-            truth.storedValue[currency, default: 0] += value
-        }
-    }
-
-    private func confirm(_ seq: UInt64, _ fate: CoinFate) {
-        guard firmware.confirmations else { return }
-        truth.mech.confirmationsSent += 1
-        send(SerialFrame.confirmation(deviceSeq: seq, fate: fate).bytes)
-    }
-
-    private func answerQuery(boot queried: UInt64, deviceSeq seq: UInt64) {
-        if queried == boot, inFlight[seq] != nil { return }  // still on its way: the host asks again
-        if queried == boot, pending[seq] != nil { return }
-        let fate = journal[queried]?[seq] ?? .unknown
-        truth.mech.journalAnswers += 1
-        send(SerialFrame.journal(boot: queried, deviceSeq: seq, fate: fate).bytes)
-    }
-
-    /// The mech restarts: readings waiting for an answer are returned, coins on their way to
-    /// the cash box end where chance puts them with no record (a clean cycle has none), and
-    /// numbering starts again under the next boot number.
-    private func powerCycle(announce: Bool) {
-        for (_, waiting) in pending {
-            expire(waiting)
-            journal[boot, default: [:]][truth.coins[waiting.coinIndex].devseq] = .returned
-        }
-        pending.removeAll()
-        settled.removeAll()
-        for (seq, coin) in inFlight {
-            truth.outcomes.powerLost += 1
-            let fellIn = faultRandom.chance(0.5)
-            settle(coin.coinIndex, fate: fellIn ? .stored : .returned, seq: seq, boot: coin.boot)
-            journal[coin.boot, default: [:]][seq] = .unknown
-            truth.coins[coin.coinIndex].confirmation = "power_lost"
-        }
-        inFlight.removeAll()
-        outgoing.removeAll()
-        epoch += 1
-        boot += 1
-        truth.mech.boots.append(boot)
-        devseq = 0
-        if announce { send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes) }
-    }
-
-    private func powerBackOn() {
-        poweredOffUntil = nil
-        lineFreeAt = max(lineFreeAt, Instant.now.nanoseconds)
-        send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
-    }
-
-    private func expireDeadlines() {
-        let now = Instant.now.nanoseconds
-        for (seq, waiting) in pending where waiting.deadline < now {
-            pending[seq] = nil
-            expire(waiting)
-            journal[boot, default: [:]][seq] = .returned
-            settled[seq] = waiting
-        }
-    }
-
-    private func expire(_ waiting: Pending) {
-        markMissed(waiting.coinIndex, late: nil)
-        truth.coins[waiting.coinIndex].fate = "returned"
-    }
-
-    private func markMissed(_ index: Int, late: String?) {
-        truth.coins[index].outcome = "deadline_miss"
-        truth.coins[index].lateDecision = late
-        truth.coins[index].fate = "returned"
-        truth.outcomes.deadlineMisses += 1
-    }
-
-    // MARK: Connection
-
-    private func openTerminal() throws(SimulatorError) {
+    private func plugIn() throws(SimulatorError) {
         let terminal = try PseudoTerminal()
         if let link = options.linkPath { try terminal.link(at: link) }
         self.terminal = terminal
-        truth.connections.devicePaths.append(terminal.devicePath)
+        mech.offered(devicePath: terminal.devicePath)
         announce(terminal.devicePath)
     }
 
-    /// Pulls the device away (the host sees a hang-up), then offers a new one after `milliseconds`.
-    /// Coins on their way to the cash box still get there; the host asks about them later.
-    private func disconnect(milliseconds: Double) throws(SimulatorError) {
-        truth.faultsInjected.disconnects += 1
-        record(event: "disconnect", ms: milliseconds)
-        // Like a USB adapter's /dev/serial/by-id link, the link goes away with the device, so a
-        // host cannot reopen the old pty number (which the kernel may give to someone else).
+    /// Like a USB adapter's /dev/serial/by-id link, the link goes away with the device, so a
+    /// host cannot reopen the old pty number (which the kernel may give to someone else).
+    private func unplug() {
         if let link = options.linkPath { unlink(link) }
         terminal = nil
-        if connected {
-            connected = false
-            truth.connections.hangups += 1
-        }
-        outgoing.removeAll()
-        for (_, waiting) in pending { expire(waiting) }
-        for (seq, waiting) in pending { journal[boot, default: [:]][seq] = .returned; settled[seq] = waiting }
-        pending.removeAll()
-        let until = Instant.now.nanoseconds + UInt64(milliseconds * 1e6)
-        while Instant.now.nanoseconds < until {
-            storeCoinsInFlight()
-            usleep(5_000)
-        }
-        outgoing.removeAll()
-        try openTerminal()
     }
-
-    private func finish() {
-        for (_, waiting) in pending { expire(waiting) }
-        pending.removeAll()
-        truth.latencyUs = GroundTruth.Latency(samples: latencies)
-        truth.durationS = Double(Instant.now.nanoseconds - start) / 1e9
-        truth.protocolErrors.frames = hostParser.errors
-    }
-
-    private func record(event: String, ms: Double? = nil) {
-        record(TraceEntry(tUs: Int64((Instant.now.nanoseconds - start) / 1000), event: event, ms: ms))
-    }
-
-    private func record(_ entry: TraceEntry) { recorder?.write(entry) }
-
-    /// `nextAction` in lockstep mode while a reading waits for its answer.
-    static let awaitingDecision = UInt64.max
-
 }

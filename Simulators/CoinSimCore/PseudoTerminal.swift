@@ -38,6 +38,14 @@ final class PseudoTerminal {
         guard rename(temporary, path) == 0 else { throw .system("rename \(path)", errno) }
     }
 
+    /// Reads what the host wrote (up to 4 KiB); nil when nothing could be read.
+    func read() -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(master, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return Array(buffer[..<count])
+    }
+
     /// Writes all of `bytes`, waiting while the host's input buffer is full.
     func write(_ bytes: [UInt8]) -> Bool {
         var offset = 0

@@ -33,11 +33,12 @@ final class SimulatorSignals {
 
     deinit { close(descriptor) }
 
-    /// Waits for the pty's `master`, a signal, or `wake` (CLOCK_MONOTONIC ns), whichever comes first.
-    func wait(master: Int32, until wake: UInt64, now: UInt64) throws(SimulatorError) -> SimulatorWait {
+    /// Waits for the pty's `master`, a signal, or `wake` (CLOCK_MONOTONIC ns), whichever comes
+    /// first. With no pty (the device is away) only a signal or the time can end the wait.
+    func wait(master: Int32?, until wake: UInt64, now: UInt64) throws(SimulatorError) -> SimulatorWait {
         let left = wake > now ? wake - now : 0
         var timeout = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
-        var fds = [pollfd(fd: master, events: Int16(POLLIN), revents: 0), pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
+        var fds = [pollfd(fd: master ?? -1, events: Int16(POLLIN), revents: 0), pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
         let ready = cm_ppoll(&fds, 2, &timeout)
         if ready < 0 && errno != EINTR { throw .system("ppoll", errno) }
         var stop = false
@@ -49,6 +50,7 @@ final class SimulatorSignals {
         let events = fds[0].revents
         let readable = events & Int16(POLLIN) != 0
         let hangUp = events & Int16(POLLHUP) != 0
+        guard master != nil else { return SimulatorWait(readable: false, hungUp: false, open: false, stop: stop) }
         return SimulatorWait(readable: readable, hungUp: hangUp && !readable, open: ready >= 0 && !hangUp, stop: stop)
     }
 }
