@@ -38,6 +38,8 @@ public final class Chain: Sendable {
     private nonisolated(unsafe) let ownSlot: UnsafeMutablePointer<cm_crumb_slot>?
     /// Keeps the breadcrumb mapped as long as the chain writes to it.
     public let breadcrumb: PluginBreadcrumb?
+    /// The breadcrumb's hang timer, or -1 without one.
+    private let hangTimer: Int32
 
     private struct LinkEntry {
         let call: ValidatorCall
@@ -47,6 +49,9 @@ public final class Chain: Sendable {
         let kinds: UInt32
         /// Its breadcrumb word for validate, without the walk's bits.
         let crumb: UInt64
+        /// What the hang timer is armed with for its call: its budget in process, 0 when it
+        /// is isolated (its supervisor times the call).
+        let hangBudget: UInt64
     }
 
     /// What every accept must be to count (currency, code, value).
@@ -65,8 +70,10 @@ public final class Chain: Sendable {
         for (index, link) in links.enumerated() {
             (table.baseAddress! + index).initialize(to: LinkEntry(
                 call: link.validator.call, statistics: link.statistics, health: link.health, kinds: link.origin.readingKinds,
-                crumb: PluginBreadcrumb.word(generation: generation, index: index, phase: .validate)))
+                crumb: PluginBreadcrumb.word(generation: generation, index: index, phase: .validate),
+                hangBudget: link.policy.isolation == .inProcess ? link.policy.budgetNanoseconds : 0))
         }
+        hangTimer = breadcrumb?.hangTimer ?? -1
         linkNames = LinkNames(links.map(\.name))
         if let breadcrumb {
             slot = breadcrumb.decidingSlot
@@ -126,13 +133,14 @@ public final class Chain: Sendable {
     /// Returns the index of the deciding link, or -1 when every link passed. Each link is told
     /// only the kinds of reading it declared; a hung or quarantined link is not called, and
     /// rejects, as does one marked hung during its call. Every call is announced in the slot
-    /// (two plain stores).
+    /// (two plain stores); an in-process call also arms the hang timer with its budget first,
+    /// and the walk disarms it at the end (no thread is woken unless a call overruns).
     @inline(__always)
     private func walkLinks(_ reading: inout coinmech_reading, _ decision: inout coinmech_decision, walk: UInt64, timed: Bool) -> Int {
         let kind = UInt32(1) << (reading.kind & 31)
         let walkBits = PluginBreadcrumb.walkBits(walk)
-        // The hang watch sleeps while nothing is decided; this walk wakes it (rarely a syscall).
-        if cm_crumb_is_parked(slot) != 0 { cm_crumb_wake(slot) }
+        var armed = false
+        defer { if armed { cm_hang_timer_disarm(hangTimer) } }
         for index in 0..<table.count {
             let entry = table[index]
             guard entry.kinds & kind != 0 else { continue }
@@ -142,6 +150,12 @@ public final class Chain: Sendable {
                 return index
             }
             decision.verdict = COINMECH_VERDICT_PASS.rawValue
+            // Armed before the word is stored: an expiration the hang watch reads while the
+            // slot shows this call's word is this call's.
+            if entry.hangBudget != 0 && hangTimer >= 0 {
+                cm_hang_timer_arm(hangTimer, entry.hangBudget)
+                armed = true
+            }
             cm_crumb_store(slot, entry.crumb | walkBits)
             if timed {
                 let start = Self.monotonicNanoseconds()

@@ -19,6 +19,9 @@ public final class PluginBreadcrumb: @unchecked Sendable {
     /// blame, though a plugin that corrupted the heap earlier can crash the daemon that way.
     public let lastRunOutsidePlugins: Int32?
     public let path: String
+    /// The deciding thread's hang timer (`cm_hang_timer_create`): `Chain` arms it with each
+    /// in-process link's budget, and the hang watch sleeps on it.
+    public let hangTimer: Int32
 
     /// Where in plugin code: a link call's phase.
     public enum Phase: UInt64, Sendable, CustomStringConvertible {
@@ -58,11 +61,16 @@ public final class PluginBreadcrumb: @unchecked Sendable {
         guard let mapped = cm_crumb_map(path, previous) else {
             throw BreadcrumbError(path: path, reason: String(cString: strerror(errno)))
         }
+        let timer = cm_hang_timer_create()
+        guard timer >= 0 else { throw BreadcrumbError(path: path, reason: "cannot create the hang timer: \(String(cString: strerror(errno)))") }
+        hangTimer = timer
         file = mapped
         lastRun = Self.crash(in: previous)
         lastRunOutsidePlugins = previous.pointee.magic == CM_CRUMB_MAGIC && previous.pointee.crash_signal == 0 && previous.pointee.outside_signal != 0
             ? previous.pointee.outside_signal : nil
     }
+
+    deinit { close(hangTimer) }
 
     /// Records fatal signals in this file from now on. Once per process (the daemon's).
     public func installCrashHandler() { cm_crumb_install(file) }

@@ -7,26 +7,22 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Watches the deciding thread's breadcrumb for an in-process link call that outlasts its
-/// budget. The daemon cannot stop code running in its own process, so such a link is marked
-/// `hung`: the chain stops calling it, the deciding loop inhibits the mech once the call returns,
-/// and the quarantine is written at once, so a daemon the watchdog has to kill restarts into it.
+/// Watches the deciding thread for an in-process link call that outlasts its budget. The
+/// daemon cannot stop code running in its own process, so such a link is marked `hung`: the
+/// chain stops calling it, the deciding loop inhibits the mech once the call returns, and the
+/// quarantine is written at once, so a daemon the watchdog has to kill restarts into it.
 ///
-/// It costs the deciding path nothing but the breadcrumb's two stores per link: this thread
-/// samples the slot every few milliseconds while readings are being decided, and sleeps on a
-/// futex in the slot otherwise (the first walk after a quiet spell wakes it).
+/// It costs the deciding path the breadcrumb's two stores and one `timerfd_settime` per
+/// in-process call, and one per walk: `Chain` arms the breadcrumb's hang timer with each call's
+/// budget. This thread sleeps on the timer, so while calls keep within their budgets it never
+/// wakes, and a reading wakes nothing but the deciding thread.
 final class HangWatch: Sendable {
     private let breadcrumb: PluginBreadcrumb
     private let chain: ChainHolder
     private let quarantine: QuarantineStore
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
-
-    /// How long to keep sampling after the last call before parking.
-    static let lingerNanoseconds: UInt64 = 250_000_000
-    /// The longest park: the first call (or `stop`) wakes the thread sooner. An idle daemon's
-    /// hang watch wakes once per this period.
-    static let parkNanoseconds: UInt64 = 10_000_000_000
+    private let wakePipe = WakePipe()
 
     init(breadcrumb: PluginBreadcrumb, chain: ChainHolder, quarantine: QuarantineStore, logger: Logger) {
         self.breadcrumb = breadcrumb
@@ -40,49 +36,45 @@ final class HangWatch: Sendable {
     }
 
     func stop() {
-        stopping.store(true, ordering: .relaxed)
-        cm_crumb_wake(breadcrumb.decidingSlot)
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        wakePipe.wake()
     }
 
     private func run() {
         let slot = breadcrumb.decidingSlot
-        var call: (word: UInt64, since: UInt64)?
+        let timer = breadcrumb.hangTimer
         var flagged: UInt64 = 0
-        var lastActivity = cm_monotonic_ns()
-        var lastSample = lastActivity
-        while !stopping.load(ordering: .relaxed) {
-            let now = cm_monotonic_ns()
+        while !stopping.load(ordering: .sequentiallyConsistent) {
+            var descriptors = [pollfd(fd: timer, events: Int16(POLLIN), revents: 0), pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0)]
+            guard poll(&descriptors, 2, -1) > 0, descriptors[0].revents != 0 else { continue }
+            // The same word before and after reading an expiration: the call that armed the
+            // timer is still running, past its budget.
             let word = cm_crumb_load(slot)
-            // This thread was held up too (the whole process stopped, the machine paused): the
-            // time that passed is not the plugin's. Count the call from now.
-            if now &- lastSample > 4 * samplePeriodMicroseconds() * 1000 + 5_000_000, let current = call { call = (current.word, now) }
-            lastSample = now
-            guard word != 0 else {
-                call = nil
-                if now &- lastActivity > Self.lingerNanoseconds {
-                    cm_crumb_park(slot, Self.parkNanoseconds)
-                    lastSample = cm_monotonic_ns()
-                    // Woken by a call: linger, sampling, as after any call. A park that ran out
-                    // its time saw nothing, and parks again at once.
-                    if lastSample &- now < Self.parkNanoseconds { lastActivity = lastSample }
-                } else {
-                    usleep(useconds_t(samplePeriodMicroseconds()))
-                }
-                continue
-            }
-            lastActivity = now
-            if call?.word != word {
-                call = (word, now)
-            } else if let since = call?.since, word != flagged, let link = link(for: word), link.policy.isolation == .inProcess,
-                      !link.health.blocksCalls, now &- since >= link.policy.budgetNanoseconds {
-                flagged = word
-                markHung(link, word: word, elapsed: now &- since)
-            }
-            usleep(useconds_t(samplePeriodMicroseconds()))
+            let expired = cm_hang_timer_expirations(timer) > 0
+            guard expired, word != 0, cm_crumb_load(slot) == word, word != flagged, stillRunning(word, slot: slot),
+                  let link = link(for: word), link.policy.isolation == .inProcess, !link.health.blocksCalls else { continue }
+            flagged = word
+            markHung(link, word: word)
         }
     }
 
-    /// A quarter of the smallest in-process budget, between 1 and 50 ms.
+    /// Looks again a little later: a process that was stopped (SIGSTOP, a paused machine) finds
+    /// its timer expired on resuming, but the call it interrupted then finishes at once. A call
+    /// still there after a look this thread was not held up in is hung.
+    private func stillRunning(_ word: UInt64, slot: UnsafeMutablePointer<cm_crumb_slot>) -> Bool {
+        let period = samplePeriodMicroseconds()
+        var last = cm_monotonic_ns()
+        while !stopping.load(ordering: .relaxed), cm_crumb_load(slot) == word {
+            usleep(useconds_t(period))
+            let now = cm_monotonic_ns()
+            let heldUp = now &- last > 4 * period * 1000 + 5_000_000
+            last = now
+            if !heldUp && cm_crumb_load(slot) == word { return true }
+        }
+        return false
+    }
+
+    /// How long the second look waits: a quarter of the smallest in-process budget, 1 to 50 ms.
     private func samplePeriodMicroseconds() -> UInt64 {
         let budgets = chain.current.links.filter { $0.policy.isolation == .inProcess }.map(\.policy.budgetNanoseconds)
         return min(50_000, max(1_000, (budgets.min() ?? LinkPolicy.defaultBudgetNanoseconds) / 4_000))
@@ -96,11 +88,11 @@ final class HangWatch: Sendable {
         return current.links[decoded.index]
     }
 
-    private func markHung(_ link: ChainLink, word: UInt64, elapsed: UInt64) {
+    private func markHung(_ link: ChainLink, word: UInt64) {
         let budget = String(format: "%g", Double(link.policy.budgetNanoseconds) / 1e6)
         let problem = LinkHealth.Problem(
             state: .hung, cause: "over_budget",
-            reason: "a call in process took more than \(String(format: "%.0f", Double(elapsed) / 1e6)) ms, over its \(budget) ms budget; "
+            reason: "a call in process took more than its \(budget) ms budget; "
                 + "the daemon cannot stop code in its own process: run this link with `isolation: process`, then reload")
         if let index = PluginBreadcrumb.decode(word)?.index, let identity = breadcrumb.link(generation: chain.current.generation, index: index),
            let failure = quarantine.add(QuarantineRecord(link: identity, problem: problem)) {

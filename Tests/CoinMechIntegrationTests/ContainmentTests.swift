@@ -135,4 +135,41 @@ struct ContainmentTests {
         // A run that ended without a crash leaves nothing to quarantine.
         #expect(try PluginBreadcrumb(stateDirectory: state).lastRun == nil)
     }
+
+    @Test("an in-process call past its budget expires the hang timer while its word is in the slot; calls within it leave the timer silent")
+    func hangTimer() throws {
+        let state = TestSupport.temporaryDirectory("hang-timer")
+        let crumb = try PluginBreadcrumb(stateDirectory: state)
+        let dir = TestSupport.temporaryDirectory("hang-timer-plugins")
+        _ = try TestSupport.compileFixture("misbehaving", into: dir, as: "libmisbehaving.so")
+        let builder = ChainBuilder(loader: TestSupport.loader(directory: dir), environment: ChainEnvironment(breadcrumb: crumb))
+        let budget = LinkPolicy(isolation: .inProcess, budgetNanoseconds: 10_000_000)
+
+        // Within the budget, many times over: the timer never expires, so nothing would wake.
+        let fast = try builder.build(generation: 1, links: [LinkSpec(plugin: "misbehaving", configJSON: #"{"mode":"pass"}"#, policy: budget)])
+        for seq in 1...200 { _ = fast.decide(.coin(24.26, 5.67, seq: UInt64(seq))) }
+        var quiet = [pollfd(fd: crumb.hangTimer, events: Int16(POLLIN), revents: 0)]
+        #expect(poll(&quiet, 1, 50) == 0, "the hang timer expired although every call kept within its budget")
+
+        // Past it: 200 ms asleep in a 10 ms budget. The timer expires during the call, with the
+        // call's word in the slot before and after the expiration is read.
+        let slow = try builder.build(generation: 2, links: [LinkSpec(plugin: "misbehaving", configJSON: #"{"mode":"sleep","ms":200}"#, policy: budget)])
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = slow.decide(.coin(24.26, 5.67, seq: 1))
+            done.signal()
+        }.start()
+        var expiry = [pollfd(fd: crumb.hangTimer, events: Int16(POLLIN), revents: 0)]
+        #expect(poll(&expiry, 1, 5_000) == 1, "the hang timer did not expire during a call 20 times its budget")
+        let before = cm_crumb_load(crumb.decidingSlot)
+        let expirations = cm_hang_timer_expirations(crumb.hangTimer)
+        let after = cm_crumb_load(crumb.decidingSlot)
+        #expect(expirations == 1)
+        #expect(before != 0 && before == after)
+        #expect(PluginBreadcrumb.decode(before)?.generation == 2 && PluginBreadcrumb.decode(before)?.index == 0)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        // The walk's end disarmed it, and the slot is empty again.
+        #expect(cm_hang_timer_expirations(crumb.hangTimer) == 0)
+        #expect(cm_crumb_load(crumb.decidingSlot) == 0)
+    }
 }

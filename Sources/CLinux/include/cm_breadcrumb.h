@@ -6,6 +6,8 @@
    theirs in thread-local storage. A fatal signal handler copies the crashing thread's word into
    the file, so the next start knows which link crashed the daemon, and quarantines it. */
 #include <stdint.h>
+#include <sys/timerfd.h>
+#include <time.h>
 
 #define CM_CRUMB_MAGIC 0x32424d43u /* "CMB2" */
 #define CM_CRUMB_TABLES 4
@@ -27,12 +29,10 @@ typedef struct cm_crumb_table {
     cm_crumb_link links[CM_CRUMB_LINKS];
 } cm_crumb_table;
 
-/* The deciding thread's slot. `word` is 0 outside plugin code. The hang watch sleeps on
-   `parked` (a futex) while nothing is being decided; a walk that finds it set wakes it. */
+/* The deciding thread's slot. `word` is 0 outside plugin code. */
 typedef struct cm_crumb_slot {
     uint64_t word;
-    uint32_t parked;
-    uint32_t reserved;
+    uint32_t reserved[2];
 } cm_crumb_slot;
 
 typedef struct cm_crumb_file {
@@ -67,12 +67,24 @@ void cm_crumb_leave(void);
    runs on), read by the hang watch on another thread and by the signal handler on this one. */
 static inline void cm_crumb_store(cm_crumb_slot *slot, uint64_t word) { __atomic_store_n(&slot->word, word, __ATOMIC_RELAXED); }
 static inline uint64_t cm_crumb_load(const cm_crumb_slot *slot) { return __atomic_load_n(&slot->word, __ATOMIC_RELAXED); }
-static inline uint32_t cm_crumb_is_parked(const cm_crumb_slot *slot) { return __atomic_load_n(&slot->parked, __ATOMIC_RELAXED); }
 
-/* Wakes the hang watch if it is parked on `slot` (a walk starts). */
-void cm_crumb_wake(cm_crumb_slot *slot);
-/* The hang watch parks on `slot` until a walk wakes it or `timeout_ns` passes; returns at once
-   if the slot shows a call in progress. */
-void cm_crumb_park(cm_crumb_slot *slot, uint64_t timeout_ns);
+/* The hang timer: a timerfd (CLOCK_MONOTONIC, non-blocking) the deciding thread arms with a
+   link's budget before each in-process call, and disarms when the walk ends. Arming or
+   disarming resets its expiration count, so an expiration read while the slot shows the same
+   word before and after the read belongs to that call: it has run past its budget. The hang
+   watch sleeps on it and, while calls keep within their budgets, never wakes. -1 on error. */
+int cm_hang_timer_create(void);
+/* Arms `fd` to expire once, `nanoseconds` from now. */
+static inline void cm_hang_timer_arm(int fd, uint64_t nanoseconds) {
+    struct itimerspec when = {.it_interval = {0, 0},
+                              .it_value = {.tv_sec = (time_t)(nanoseconds / 1000000000u), .tv_nsec = (long)(nanoseconds % 1000000000u)}};
+    timerfd_settime(fd, 0, &when, NULL);
+}
+static inline void cm_hang_timer_disarm(int fd) {
+    struct itimerspec never = {{0, 0}, {0, 0}};
+    timerfd_settime(fd, 0, &never, NULL);
+}
+/* Expirations since the timer was last armed or disarmed; 0 if none (the read does not block). */
+uint64_t cm_hang_timer_expirations(int fd);
 
 #endif
