@@ -47,7 +47,17 @@ struct E2EBench: ParsableCommand {
             daemon.terminate()
             daemon.waitUntilExit()
         }
+        // A subscribed client, as a kiosk application has: every committed event goes to it.
+        let watcher = try subscribe(bin: bin, socket: "\(dir)/run/coinmechd.sock")
+        defer {
+            watcher.terminate()
+            watcher.waitUntilExit()
+        }
+        let wakeupsBefore = ThreadWakeups(pid: daemon.processIdentifier)
         let steady = try simulate(bin: bin, dir: dir, name: "steady", arguments: ["--coins", "\(Int(seconds * rate))", "--rate", "\(rate)"])
+        // Per coin: its reading and, for an accepted one, the mech's confirmation wake the
+        // deciding thread; with one subscribed client nothing else need wake.
+        let wakeups = ThreadWakeups.perUnit(from: wakeupsBefore, to: ThreadWakeups(pid: daemon.processIdentifier), units: steady.sent.insertions)
         let fast = try simulate(bin: bin, dir: dir, name: "burst", scenario: "burst.yaml", arguments: ["--coins", "\(burst)", "--lockstep"])
 
         let floorPacedSamples = Array(floorSamples.prefix(min(floorPaced, Int(seconds * rate)))).sorted()
@@ -60,7 +70,8 @@ struct E2EBench: ParsableCommand {
             floor_p99_us: percentile(floor, 0.99), p99_over_floor: Double(p99) / Double(max(1, percentile(floor, 0.99))),
             deadline_misses: steady.outcomes.deadlineMisses + fast.outcomes.deadlineMisses,
             steady_p99_us: steady.latencyUs.p99, burst_p99_us: fast.latencyUs.p99,
-            burst_readings_per_s: Double(fast.sent.readings) / max(0.001, fast.durationS), readings: all.count)
+            burst_readings_per_s: Double(fast.sent.readings) / max(0.001, fast.durationS), readings: all.count,
+            steady_wakeups_per_coin: wakeups)
         if json {
             print(String(decoding: try JSONEncoder.sorted.encode(result), as: UTF8.self))
         } else {
@@ -74,6 +85,8 @@ struct E2EBench: ParsableCommand {
                   floor, back to back                \(pad(floorHotSamples.count, 8))  \(pad(percentile(floorHotSamples, 0.5)))  \(pad(percentile(floorHotSamples, 0.99)))
                   floor, all (pty + fdatasync) \(pad(floor.count, 8))  \(pad(result.floor_p50_us))  \(pad(result.floor_p99_us))
                   p99 over floor: \(String(format: "%.2f", result.p99_over_floor))   (target ≤ 1.5)
+                wake-ups per coin in the steady phase, by daemon thread (voluntary context switches):
+                  \(wakeups.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.2f", $0.value))" }.joined(separator: ", "))
                 """)
         }
     }
@@ -88,6 +101,22 @@ struct E2EBench: ParsableCommand {
         cache_dir: cache
         \(FixtureChains.usd)
         """
+    }
+
+    /// `coinctl watch` on the daemon's socket, once the socket is there (10 s at most).
+    private func subscribe(bin: String, socket: String) throws -> Process {
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socket) {
+            guard Date() < deadline else { throw ValidationError("coinmechd made no socket at \(socket) within 10 s") }
+            usleep(20_000)
+        }
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: "\(bin)/coinctl")
+        watch.arguments = ["watch", "--socket", socket]
+        watch.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        watch.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try watch.run()
+        return watch
     }
 
     private func simulate(bin: String, dir: String, name: String, scenario: String = "mix.yaml", arguments: [String]) throws -> GroundTruth {
@@ -251,4 +280,5 @@ struct E2EResult: Encodable {
     let burst_p99_us: Int
     let burst_readings_per_s: Double
     let readings: Int
+    let steady_wakeups_per_coin: [String: Double]
 }
