@@ -86,6 +86,9 @@ let package = Package(
         // ccTalk coin acceptors: frames, checksums, the receiver, typed requests and replies,
         // and the host engine (no I/O) that turns the credit buffer into ledger batches.
         .target(name: "CoinMechCCTalk"),
+        // MDB coin changers through a USB/serial MDB master adapter: the adapter's ASCII lines,
+        // the changer's commands, and its replies read into typed values (no I/O).
+        .target(name: "CoinMechMDB"),
         // The mech drivers: the serial raw-sensor mech, GPIO pulse mechs and ccTalk acceptors
         // (termios, reconnects, hotplug), each behind the `Mech` protocol the deciding loop drives.
         .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
@@ -228,7 +231,7 @@ let package = Package(
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),
