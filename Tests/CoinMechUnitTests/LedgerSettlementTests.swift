@@ -31,6 +31,24 @@ struct LedgerSettlementTests {
         #expect(!plan.contains { $0.hasPrefix("SCAN e") }, "\(plan)")
     }
 
+    // The state CHECK as an IN list of four made SQLite build a temporary b-tree for every
+    // insert and update of an event: a quarter of the instructions of a coin.
+    @Test("writing an event's state builds no temporary b-tree, and the CHECK still refuses a state that does not exist")
+    func stateCheckIsComparisons() throws {
+        let directory = TestSupport.temporaryDirectory("check")
+        let ledger = try Ledger(directory: directory)
+        _ = try ledger.append([try accept(1)])
+        let queue = try DatabaseQueue(path: "\(directory)/\(Ledger.fileName)")
+        for sql in ["UPDATE events SET state = 'credited' WHERE seq = 1",
+                    "INSERT INTO events (time, kind, state) VALUES (1, 'decision', 'pending')"] {
+            let program = try queue.read { db in try Row.fetchAll(db, sql: "EXPLAIN \(sql)").map { $0["opcode"] as String } }
+            #expect(!program.contains("OpenEphemeral"), "\(sql) opens a temporary b-tree")
+        }
+        #expect(throws: DatabaseError.self) { try queue.write { db in try db.execute(sql: "UPDATE events SET state = 'paid' WHERE seq = 1") } }
+        try queue.write { db in try db.execute(sql: "UPDATE events SET state = 'returned' WHERE seq = 1") }
+        #expect(try queue.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") } == "ok")
+    }
+
     func accept(_ seq: UInt64, epoch: Int64 = 1) throws -> LedgerEntry {
         .decision(DecisionRecord(source: "serial", epoch: epoch, deviceSeq: seq, diameterMM: 24.26, weightG: 5.67, thicknessMM: nil, channel: nil,
                                  verdict: .accept(currency: "USD", code: "quarter", valueMinor: 25), link: "usd", chainGeneration: 1),
@@ -156,5 +174,11 @@ struct LedgerSettlementTests {
         #expect(collect.detail == #"{"by":"root"}"#)
         #expect(collect.collected == [TotalsRow(currency: "USD", denomination: "quarter", count: 1, valueMinor: 25, weightG: 5.67)])
         #expect(collect.collectedUnconfirmed == [])
+        // The state CHECK was rewritten in place, and still holds.
+        let queue = try DatabaseQueue(path: "\(dir)/\(Ledger.fileName)")
+        let schema = try queue.read { db in try String.fetchOne(db, sql: "SELECT sql FROM sqlite_schema WHERE name = 'events'") }
+        #expect(schema?.contains("CHECK (state = 'pending' OR state = 'credited'") == true)
+        #expect(throws: DatabaseError.self) { try queue.write { db in try db.execute(sql: "UPDATE events SET state = 'paid' WHERE kind = 'decision'") } }
+        #expect(try queue.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") } == "ok")
     }
 }
