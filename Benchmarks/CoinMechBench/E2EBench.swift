@@ -36,6 +36,10 @@ struct E2EBench: ParsableCommand {
         try "seed: 3\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\n".write(toFile: "\(dir)/mix.yaml", atomically: true, encoding: .utf8)
         try "seed: 4\ncurrency: USD\nothers: {slug: 0.05}\nbaud: 0\nfirmware: {boot: 2}\n".write(toFile: "\(dir)/burst.yaml", atomically: true, encoding: .utf8)
 
+        // The references the answer is held to, on this machine in this run: gpsd's event on the
+        // same kind of pty → client path, and one fsync of a 4 KiB write on the ledger's filesystem.
+        let gpsdSamples = try GPSDReference.measure(samples: min(300, Int(seconds * rate)), interval: 1 / rate)?.sorted()
+        let fsyncSamples = Self.measureFsync(directory: "\(dir)/state", count: 300).sorted()
         let floorSamples = try measureFloor(paced: min(floorPaced, Int(seconds * rate)), interval: 1 / rate, hot: burst, directory: "\(dir)/state")
 
         let daemon = Process()
@@ -71,7 +75,9 @@ struct E2EBench: ParsableCommand {
             deadline_misses: steady.outcomes.deadlineMisses + fast.outcomes.deadlineMisses,
             steady_p99_us: steady.latencyUs.p99, burst_p99_us: fast.latencyUs.p99,
             burst_readings_per_s: Double(fast.sent.readings) / max(0.001, fast.durationS), readings: all.count,
-            steady_wakeups_per_coin: wakeups)
+            steady_wakeups_per_coin: wakeups,
+            steady_p50_us: steady.latencyUs.p50, gpsd_event_p50_us: gpsdSamples.map { percentile($0, 0.5) },
+            fsync_p50_us: percentile(fsyncSamples, 0.5))
         if json {
             print(String(decoding: try JSONEncoder.sorted.encode(result), as: UTF8.self))
         } else {
@@ -85,6 +91,8 @@ struct E2EBench: ParsableCommand {
                   floor, back to back                \(pad(floorHotSamples.count, 8))  \(pad(percentile(floorHotSamples, 0.5)))  \(pad(percentile(floorHotSamples, 0.99)))
                   floor, all (pty + fdatasync) \(pad(floor.count, 8))  \(pad(result.floor_p50_us))  \(pad(result.floor_p99_us))
                   p99 over floor: \(String(format: "%.2f", result.p99_over_floor))   (target ≤ 1.5)
+                answer p50 (steady) \(steady.latencyUs.p50) µs against gpsd's event p50 \(gpsdSamples.map { "\(percentile($0, 0.5))" } ?? "(gpsd not installed)") µs + one fsync p50 \(percentile(fsyncSamples, 0.5)) µs \
+                = \(gpsdSamples.map { "\(percentile($0, 0.5) + percentile(fsyncSamples, 0.5))" } ?? "?") µs   (target: answer ≤ that)
                 wake-ups per coin in the steady phase, by daemon thread (voluntary context switches):
                   \(wakeups.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.2f", $0.value))" }.joined(separator: ", "))
                 """)
@@ -180,6 +188,22 @@ struct E2EBench: ParsableCommand {
         close(master)
         close(device)
         return results
+    }
+
+    /// µs of one 4 KiB write made durable with fdatasync in `directory`, `count` times.
+    static func measureFsync(directory: String, count: Int) -> [Int] {
+        let file = open("\(directory)/fsync-reference", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer {
+            close(file)
+            unlink("\(directory)/fsync-reference")
+        }
+        let page = [UInt8](repeating: 0x55, count: 4096)
+        return (0..<count).map { _ in
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = pwrite(file, page, page.count, 0)
+            fdatasync(file)
+            return Int((DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
     }
 
     /// Blocks in poll until a whole line has arrived.
@@ -281,4 +305,7 @@ struct E2EResult: Encodable {
     let burst_readings_per_s: Double
     let readings: Int
     let steady_wakeups_per_coin: [String: Double]
+    let steady_p50_us: Int
+    let gpsd_event_p50_us: Int?
+    let fsync_p50_us: Int
 }
