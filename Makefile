@@ -93,7 +93,7 @@ test-crash-short:
 ## Fuzzing (docs/DECISIONS.md, "Fuzzing"): coinmech-fuzz built in .build-fuzz with coverage
 ## instrumentation and AddressSanitizer on every module (C ones too: libyaml), and linked with the
 ## toolchain's libFuzzer without its main (the driver calls LLVMFuzzerRunDriver itself).
-FUZZ_TARGETS := frame request config scenario
+FUZZ_TARGETS := frame request config scenario mdb
 FUZZ_TARGET ?= frame
 FUZZ_RUNS ?= 10000000
 FUZZ_SHORT_RUNS ?= 100000
@@ -112,7 +112,7 @@ FUZZ_SWIFT_FLAGS = -c release --build-path $(FUZZ_BUILD) \
 FUZZ_CORPUS = $(FUZZ_BUILD)/corpus/$$t
 FUZZ_RUN = SWIFT_BACKTRACE=enable=no SWIFT_DETERMINISTIC_HASHING=1 $(FUZZ_BIN) $$t $(FUZZ_CORPUS) Fuzz/corpus/$$t $$(test -d Fuzz/regressions/$$t && echo Fuzz/regressions/$$t) \
 	-dict=Fuzz/dict/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- -print_final_stats=1 \
-	-max_len=$$(case $$t in frame) echo 512;; request) echo 1024;; *) echo 2048;; esac)
+	-max_len=$$(case $$t in frame|mdb) echo 512;; request) echo 1024;; *) echo 2048;; esac)
 
 fuzz-build: bootstrap
 	@test -n "$(LIBFUZZER)" || { echo "fuzz-build: the Swift toolchain has no libclang_rt.fuzzer_no_main"; exit 1; }

@@ -198,11 +198,11 @@ let package = Package(
             ],
             path: "Tests/CrashSuite"
         ),
-        // The fuzz targets (serial frames, socket requests, configuration, scenarios) and their
+        // The fuzz targets (serial frames, socket requests, configuration, scenarios, MDB adapter lines) and their
         // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
         .target(
             name: "CoinMechFuzzTargets",
-            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechConfiguration", "CoinSimCore"],
+            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechConfiguration", "CoinSimCore", "CoinMechMDB"],
             path: "Fuzz/Targets"
         ),
         .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),

@@ -38,6 +38,7 @@ case .frame: { data, size in FuzzTarget.frame.run(UnsafeRawBufferPointer(start: 
 case .request: { data, size in FuzzTarget.request.run(UnsafeRawBufferPointer(start: data, count: size)); return 0 }
 case .config: { data, size in FuzzTarget.config.run(UnsafeRawBufferPointer(start: data, count: size)); return 0 }
 case .scenario: { data, size in FuzzTarget.scenario.run(UnsafeRawBufferPointer(start: data, count: size)); return 0 }
+case .mdb: { data, size in FuzzTarget.mdb.run(UnsafeRawBufferPointer(start: data, count: size)); return 0 }
 }
 var argv: [UnsafeMutablePointer<CChar>?] = [CommandLine.unsafeArgv[0]] + arguments.map { strdup($0) } + [nil]
 var argc = CInt(argv.count - 1)

@@ -1,4 +1,5 @@
 import CoinMechConfiguration
+import CoinMechMDB
 import CoinMechModel
 import CoinMechProtocol
 import CoinMechSerial
@@ -19,6 +20,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case config
     /// `SettingsTable` + `Scenario.parse`, then a few insertions drawn from the scenario.
     case scenario
+    /// `MDBAdapterLineParser`, then every changer reply parser on each line's data: what an
+    /// MDB adapter (and the changer behind it) sends.
+    case mdb
 
     /// Runs one input; returns whether it was valid (a sentence decoded, a request or a
     /// configuration or a scenario accepted), so the tests can check the seeds still are.
@@ -29,6 +33,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .request: Self.request(bytes)
         case .config: Self.config(bytes)
         case .scenario: Self.scenario(bytes)
+        case .mdb: Self.mdb(bytes)
         }
     }
 
@@ -96,6 +101,62 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             }
         }
         return merged
+    }
+
+    // MARK: MDB adapter lines
+
+    /// The stream parsed whole and in pieces gives the same replies and errors; no line longer
+    /// than the limit gets through; each reply's data goes through every changer reply parser,
+    /// which accept it or refuse it with a typed error, and never read past its end (a POLL's
+    /// events account for its bytes exactly).
+    static func mdb(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var whole = MDBAdapterLineParser()
+        var wholeEvents: [MDBAdapterLineParser.Event] = []
+        whole.feed(bytes) { wholeEvents.append($0) }
+
+        var split = MDBAdapterLineParser()
+        var splitEvents: [MDBAdapterLineParser.Event] = []
+        var state = bytes.reduce(UInt64(bytes.count)) { ($0 &* 0x100_0000_01B3) ^ UInt64($1) }
+        var start = 0
+        while start < bytes.count {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let end = min(bytes.count, start + 1 + Int(state >> 60))
+            split.feed(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) { splitEvents.append($0) }
+            start = end
+        }
+        precondition(wholeEvents == splitEvents, "MDB adapter events depend on how the stream is split")
+
+        var valid = false
+        for event in wholeEvents {
+            switch event {
+            case .error(.overlongLine(let count)):
+                precondition(count > MDBAdapterLineParser.maximumLineLength, "overlong below the limit: \(count)")
+            case .error:
+                break
+            case .reply(.peripheral(.data(let data))):
+                precondition(!data.isEmpty, "peripheral data with no byte")
+                valid = true
+                if let events = try? MDBChangerEvent.parse(poll: data) {
+                    let width = events.reduce(0) { total, event in
+                        switch event {
+                        case .deposited, .dispensedManually: total + 2
+                        case .slugs, .status, .unknownStatus: total + 1
+                        }
+                    }
+                    precondition(width == data.count, "POLL events account for \(width) of \(data.count) bytes")
+                }
+                if let setup = try? MDBChangerSetup(reply: data) {
+                    precondition(setup.credits.count == data.count - MDBChangerSetup.fixedLength, "SETUP credits miscounted")
+                    for type in 0..<16 { _ = setup.valueMinor(ofType: type) }
+                }
+                if let tubes = try? MDBTubeStatus(reply: data) { precondition(tubes.counts.count == 16, "TUBE STATUS without 16 counts") }
+                _ = try? MDBChangerIdentity(reply: data)
+                _ = try? MDBPayoutStatus(reply: data)
+            case .reply:
+                valid = true
+            }
+        }
+        return valid
     }
 
     // MARK: Socket requests
