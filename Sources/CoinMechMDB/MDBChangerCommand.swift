@@ -28,6 +28,10 @@ public enum MDBChangerCommand: Sendable, Hashable {
 
     /// The changer's address, in the top five bits of every command byte.
     public static let address: UInt8 = 0x08
+    /// Commands by their low three bits.
+    static let tubeStatusCode: UInt8 = 2
+    static let pollCode: UInt8 = 3
+    static let coinTypeCode: UInt8 = 4
 
     /// The bus transaction, or why the command cannot be sent.
     public func transaction() throws(MDBCommandError) -> MDBTransaction {

@@ -1,0 +1,28 @@
+/// How an `MDBChangerHost` paces the bus: the defaults follow what field hosts of MDB changers
+/// do (temoto/vender, Aardvark Paylink) and the adapter's limits.
+public struct MDBChangerHostConfiguration: Sendable, Hashable {
+    /// Between two POLLs while running.
+    public var pollIntervalNanoseconds: UInt64 = 100_000_000
+    /// A line with no reply by then is unanswered: the adapter's own response timeout, the
+    /// line at 115200 baud and a loaded host.
+    public var replyTimeoutNanoseconds: UInt64 = 500_000_000
+    /// What the adapter waits for the changer (`F,RESPTIMEOUT`): MDB says 5 ms, changers take more.
+    public var responseTimeoutMilliseconds = 100
+    /// After RESET, before the first POLL: a changer needs this to come back.
+    public var resetSettleNanoseconds: UInt64 = 500_000_000
+    /// POLLs that may pass without "changer was reset" before the host sets it up anyway.
+    public var justResetPolls = 10
+    /// TUBE STATUS while running, to catch coins a technician loaded or took by hand.
+    public var tubeStatusIntervalNanoseconds: UInt64 = 25_000_000_000
+    /// Unanswered lines in a row before the changer counts as gone.
+    public var failuresBeforeNotResponding = 3
+    /// A changer that stopped answering is set up again from the start this often.
+    public var reconnectIntervalNanoseconds: UInt64 = 2_000_000_000
+    /// The level-3 features the host switches on where the changer offers them.
+    public var features: MDBChangerIdentity.Features = [.alternativePayout, .extendedDiagnostics]
+    /// Coin types whose manual dispense buttons work (bit n: type n): a technician's payout
+    /// from the buttons is reported and recorded.
+    public var manualDispense: UInt16 = 0xFFFF
+
+    public init() {}
+}
