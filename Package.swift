@@ -170,7 +170,7 @@ let package = Package(
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechMDB", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -35,4 +35,26 @@ public enum MDBAdapterCommand: Sendable, Hashable {
                 : "R,\(MDBHex.encode([transaction.command])),\(MDBHex.encode(transaction.data))"
         }
     }
+
+    /// Reads a line as the adapter does (without its LF; a CR before it is dropped): what a
+    /// simulated adapter and a trace need. Nil for a line the adapter would not take.
+    public init?(line: Substring) {
+        var line = line
+        if line.last == "\r" { line.removeLast() }
+        let parts = line.split(separator: ",", omittingEmptySubsequences: false)
+        switch (parts.first, parts.count) {
+        case ("V", 1): self = .version
+        case ("M", 2) where parts[1] == "1" || parts[1] == "0": self = .masterMode(parts[1] == "1")
+        case ("R", 2) where parts[1] == "RESET": self = .busReset
+        case ("F", 3) where parts[1] == "RESPTIMEOUT":
+            guard let milliseconds = Int(parts[2]), Self.responseTimeoutRange.contains(milliseconds) else { return nil }
+            self = .responseTimeout(milliseconds: milliseconds)
+        case ("R", 2), ("R", 3):
+            guard let command = MDBHex.decode(parts[1].utf8), command.count == 1 else { return nil }
+            let data = parts.count == 3 ? MDBHex.decode(parts[2].utf8) : []
+            guard let data, parts.count == 2 || !data.isEmpty else { return nil }
+            self = .transaction(MDBTransaction(command: command[0], data: data))
+        default: return nil
+        }
+    }
 }

@@ -46,6 +46,18 @@ struct MDBFrameTests {
         #expect(try text(.diagnostics) == "R,0F,05")
     }
 
+    @Test("an adapter line reads back as the command that wrote it; lines the adapter would not take read as nothing")
+    func commandsReadBack() throws {
+        let commands: [MDBAdapterCommand] = [.version, .masterMode(true), .masterMode(false), .busReset, .responseTimeout(milliseconds: 250),
+                                             .transaction(try MDBChangerCommand.poll.transaction()),
+                                             .transaction(try MDBChangerCommand.coinType(accept: 0x003F, manualDispense: 0xFFFF).transaction())]
+        for command in commands { #expect(MDBAdapterCommand(line: command.text[...]) == command, "\(command.text)") }
+        #expect(MDBAdapterCommand(line: "R,0B\r") == .transaction(MDBTransaction(command: 0x0B)))
+        for bad in ["", "R", "R,", "R,0", "R,0B,", "R,0B,5", "R,GG", "M,2", "F,RESPTIMEOUT,5", "X,1"] {
+            #expect(MDBAdapterCommand(line: bad[...]) == nil, "\(bad)")
+        }
+    }
+
     @Test("a command the bus cannot carry is refused with what to do instead")
     func impossibleCommands() {
         #expect(throws: MDBCommandError.dispenseCountOutOfRange(16)) { try MDBChangerCommand.dispense(type: 1, count: 16).transaction() }

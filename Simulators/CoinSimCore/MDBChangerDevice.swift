@@ -1,0 +1,162 @@
+import CoinMechMDB
+
+/// An MDB coin changer behind a USB/serial MDB master adapter, without a line: the host's
+/// adapter lines in, the adapter's reply lines out; coins in, events into what the next POLL
+/// reports. The simulator will put it on a pty; tests drive it against the host on simulated
+/// time.
+///
+/// It behaves as MDB section 5 says a changer does: a reset (RESET, or power coming back)
+/// disables every coin type and reports "changer was reset" at the next POLL; a POLL reports
+/// up to 16 bytes of events and forgets them once answered (MDB's POLL is destructive); a coin
+/// of an enabled type goes to its tube while the tube has room and its type routes to a tube,
+/// else to the cash box; a coin of a disabled type, or an unknown one, is rejected (returned).
+public struct MDBChangerDevice: Sendable {
+    /// What a changer is: fixed for a session.
+    public struct Settings: Sendable, Hashable {
+        public var level: UInt8 = 3
+        /// Packed BCD: 0x1978 is ISO 4217 978, the euro.
+        public var countryCode: UInt16 = 0x1978
+        public var scalingFactor: UInt8 = 5
+        public var decimalPlaces: UInt8 = 2
+        /// Bit n: type n can go to a tube.
+        public var tubeRouting: UInt16 = 0x000F
+        /// Value of each type in scaled units (the CF7900's euro coins: 5c to 2 euro).
+        public var credits: [UInt8] = [1, 2, 4, 10, 20, 40]
+        /// Coins a tube holds.
+        public var tubeCapacity = 50
+        /// Coins in each tube at power-up.
+        public var initialTubes: [Int] = [18, 10, 8, 5]
+        public var manufacturer = "CMS"
+        public var serialNumber = "000000000001"
+        public var model = "coinsim"
+        public var features: MDBChangerIdentity.Features = [.alternativePayout, .extendedDiagnostics]
+
+        public init() {}
+
+        func valueMinor(ofType type: Int) -> Int64? {
+            guard credits.indices.contains(type), credits[type] != 0 else { return nil }
+            return Int64(credits[type]) * Int64(scalingFactor)
+        }
+    }
+
+    /// Where a coin went, for the ground truth.
+    public enum Fate: Sendable, Hashable {
+        case tube, cashBox, rejected
+    }
+
+    public let settings: Settings
+    /// Coins in each of the 16 tubes.
+    public private(set) var tubes: [Int]
+    /// Coin types the host enabled (COIN TYPE); 0 after every reset.
+    public private(set) var enabled: UInt16 = 0
+    public private(set) var manualDispense: UInt16 = 0xFFFF
+    /// Events not yet reported, oldest first (each one or two bytes).
+    private var events: [[UInt8]] = []
+    private var masterMode = false
+
+    public init(settings: Settings = Settings()) {
+        self.settings = settings
+        tubes = (0..<16).map { $0 < settings.initialTubes.count ? min(settings.initialTubes[$0], settings.tubeCapacity) : 0 }
+        reset()
+    }
+
+    /// Power off and on, or a RESET: every coin type disabled, the events gone, and "changer
+    /// was reset" waiting for the next POLL.
+    public mutating func reset() {
+        enabled = 0
+        manualDispense = 0xFFFF
+        events = [[MDBChangerStatus.changerWasReset.rawValue]]
+    }
+
+    /// A coin of `type` goes in (nil: something the changer does not recognise).
+    public mutating func insert(type: Int?) -> Fate {
+        guard let type, (0..<16).contains(type), enabled & (1 << type) != 0, settings.valueMinor(ofType: type) != nil else {
+            // Returned: reported as a coin routed to reject when its type is known.
+            if let type, (0..<16).contains(type) { queue([0x70 | UInt8(type), UInt8(min(tubes[type], 255))]) }
+            return .rejected
+        }
+        if settings.tubeRouting & (1 << type) != 0, tubes[type] < settings.tubeCapacity {
+            tubes[type] += 1
+            queue([0x50 | UInt8(type), UInt8(min(tubes[type], 255))])
+            return .tube
+        }
+        queue([0x40 | UInt8(type), UInt8(min(tubes[type], 255))])
+        return .cashBox
+    }
+
+    /// The adapter's answer to one line from the host (without its CR LF).
+    public mutating func handle(_ text: Substring) -> String {
+        guard let command = MDBAdapterCommand(line: text) else { return "p,NACK" }
+        switch command {
+        case .version: return "v,1.0.0.0,C015E000"
+        case .masterMode(let on):
+            masterMode = on
+            return "m,ACK"
+        case .responseTimeout: return "f,ACK"
+        case .busReset:
+            reset()
+            return "p,ACK"
+        case .transaction(let transaction):
+            guard masterMode, transaction.address == MDBChangerCommand.address else { return "p,NACK" }
+            return answer(transaction)
+        }
+    }
+
+    private mutating func answer(_ transaction: MDBTransaction) -> String {
+        let data = transaction.data
+        switch transaction.command & 0x07 {
+        case 0:
+            reset()
+            return "p,ACK"
+        case 1:
+            return "p," + Self.hex([settings.level, UInt8(settings.countryCode >> 8), UInt8(settings.countryCode & 0xFF), settings.scalingFactor,
+                                    settings.decimalPlaces, UInt8(settings.tubeRouting >> 8), UInt8(settings.tubeRouting & 0xFF)] + settings.credits)
+        case 2:
+            return "p," + Self.hex([0, 0] + tubes.map { UInt8(min($0, 255)) })
+        case 3:
+            guard !events.isEmpty else { return "p,ACK" }
+            var reply: [UInt8] = []
+            while let next = events.first, reply.count + next.count <= 16 {
+                reply += next
+                events.removeFirst()
+            }
+            return "p," + Self.hex(reply)
+        case 4:
+            guard data.count == 4 else { return "p,NACK" }
+            enabled = UInt16(data[0]) << 8 | UInt16(data[1])
+            manualDispense = UInt16(data[2]) << 8 | UInt16(data[3])
+            return "p,ACK"
+        case 5:
+            guard data.count == 1 else { return "p,NACK" }
+            let type = Int(data[0] & 0x0F), count = Int(data[0] >> 4)
+            tubes[type] -= min(count, tubes[type])
+            return "p,ACK"
+        case 7 where settings.level >= 3:
+            switch data.first {
+            case 0x00:
+                let text = Array((settings.manufacturer.padding(3) + settings.serialNumber.padding(12) + settings.model.padding(12)).utf8)
+                let features = settings.features.rawValue
+                return "p," + Self.hex(text + [0x01, 0x00, UInt8(features >> 24), UInt8(features >> 16 & 0xFF), UInt8(features >> 8 & 0xFF), UInt8(features & 0xFF)])
+            case 0x01: return "p,ACK"
+            case 0x05: return "p,0300"
+            default: return "p,NACK"
+            }
+        default:
+            return "p,NACK"
+        }
+    }
+
+    private mutating func queue(_ event: [UInt8]) { events.append(event) }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
+    }
+}
+
+extension String {
+    /// Cut or padded with spaces to `width` ASCII characters, as MDB's text fields are.
+    fileprivate func padding(_ width: Int) -> String {
+        String(prefix(width)) + String(repeating: " ", count: max(0, width - count))
+    }
+}
