@@ -50,18 +50,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         var wholeEvents: [FrameEvent] = []
         whole.feed(bytes) { wholeEvents.append($0) }
 
-        // Split where `read` might: chunks of 1 to 16 bytes, sizes drawn from the input itself
-        // (so libFuzzer's mutations move the boundaries too).
         var split = FrameParser()
         var splitEvents: [FrameEvent] = []
-        var state = bytes.reduce(UInt64(bytes.count)) { ($0 &* 0x100_0000_01B3) ^ UInt64($1) }
-        var start = 0
-        while start < bytes.count {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let end = min(bytes.count, start + 1 + Int(state >> 60))
-            split.feed(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) { splitEvents.append($0) }
-            start = end
-        }
+        inReads(bytes) { chunk in split.feed(chunk) { splitEvents.append($0) } }
 
         precondition(whole.errors == split.errors, "error counts depend on how the stream is split")
         precondition(coalescingGarbage(wholeEvents) == coalescingGarbage(splitEvents), "events depend on how the stream is split")
@@ -90,6 +81,19 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         return frames > 0
     }
 
+    /// Hands `bytes` over as `read` might: chunks of 1 to 16 bytes, sizes drawn from the input
+    /// itself (so libFuzzer's mutations move the boundaries too).
+    static func inReads(_ bytes: UnsafeRawBufferPointer, _ feed: (UnsafeRawBufferPointer) -> Void) {
+        var state = bytes.reduce(UInt64(bytes.count)) { ($0 &* 0x100_0000_01B3) ^ UInt64($1) }
+        var start = 0
+        while start < bytes.count {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let end = min(bytes.count, start + 1 + Int(state >> 60))
+            feed(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+            start = end
+        }
+    }
+
     /// Garbage is reported per `feed` call, so runs of it are merged before comparing.
     static func coalescingGarbage(_ events: [FrameEvent]) -> [FrameEvent] {
         var merged: [FrameEvent] = []
@@ -116,14 +120,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
         var split = MDBAdapterLineParser()
         var splitEvents: [MDBAdapterLineParser.Event] = []
-        var state = bytes.reduce(UInt64(bytes.count)) { ($0 &* 0x100_0000_01B3) ^ UInt64($1) }
-        var start = 0
-        while start < bytes.count {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let end = min(bytes.count, start + 1 + Int(state >> 60))
-            split.feed(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) { splitEvents.append($0) }
-            start = end
-        }
+        inReads(bytes) { chunk in split.feed(chunk) { splitEvents.append($0) } }
         precondition(wholeEvents == splitEvents, "MDB adapter events depend on how the stream is split")
 
         var valid = false
@@ -136,15 +133,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             case .reply(.peripheral(.data(let data))):
                 precondition(!data.isEmpty, "peripheral data with no byte")
                 valid = true
-                if let events = try? MDBChangerEvent.parse(poll: data) {
-                    let width = events.reduce(0) { total, event in
-                        switch event {
-                        case .deposited, .dispensedManually: total + 2
-                        case .slugs, .status, .unknownStatus: total + 1
-                        }
+                let poll = MDBPollReply(data: data)
+                let width = poll.events.reduce(0) { total, event in
+                    switch event {
+                    case .deposited, .dispensedManually: total + 2
+                    case .slugs, .status, .unknownStatus: total + 1
                     }
-                    precondition(width == data.count, "POLL events account for \(width) of \(data.count) bytes")
                 }
+                let truncated = if case .truncatedEvent = poll.problem { true } else { false }
+                precondition(width == data.count - (truncated ? 1 : 0), "POLL events account for \(width) of \(data.count) bytes")
+                precondition((data.count > MDBPollReply.maximumLength || truncated) == (poll.problem != nil), "a POLL reply's fault and its bytes disagree")
                 if let setup = try? MDBChangerSetup(reply: data) {
                     precondition(setup.credits.count == data.count - MDBChangerSetup.fixedLength, "SETUP credits miscounted")
                     for type in 0..<16 { _ = setup.valueMinor(ofType: type) }

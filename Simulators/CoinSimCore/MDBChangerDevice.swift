@@ -84,74 +84,69 @@ public struct MDBChangerDevice: Sendable {
         return .cashBox
     }
 
-    /// The adapter's answer to one line from the host (without its CR LF).
-    public mutating func handle(_ text: Substring) -> String {
-        guard let command = MDBAdapterCommand(line: text) else { return "p,NACK" }
+    /// The adapter's answer to one line from the host (without its LF).
+    public mutating func handle(_ text: Substring) -> MDBAdapterReply {
+        guard let command = MDBAdapterCommand(line: text) else { return .peripheral(.noAnswer) }
         switch command {
-        case .version: return "v,1.0.0.0,C015E000"
+        case .version: return .version("1.0.0.0,C015E000")
         case .masterMode(let on):
             masterMode = on
-            return "m,ACK"
-        case .responseTimeout: return "f,ACK"
+            return .masterMode(acknowledged: true)
+        case .responseTimeout: return .configuration(acknowledged: true)
         case .busReset:
             reset()
-            return "p,ACK"
+            return .peripheral(.ack)
         case .transaction(let transaction):
-            guard masterMode, transaction.address == MDBChangerCommand.address else { return "p,NACK" }
-            return answer(transaction)
+            guard masterMode, transaction.address == MDBChangerCommand.address else { return .peripheral(.noAnswer) }
+            return .peripheral(answer(transaction))
         }
     }
 
-    private mutating func answer(_ transaction: MDBTransaction) -> String {
+    private mutating func answer(_ transaction: MDBTransaction) -> MDBAdapterReply.Answer {
         let data = transaction.data
         switch transaction.command & 0x07 {
         case 0:
             reset()
-            return "p,ACK"
+            return .ack
         case 1:
-            return "p," + Self.hex([settings.level, UInt8(settings.countryCode >> 8), UInt8(settings.countryCode & 0xFF), settings.scalingFactor,
+            return .data([settings.level, UInt8(settings.countryCode >> 8), UInt8(settings.countryCode & 0xFF), settings.scalingFactor,
                                     settings.decimalPlaces, UInt8(settings.tubeRouting >> 8), UInt8(settings.tubeRouting & 0xFF)] + settings.credits)
         case 2:
-            return "p," + Self.hex([0, 0] + tubes.map { UInt8(min($0, 255)) })
+            return .data([0, 0] + tubes.map { UInt8(min($0, 255)) })
         case 3:
-            guard !events.isEmpty else { return "p,ACK" }
+            guard !events.isEmpty else { return .ack }
             var reply: [UInt8] = []
             while let next = events.first, reply.count + next.count <= 16 {
                 reply += next
                 events.removeFirst()
             }
-            return "p," + Self.hex(reply)
+            return .data(reply)
         case 4:
-            guard data.count == 4 else { return "p,NACK" }
+            guard data.count == 4 else { return .noAnswer }
             enabled = UInt16(data[0]) << 8 | UInt16(data[1])
             manualDispense = UInt16(data[2]) << 8 | UInt16(data[3])
-            return "p,ACK"
+            return .ack
         case 5:
-            guard data.count == 1 else { return "p,NACK" }
+            guard data.count == 1 else { return .noAnswer }
             let type = Int(data[0] & 0x0F), count = Int(data[0] >> 4)
             tubes[type] -= min(count, tubes[type])
-            return "p,ACK"
+            return .ack
         case 7 where settings.level >= 3:
             switch data.first {
             case 0x00:
                 let text = Array((settings.manufacturer.padding(3) + settings.serialNumber.padding(12) + settings.model.padding(12)).utf8)
                 let features = settings.features.rawValue
-                return "p," + Self.hex(text + [0x01, 0x00, UInt8(features >> 24), UInt8(features >> 16 & 0xFF), UInt8(features >> 8 & 0xFF), UInt8(features & 0xFF)])
-            case 0x01: return "p,ACK"
-            case 0x05: return "p,0300"
-            default: return "p,NACK"
+                return .data(text + [0x01, 0x00, UInt8(features >> 24), UInt8(features >> 16 & 0xFF), UInt8(features >> 8 & 0xFF), UInt8(features & 0xFF)])
+            case 0x01: return .ack
+            case 0x05: return .data([0x03, 0x00])
+            default: return .noAnswer
             }
         default:
-            return "p,NACK"
+            return .noAnswer
         }
     }
 
     private mutating func queue(_ event: [UInt8]) { events.append(event) }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
-    }
 }
 
 extension String {

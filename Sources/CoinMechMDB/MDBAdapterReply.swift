@@ -20,6 +20,18 @@ public enum MDBAdapterReply: Sendable, Hashable {
         case data([UInt8])
     }
 
+    /// The line as the adapter writes it, without its CR LF: what a simulated adapter sends.
+    public var text: String {
+        switch self {
+        case .version(let version): "v,\(version)"
+        case .masterMode(let acknowledged): acknowledged ? "m,ACK" : "m,NACK"
+        case .configuration(let acknowledged): acknowledged ? "f,ACK" : "f,NACK"
+        case .peripheral(.ack): "p,ACK"
+        case .peripheral(.noAnswer): "p,NACK"
+        case .peripheral(.data(let bytes)): "p," + MDBHex.encode(bytes)
+        }
+    }
+
     /// Parses one line, without its CR LF.
     public init(line: Substring) throws(MDBAdapterError) {
         let parts = line.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)

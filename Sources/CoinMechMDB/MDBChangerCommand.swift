@@ -29,9 +29,12 @@ public enum MDBChangerCommand: Sendable, Hashable {
     /// The changer's address, in the top five bits of every command byte.
     public static let address: UInt8 = 0x08
     /// Commands by their low three bits.
+    static let resetCode: UInt8 = 0
+    static let setupCode: UInt8 = 1
     static let tubeStatusCode: UInt8 = 2
     static let pollCode: UInt8 = 3
     static let coinTypeCode: UInt8 = 4
+    static let expansionCode: UInt8 = 7
 
     /// The bus transaction, or why the command cannot be sent.
     public func transaction() throws(MDBCommandError) -> MDBTransaction {

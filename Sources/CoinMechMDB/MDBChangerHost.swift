@@ -3,29 +3,44 @@
 /// and the clock (any clock: tests run it on simulated time).
 ///
 /// What it does, in the order MDB hosts in the field use:
-/// - master mode (`M,1`), the adapter's response timeout, RESET, then POLLs until the changer
-///   says it was reset;
-/// - SETUP; at level 3 IDENTIFICATION and FEATURE ENABLE (what it wants and the changer offers);
-///   TUBE STATUS; COIN TYPE with the types it is allowed to take (`setAccepting`);
-/// - then POLLs every `pollIntervalNanoseconds`, TUBE STATUS every
-///   `tubeStatusIntervalNanoseconds`, COIN TYPE again whenever what it may take changes;
+/// - master mode (`M,1`) and the adapter's response timeout;
+/// - SETUP, then POLLs until the changer has nothing left to report, so coins it took while
+///   no host polled it are reported (with the values SETUP gives) before a RESET wipes them;
+/// - RESET, then POLLs until the changer says it was reset; SETUP again; at level 3
+///   IDENTIFICATION and FEATURE ENABLE (what it wants and the changer offers; a changer that
+///   does not answer them is used without features); TUBE STATUS; COIN TYPE with the types it
+///   is allowed to take (`setAllowed`, `setInhibited`);
+/// - then a POLL every `pollIntervalNanoseconds`, TUBE STATUS every
+///   `tubeStatusIntervalNanoseconds`, and COIN TYPE again whenever what it may take changes;
 /// - a changer that reports it was reset is set up again (a reset disables every coin type);
 ///   one that stops answering is reported once and set up again from the start.
 ///
-/// One line is on the wire at a time: the adapter answers each in order.
+/// **Replies are matched in order.** The adapter answers every line, one line each, in the
+/// order written, but it numbers nothing: a reply that comes after its timeout is still the
+/// answer to its own line. So the host keeps the lines it wrote in a queue; a reply answers the
+/// oldest; after a timeout it writes `V` as a fence (the adapter answers that itself) and waits
+/// for the `v,` line, taking every reply before it for the lines it answers. A POLL's late
+/// reply still reports its coins, and no reply is ever taken for a later line.
 public struct MDBChangerHost: Sendable {
     public let configuration: MDBChangerHostConfiguration
     /// What the changer said of itself, once set up.
     public private(set) var setup: MDBChangerSetup?
     public private(set) var identity: MDBChangerIdentity?
     public private(set) var tubes: MDBTubeStatus?
-    /// The coin types the changer last acknowledged taking.
+    /// The coin types the changer last acknowledged taking; nil when unknown (before the setup,
+    /// after a reset or an outage).
     public private(set) var accepting: UInt16?
+    /// Whether the changer (not only the adapter) answers.
     public private(set) var isResponding = true
 
     /// Where the setup stands.
     private enum Phase: Sendable, Hashable {
-        case masterMode, responseTimeout, reset
+        case masterMode, responseTimeout
+        /// SETUP before the RESET, to value what the changer still holds.
+        case firstSetup
+        /// POLLs until the changer has nothing to report, this many more at most.
+        case draining(pollsLeft: Int)
+        case reset
         /// After RESET, nothing is sent until then.
         case settling(until: UInt64)
         /// POLLs until "changer was reset", this many more at most.
@@ -38,10 +53,16 @@ public struct MDBChangerHost: Sendable {
 
     private var phase = Phase.masterMode
     private var parser = MDBAdapterLineParser()
-    /// The line on the wire and when it was written.
-    private var inFlight: (command: MDBAdapterCommand, sentAt: UInt64)?
+    /// Lines written and not yet answered, oldest first, with when each was written.
+    private var outstanding: [(command: MDBAdapterCommand, sentAt: UInt64)] = []
+    /// Lines without a usable answer since the changer last gave one, and since when.
     private var failures = 0
-    /// The coin types the host may let the changer take; nil until told.
+    private var failingSince: UInt64?
+    /// A step that failed is tried again no sooner than this.
+    private var notBefore: UInt64 = 0
+    /// Step attempts that got no usable answer in this phase (IDENTIFICATION and FEATURE
+    /// ENABLE are given up after two).
+    private var attempts = 0
     private var allowed: UInt16 = 0
     private var inhibited = false
     private var nextPoll: UInt64 = 0
@@ -66,11 +87,12 @@ public struct MDBChangerHost: Sendable {
     /// When the host next has something to do if no byte arrives.
     public var nextWake: UInt64? {
         guard started else { return nil }
-        if let inFlight { return inFlight.sentAt &+ configuration.replyTimeoutNanoseconds }
+        // Every line before the newest is answered before it: its timeout is the one that counts.
+        if let newest = outstanding.last { return newest.sentAt &+ configuration.replyTimeoutNanoseconds }
         switch phase {
-        case .settling(let until), .away(let until): return until
-        case .awaitingReset, .running: return nextPoll
-        default: return nil
+        case .settling(let until), .away(let until): return max(until, notBefore)
+        case .draining, .awaitingReset, .running: return max(nextPoll, notBefore)
+        default: return notBefore
         }
     }
 
@@ -85,68 +107,129 @@ public struct MDBChangerHost: Sendable {
     /// The coin types the chain and the operator let the changer take (bit n: type n).
     public mutating func setAllowed(_ types: UInt16, now: UInt64) -> [MDBChangerHostOutput] {
         allowed = types
-        return resendCoinTypeIfIdle(now: now)
+        var outputs: [MDBChangerHostOutput] = []
+        sendNext(now: now, &outputs)
+        return outputs
     }
 
     /// Inhibit on (the changer takes no coin: COIN TYPE 0) or off.
     public mutating func setInhibited(_ on: Bool, now: UInt64) -> [MDBChangerHostOutput] {
         inhibited = on
-        return resendCoinTypeIfIdle(now: now)
+        var outputs: [MDBChangerHostOutput] = []
+        sendNext(now: now, &outputs)
+        return outputs
     }
 
     /// Time passed: a line unanswered, a POLL due, the settle or the outage over.
     public mutating func tick(now: UInt64) -> [MDBChangerHostOutput] {
         var outputs: [MDBChangerHostOutput] = []
-        if let inFlight {
-            guard now &- inFlight.sentAt >= configuration.replyTimeoutNanoseconds else { return outputs }
-            unanswered(now: now, &outputs)
+        if let newest = outstanding.last {
+            guard now &- newest.sentAt >= configuration.replyTimeoutNanoseconds else { return outputs }
+            timedOut(now: now, &outputs)
             return outputs
         }
         sendNext(now: now, &outputs)
         return outputs
     }
 
-    /// Bytes read from the adapter at `now`.
+    /// Bytes read from the adapter at `now`. Every reply in them answers a line already
+    /// written; the next line is written only after all of them are taken.
     public mutating func received(_ bytes: some Sequence<UInt8>, at now: UInt64) -> [MDBChangerHostOutput] {
         var outputs: [MDBChangerHostOutput] = []
-        var replies: [MDBAdapterReply] = []
+        var replies: [MDBAdapterReply?] = []
         parser.feed(bytes) { event in
             switch event {
             case .reply(let reply): replies.append(reply)
-            case .error(let error): outputs.append(.event(.adapterError(error)))
+            case .error(let error):
+                outputs.append(.event(.adapterError(error)))
+                replies.append(nil)  // a line all the same: it answered the oldest, unreadably
             }
         }
-        for reply in replies {
-            guard let command = inFlight?.command else { continue }  // a reply to nothing: late, dropped
-            inFlight = nil
-            handle(reply, to: command, now: now, &outputs)
-            if inFlight == nil { sendNext(now: now, &outputs) }
-        }
+        for reply in replies { take(reply, now: now, &outputs) }
+        sendNext(now: now, &outputs)
         return outputs
+    }
+
+    // MARK: Matching replies
+
+    private mutating func take(_ reply: MDBAdapterReply?, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        // A fence's `v,` answers it; the lines before it that got no reply of their own lost it.
+        if case .version(let text) = reply {
+            guard let fence = outstanding.firstIndex(where: { $0.command == .version }) else {
+                return outputs.append(.event(.unexpectedReply("v,\(text)")))
+            }
+            for lost in outstanding[..<fence] { lostReply(to: lost.command, now: now, &outputs) }
+            outstanding.removeFirst(fence + 1)
+            return
+        }
+        guard let oldest = outstanding.first else {
+            if let reply { outputs.append(.event(.unexpectedReply(reply.text))) }
+            return
+        }
+        outstanding.removeFirst()
+        guard let reply else { return lostReply(to: oldest.command, now: now, &outputs) }
+        handle(reply, to: oldest.command, now: now, &outputs)
+    }
+
+    /// A line's reply did not come in time: fence, and count it.
+    private mutating func timedOut(now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        if outstanding.contains(where: { $0.command == .version }) {
+            // The fence itself is unanswered: the adapter is gone too. Start again.
+            let lines = outstanding
+            outstanding.removeAll()
+            for line in lines where line.command != .version { lostReply(to: line.command, now: now, &outputs) }
+            return
+        }
+        send(.version, now: now, &outputs)
+    }
+
+    /// A line that will get no reply: the step is tried again a poll interval later, and after
+    /// `nonResponseNanoseconds` without a usable answer the changer counts as gone.
+    private mutating func lostReply(to command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        if Self.code(command) == MDBChangerCommand.pollCode { outputs.append(.event(.pollReplyLost)) }
+        failed(now: now, &outputs)
+    }
+
+    private mutating func failed(now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        failures += 1
+        attempts += 1
+        notBefore = now &+ configuration.pollIntervalNanoseconds
+        let since = failingSince ?? now
+        failingSince = since
+        guard now &- since >= configuration.nonResponseNanoseconds else { return }
+        if isResponding {
+            isResponding = false
+            outputs.append(.event(.notResponding(failures: failures)))
+        }
+        failures = 0
+        failingSince = nil
+        attempts = 0
+        forgetAcceptance(&outputs)
+        phase = .away(until: now &+ configuration.reconnectIntervalNanoseconds)
     }
 
     // MARK: The sequence
 
-    /// Sends what the phase calls for, if it is time.
+    /// Sends what the phase calls for, if nothing is on the wire and it is time.
     private mutating func sendNext(now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
-        guard started, inFlight == nil else { return }
+        guard started, outstanding.isEmpty, now >= notBefore else { return }
         switch phase {
         case .masterMode: send(.masterMode(true), now: now, &outputs)
         case .responseTimeout: send(.responseTimeout(milliseconds: configuration.responseTimeoutMilliseconds), now: now, &outputs)
+        case .firstSetup, .setup: changer(.setup, now: now, &outputs)
+        case .draining, .awaitingReset:
+            if now >= nextPoll { changer(.poll, now: now, &outputs) }
         case .reset: changer(.reset, now: now, &outputs)
         case .settling(let until):
             guard now >= until else { return }
-            phase = .awaitingReset(pollsLeft: configuration.justResetPolls)
-            nextPoll = now
+            enter(.awaitingReset(pollsLeft: configuration.justResetPolls), now: now)
             sendNext(now: now, &outputs)
-        case .awaitingReset:
-            guard now >= nextPoll else { return }
-            changer(.poll, now: now, &outputs)
-        case .setup: changer(.setup, now: now, &outputs)
-        case .identification: changer(.identification, now: now, &outputs)
+        case .identification:
+            guard attempts < 2 else { return skip(to: .tubeStatus, now: now, &outputs) }
+            changer(.identification, now: now, &outputs)
         case .featureEnable:
-            let offered = identity?.features ?? []
-            changer(.featureEnable(configuration.features.intersection(offered).rawValue), now: now, &outputs)
+            guard attempts < 2 else { return skip(to: .tubeStatus, now: now, &outputs) }
+            changer(.featureEnable(configuration.features.intersection(identity?.features ?? []).rawValue), now: now, &outputs)
         case .tubeStatus: changer(.tubeStatus, now: now, &outputs)
         case .coinType: changer(.coinType(accept: wanted, manualDispense: configuration.manualDispense), now: now, &outputs)
         case .running:
@@ -159,89 +242,108 @@ public struct MDBChangerHost: Sendable {
             }
         case .away(let until):
             guard now >= until else { return }
-            phase = .masterMode
+            enter(.masterMode, now: now)
             sendNext(now: now, &outputs)
         }
     }
 
     private mutating func handle(_ reply: MDBAdapterReply, to command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
-        // The adapter said nobody answered: as if no reply came.
-        if case .peripheral(.noAnswer) = reply { return unanswered(now: now, &outputs) }
-        if !isResponding {
-            isResponding = true
-            outputs.append(.event(.responding))
+        // Nobody answered on the bus: as if no reply came.
+        if case .peripheral(.noAnswer) = reply { return failed(now: now, &outputs) }
+        if case .peripheral = reply {
+            if !isResponding {
+                isResponding = true
+                outputs.append(.event(.responding))
+            }
+            failures = 0
+            failingSince = nil
         }
-        failures = 0
+        let code = Self.code(command)
+        // A POLL's reply reports its coins whatever the phase: the changer will not repeat them.
+        if code == MDBChangerCommand.pollCode, case .peripheral(let answer) = reply {
+            return polled(answer, now: now, &outputs)
+        }
         switch (phase, reply) {
         case (.masterMode, .masterMode(true)):
-            phase = .responseTimeout
+            enter(.responseTimeout, now: now)
         case (.responseTimeout, .configuration):
-            phase = .reset  // an adapter that does not take the setting keeps its own
-        case (.reset, .peripheral(.ack)):
-            phase = .settling(until: now &+ configuration.resetSettleNanoseconds)
-        case (.awaitingReset(let left), .peripheral(let answer)):
-            let events = pollEvents(answer, &outputs)
-            if events.contains(.status(.changerWasReset)) || left <= 1 {
-                phase = .setup
-            } else {
-                phase = .awaitingReset(pollsLeft: left - 1)
-                nextPoll = now &+ configuration.pollIntervalNanoseconds
-            }
-        case (.setup, .peripheral(.data(let bytes))):
+            enter(.firstSetup, now: now)  // an adapter that does not take the setting keeps its own
+        case (.firstSetup, .peripheral(.data(let bytes))) where code == MDBChangerCommand.setupCode,
+             (.setup, .peripheral(.data(let bytes))) where code == MDBChangerCommand.setupCode:
             do throws(MDBReplyError) {
-                let setup = try MDBChangerSetup(reply: bytes)
-                self.setup = setup
-                phase = setup.level >= 3 ? .identification : .tubeStatus
+                setup = try MDBChangerSetup(reply: bytes)
             } catch {
                 outputs.append(.event(.replyError(error)))
-                unanswered(now: now, &outputs)
+                return failed(now: now, &outputs)
             }
-        case (.identification, .peripheral(.data(let bytes))):
-            identity = try? MDBChangerIdentity(reply: bytes)
-            phase = identity?.features.intersection(configuration.features).isEmpty == false ? .featureEnable : .tubeStatus
-        case (.identification, .peripheral(.ack)):
-            phase = .tubeStatus  // a level-3 changer with nothing to say: no features
-        case (.featureEnable, .peripheral):
-            phase = .tubeStatus
-        case (.tubeStatus, .peripheral(.data(let bytes))):
+            if phase == .firstSetup {
+                enter(.draining(pollsLeft: configuration.justResetPolls), now: now)
+            } else {
+                identity = nil
+                enter((setup?.level ?? 2) >= 3 ? .identification : .tubeStatus, now: now)
+            }
+        case (.reset, .peripheral(.ack)) where code == MDBChangerCommand.resetCode:
+            enter(.settling(until: now &+ configuration.resetSettleNanoseconds), now: now)
+        case (.identification, .peripheral(.data(let bytes))) where code == MDBChangerCommand.expansionCode:
+            do throws(MDBReplyError) {
+                identity = try MDBChangerIdentity(reply: bytes)
+            } catch {
+                outputs.append(.event(.replyError(error)))
+            }
+            let wanted = configuration.features.intersection(identity?.features ?? [])
+            enter(wanted.isEmpty ? .tubeStatus : .featureEnable, now: now)
+        case (.identification, .peripheral(.ack)) where code == MDBChangerCommand.expansionCode:
+            enter(.tubeStatus, now: now)  // a level-3 changer with nothing to say: no features
+        case (.featureEnable, .peripheral(.ack)) where code == MDBChangerCommand.expansionCode:
+            enter(.tubeStatus, now: now)
+        case (.tubeStatus, .peripheral(.data(let bytes))) where code == MDBChangerCommand.tubeStatusCode:
             readTubes(bytes, now: now, &outputs)
-            phase = .coinType
-        case (.coinType, .peripheral(.ack)):
-            coinTypeTaken(command, &outputs)
-            if let setup {
-                phase = .running
-                nextPoll = now
-                outputs.append(.event(.ready(setup, identity, tubes)))
-            }
-        case (.running, .peripheral(.data(let bytes))) where Self.code(command) == MDBChangerCommand.tubeStatusCode:
+            enter(.coinType, now: now)
+        case (.running, .peripheral(.data(let bytes))) where code == MDBChangerCommand.tubeStatusCode:
             readTubes(bytes, now: now, &outputs)
             if let tubes { outputs.append(.event(.tubes(tubes))) }
-        case (.running, .peripheral(.ack)) where Self.code(command) == MDBChangerCommand.coinTypeCode:
+        case (.coinType, .peripheral(.ack)) where code == MDBChangerCommand.coinTypeCode,
+             (.running, .peripheral(.ack)) where code == MDBChangerCommand.coinTypeCode:
             coinTypeTaken(command, &outputs)
-        case (.running, .peripheral(let answer)) where Self.code(command) == MDBChangerCommand.pollCode:
-            nextPoll = now &+ configuration.pollIntervalNanoseconds
-            if pollEvents(answer, &outputs).contains(.status(.changerWasReset)) {
-                // A reset disables every coin type: set it up again.
-                accepting = nil
-                phase = .setup
+            if phase == .coinType, let setup {
+                enter(.running, now: now)
+                outputs.append(.event(.ready(setup, identity, tubes)))
             }
         default:
-            // A reply the step did not ask for (a NACK to master mode, data where an ACK was
-            // due): as if unanswered, so the step is tried again.
-            unanswered(now: now, &outputs)
+            // Not the answer this step needs (a NACK to master mode, data where an ACK was
+            // due, a reply to a line of an earlier step): the step is tried again.
+            outputs.append(.event(.unexpectedReply(reply.text)))
+            failed(now: now, &outputs)
         }
     }
 
-    /// The events of a POLL reply, reported; the ones a caller acts on returned.
-    private mutating func pollEvents(_ answer: MDBAdapterReply.Answer, _ outputs: inout [MDBChangerHostOutput]) -> [MDBChangerEvent] {
-        guard case .data(let bytes) = answer else { return [] }
-        let events: [MDBChangerEvent]
-        do throws(MDBReplyError) {
-            events = try MDBChangerEvent.parse(poll: bytes)
-        } catch {
-            outputs.append(.event(.replyError(error)))
-            return []
+    /// A POLL's reply: its events reported; the phase moves on what they say.
+    private mutating func polled(_ answer: MDBAdapterReply.Answer, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        var events: [MDBChangerEvent] = []
+        if case .data(let bytes) = answer {
+            let poll = MDBPollReply(data: bytes)
+            events = poll.events
+            report(events, &outputs)
+            if let problem = poll.problem { outputs.append(.event(.replyError(problem))) }
         }
+        let wasReset = events.contains(.status(.changerWasReset))
+        nextPoll = now &+ configuration.pollIntervalNanoseconds
+        switch phase {
+        case .draining(let left):
+            // Drained (nothing more to say) or given up: now the RESET.
+            if answer == .ack || left <= 1 { enter(.reset, now: now) } else { phase = .draining(pollsLeft: left - 1) }
+        case .awaitingReset(let left):
+            if wasReset || left <= 1 { enter(.setup, now: now) } else { phase = .awaitingReset(pollsLeft: left - 1) }
+        case .running where wasReset:
+            // A reset disables every coin type: set it up again.
+            forgetAcceptance(&outputs)
+            enter(.setup, now: now)
+        default:
+            break
+        }
+    }
+
+    private mutating func report(_ events: [MDBChangerEvent], _ outputs: inout [MDBChangerHostOutput]) {
         for event in events {
             switch event {
             case .deposited(let type, let routing, let count):
@@ -253,43 +355,23 @@ public struct MDBChangerHost: Sendable {
             case .unknownStatus(let byte): outputs.append(.event(.unknownStatus(byte)))
             }
         }
-        return events
     }
 
-    /// No usable reply: try the step again, and after `failuresBeforeNotResponding` in a row
-    /// say so once and start again from master mode after a while.
-    private mutating func unanswered(now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
-        inFlight = nil
-        failures += 1
-        guard failures >= configuration.failuresBeforeNotResponding else {
-            nextPoll = now
-            sendNext(now: now, &outputs)
-            return
-        }
-        if isResponding {
-            isResponding = false
-            outputs.append(.event(.notResponding(failures: failures)))
-        }
-        failures = 0
+    private mutating func enter(_ next: Phase, now: UInt64) {
+        phase = next
+        attempts = 0
+        nextPoll = now
+    }
+
+    private mutating func skip(to next: Phase, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        enter(next, now: now)
+        sendNext(now: now, &outputs)
+    }
+
+    private mutating func forgetAcceptance(_ outputs: inout [MDBChangerHostOutput]) {
+        guard accepting != nil else { return }
         accepting = nil
-        phase = .away(until: now &+ configuration.reconnectIntervalNanoseconds)
-    }
-
-    private mutating func resendCoinTypeIfIdle(now: UInt64) -> [MDBChangerHostOutput] {
-        var outputs: [MDBChangerHostOutput] = []
-        if phase == .running { sendNext(now: now, &outputs) }
-        return outputs
-    }
-
-    private mutating func changer(_ command: MDBChangerCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
-        // Every command this host sends is within the bus's limits.
-        guard let transaction = try? command.transaction() else { return }
-        send(.transaction(transaction), now: now, &outputs)
-    }
-
-    private mutating func send(_ command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
-        inFlight = (command, now)
-        outputs.append(.send(command))
+        outputs.append(.event(.acceptanceUnknown))
     }
 
     private mutating func readTubes(_ bytes: [UInt8], now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
@@ -307,6 +389,17 @@ public struct MDBChangerHost: Sendable {
         let mask = UInt16(transaction.data[0]) << 8 | UInt16(transaction.data[1])
         accepting = mask
         outputs.append(.event(.accepting(mask)))
+    }
+
+    private mutating func changer(_ command: MDBChangerCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        // Every command this host sends is within the bus's limits.
+        guard let transaction = try? command.transaction() else { return }
+        send(.transaction(transaction), now: now, &outputs)
+    }
+
+    private mutating func send(_ command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        outstanding.append((command, now))
+        outputs.append(.send(command))
     }
 
     /// The changer command a line carries (its command byte's low three bits), if any.

@@ -14,8 +14,10 @@ public struct MDBChangerHostConfiguration: Sendable, Hashable {
     public var justResetPolls = 10
     /// TUBE STATUS while running, to catch coins a technician loaded or took by hand.
     public var tubeStatusIntervalNanoseconds: UInt64 = 25_000_000_000
-    /// Unanswered lines in a row before the changer counts as gone.
-    public var failuresBeforeNotResponding = 3
+    /// How long a changer may go without a usable answer before it counts as gone (MDB gives a
+    /// changer seconds of non-response, during a payout for instance). Each unanswered step is
+    /// tried again after `pollIntervalNanoseconds`.
+    public var nonResponseNanoseconds: UInt64 = 2_000_000_000
     /// A changer that stopped answering is set up again from the start this often.
     public var reconnectIntervalNanoseconds: UInt64 = 2_000_000_000
     /// The level-3 features the host switches on where the changer offers them.

@@ -24,12 +24,20 @@ public enum MDBChangerHostEvent: Sendable, Hashable, CustomStringConvertible {
     case tubes(MDBTubeStatus)
     /// The changer takes these coin types now (0: none, inhibited).
     case accepting(UInt16)
-    /// Lines unanswered `failures` times in a row: the changer or the adapter is gone.
-    /// Reported once per outage; the host sets it up again from the start.
+    /// What the changer takes is unknown until it is set up again (a reset, an outage): it
+    /// may be taking coins, which the host reports when it next polls.
+    case acceptanceUnknown
+    /// No usable answer for `nonResponseNanoseconds` (`failures` lines): the changer or the
+    /// adapter is gone. Reported once per outage; the host sets it up again from the start.
     case notResponding(failures: Int)
     case responding
     /// A reply that could not be read; the line it answered counts as unanswered.
     case adapterError(MDBAdapterError)
+    /// A reply no line was waiting for, or not the answer its line needs (its line is tried again).
+    case unexpectedReply(String)
+    /// A POLL got no reply: whatever the changer reported in it is lost (MDB's POLL is not
+    /// repeated). Recorded for the audit; tube counts show the coins that went to a tube.
+    case pollReplyLost
     /// A changer reply MDB does not allow; a POLL's events in it are lost.
     case replyError(MDBReplyError)
 
@@ -46,6 +54,9 @@ public enum MDBChangerHostEvent: Sendable, Hashable, CustomStringConvertible {
         case .unknownStatus(let byte): "unknown status \(byte)"
         case .tubes(let tubes): "tubes: \(tubes.counts)"
         case .accepting(let mask): "accepting coin types \(String(mask, radix: 16))"
+        case .acceptanceUnknown: "what the changer accepts is unknown until it is set up again"
+        case .unexpectedReply(let line): "unexpected reply from the MDB adapter: \(line)"
+        case .pollReplyLost: "a POLL got no reply: what the changer reported in it is lost"
         case .notResponding(let failures): "changer not responding (\(failures) lines unanswered)"
         case .responding: "changer responding again"
         case .adapterError(let error): error.description

@@ -26,7 +26,7 @@ struct MDBChangerSimulationTests {
                     now += MDBChangerSimulationTests.ms
                     let reply = changer.handle(command.text[...])
                     now += MDBChangerSimulationTests.ms
-                    pending += host.received(Array((reply + "\r\n").utf8), at: now)
+                    pending += host.received(Array((reply.text + "\r\n").utf8), at: now)
                 }
             }
         }
@@ -40,6 +40,15 @@ struct MDBChangerSimulationTests {
             now = max(now, time)
         }
 
+        /// Started with types 0-5 allowed, and run for a second: set up and polling.
+        static func running() -> Line {
+            var line = Line()
+            line.carry(line.host.start(now: 0))
+            line.carry(line.host.setAllowed(0x003F, now: 0))
+            line.run(until: 1_000 * MDBChangerSimulationTests.ms)
+            return line
+        }
+
         var deposits: [(type: Int, routing: MDBChangerEvent.Routing, value: Int64?)] {
             events.compactMap { if case .deposited(let type, let routing, let value, _) = $0 { (type, routing, value) } else { nil } }
         }
@@ -47,10 +56,7 @@ struct MDBChangerSimulationTests {
 
     @Test("every coin the changer keeps is reported once, with its value and where it went; disabled ones as rejected")
     func coinsAgainstTruth() {
-        var line = Line()
-        line.carry(line.host.start(now: 0))
-        line.carry(line.host.setAllowed(0x003F, now: 0))
-        line.run(until: 1_000 * Self.ms)
+        var line = Line.running()
         #expect(line.host.isRunning)
         #expect(line.changer.enabled == 0x003F)
 
@@ -76,10 +82,8 @@ struct MDBChangerSimulationTests {
 
     @Test("inhibited, the changer takes nothing; a power cycle is seen, and the coin types are set again")
     func inhibitAndPowerCycle() {
-        var line = Line()
-        line.carry(line.host.start(now: 0))
-        line.carry(line.host.setAllowed(0x003F, now: 0))
-        line.run(until: 1_000 * Self.ms)
+        var line = Line.running()
+        #expect(line.host.isRunning)
         line.carry(line.host.setInhibited(true, now: line.now))
         line.run(until: 1_200 * Self.ms)
         #expect(line.changer.enabled == 0)

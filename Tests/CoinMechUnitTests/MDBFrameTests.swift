@@ -87,6 +87,11 @@ struct MDBFrameTests {
         #expect(try MDBAdapterReply(line: "p,0b") == .peripheral(.data([0x0B])))
         #expect(try MDBAdapterReply(line: "f,ACK") == .configuration(acknowledged: true))
         #expect(try MDBAdapterReply(line: "v,1.2.3.4,0011AABB") == .version("1.2.3.4,0011AABB"))
+        // What a simulated adapter writes reads back as itself.
+        for reply: MDBAdapterReply in [.masterMode(acknowledged: false), .configuration(acknowledged: true), .peripheral(.ack),
+                                       .peripheral(.noAnswer), .peripheral(.data([0x02, 0x04, 0x07])), .version("1.0,AB")] {
+            #expect(try MDBAdapterReply(line: reply.text[...]) == reply)
+        }
     }
 
     @Test("every kind of bad adapter line gets its own error, with the line in it")
@@ -157,30 +162,35 @@ struct MDBFrameTests {
     }
 
     @Test("POLL: every event of a reply in order: deposits with their routing, manual dispenses, slugs, statuses")
-    func poll() throws {
+    func poll() {
         // 53 06: deposited, routing 01 (tube), type 3, 6 now in its tube.
-        #expect(try MDBChangerEvent.parse(poll: [0x53, 0x06]) == [.deposited(type: 3, routing: .tube, tubeCount: 6)])
+        #expect(MDBPollReply(data: [0x53, 0x06]).events == [.deposited(type: 3, routing: .tube, tubeCount: 6)])
         // 41 00: type 1 to the cash box; 72 04: type 2 rejected.
-        #expect(try MDBChangerEvent.parse(poll: [0x41, 0x00, 0x72, 0x04])
+        #expect(MDBPollReply(data: [0x41, 0x00, 0x72, 0x04]).events
             == [.deposited(type: 1, routing: .cashBox, tubeCount: 0), .deposited(type: 2, routing: .reject, tubeCount: 4)])
         // A2 03: 1 010 0010, two coins of type 2 paid by hand, 3 left.
-        #expect(try MDBChangerEvent.parse(poll: [0xA2, 0x03]) == [.dispensedManually(type: 2, count: 2, tubeCount: 3)])
+        #expect(MDBPollReply(data: [0xA2, 0x03]).events == [.dispensedManually(type: 2, count: 2, tubeCount: 3)])
         // 23: three slugs; 0B: the changer was reset.
-        #expect(try MDBChangerEvent.parse(poll: [0x23, 0x0B]) == [.slugs(count: 3), .status(.changerWasReset)])
+        #expect(MDBPollReply(data: [0x23, 0x0B]).events == [.slugs(count: 3), .status(.changerWasReset)])
         // A field reply: payout busy, defective tube sensor and tube jam at once.
-        #expect(try MDBChangerEvent.parse(poll: [0x02, 0x04, 0x07]) == [.status(.payoutBusy), .status(.defectiveTubeSensor), .status(.tubeJam)])
-        #expect(try MDBChangerEvent.parse(poll: [0x0D, 0x03]) == [.status(.possibleCreditedCoinRemoval), .status(.noCredit)])
-        #expect(try MDBChangerEvent.parse(poll: [0x0E]) == [.unknownStatus(0x0E)])
-        #expect(try MDBChangerEvent.parse(poll: []) == [])
+        #expect(MDBPollReply(data: [0x02, 0x04, 0x07]).events == [.status(.payoutBusy), .status(.defectiveTubeSensor), .status(.tubeJam)])
+        #expect(MDBPollReply(data: [0x0D, 0x03]).events == [.status(.possibleCreditedCoinRemoval), .status(.noCredit)])
+        #expect(MDBPollReply(data: [0x0E]).events == [.unknownStatus(0x0E)])
+        #expect(MDBPollReply(data: []).events == [])
         #expect(MDBChangerEvent.Routing.tube.isKept && MDBChangerEvent.Routing.cashBox.isKept && !MDBChangerEvent.Routing.reject.isKept)
         #expect(MDBChangerStatus.allCases.count == 13)
     }
 
-    @Test("a POLL reply cut inside a two-byte event is refused, not read past its end")
-    func truncatedPoll() {
-        #expect(throws: MDBReplyError.truncatedEvent(0x53)) { try MDBChangerEvent.parse(poll: [0x23, 0x53]) }
-        #expect(throws: MDBReplyError.truncatedEvent(0x92)) { try MDBChangerEvent.parse(poll: [0x92]) }
-        #expect(throws: MDBReplyError.tooLong(reply: "POLL", bytes: 17, maximum: 16)) { try MDBChangerEvent.parse(poll: [UInt8](repeating: 0x02, count: 17)) }
+    @Test("a POLL reply cut inside a two-byte event, or too long, keeps every event read before the fault, and names it")
+    func faultyPoll() {
+        let cut = MDBPollReply(data: [0x53, 0x06, 0x23, 0x41])
+        #expect(cut.events == [.deposited(type: 3, routing: .tube, tubeCount: 6), .slugs(count: 3)])
+        #expect(cut.problem == .truncatedEvent(0x41))
+        #expect(MDBPollReply(data: [0x92]).problem == .truncatedEvent(0x92))
+        let long = MDBPollReply(data: [UInt8](repeating: 0x02, count: 17))
+        #expect(long.events.count == 17)
+        #expect(long.problem == .tooLong(reply: "POLL", bytes: 17, maximum: 16))
+        #expect(MDBPollReply(data: [0x53, 0x06]).problem == nil)
     }
 
     @Test("IDENTIFICATION: MEI, model CF7900MDB, software 0127, alternative payout, extended diagnostics and manual fill")
