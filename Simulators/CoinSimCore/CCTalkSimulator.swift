@@ -93,30 +93,23 @@ public final class CCTalkSimulator {
     public func run() throws(SimulatorError) -> CCTalkGroundTruth {
         let signals = try SimulatorSignals()
         if let path = options.recordPath { recorder = try TraceWriter(path: path) }
-        let terminal = try PseudoTerminal()
-        if let link = options.linkPath { try terminal.link(at: link) }
+        let terminal = try PseudoTerminal.offer(linkPath: options.linkPath, connections: &truth.connections, announce: announce)
         self.terminal = terminal
-        truth.connections.devicePaths.append(terminal.devicePath)
-        announce(terminal.devicePath)
 
         var nextInsertion: UInt64?
-        var lingerUntil: UInt64?
-        var stoppingSince: UInt64?
-        let linger = UInt64(options.lingerMilliseconds * 1e6)
-        let hostDeadline = options.hostTimeoutSeconds > 0 ? start + UInt64(options.hostTimeoutSeconds * 1e9) : nil
+        var end = SessionEnd(options: options, start: start)
 
         loop: while true {
             let now = Instant.now.nanoseconds
             var wake = now + (connected ? 1_000_000_000 : 10_000_000)
-            for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, lingerUntil] {
+            for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, end.lingerUntil] {
                 if let due { wake = min(wake, due) }
             }
             let turn = try signals.wait(master: terminal.master, until: wake, now: now)
             if turn.stop {
                 truth.ended = "signal"
                 nextInsertion = nil
-                if stoppingSince == nil { stoppingSince = Instant.now.nanoseconds }
-                if lingerUntil == nil { lingerUntil = Instant.now.nanoseconds + linger }
+                end.stop(at: Instant.now.nanoseconds)
             }
             if turn.readable { readFromHost() }
             if turn.hungUp {
@@ -132,22 +125,21 @@ public final class CCTalkSimulator {
                 truth.connections.connects += 1
                 if truth.connections.connects == 1 { nextInsertion = Instant.now.nanoseconds + UInt64(settings.startMilliseconds * 1e6) }
             }
-            if !connected, truth.connections.connects == 0, let hostDeadline, Instant.now.nanoseconds > hostDeadline {
+            if !connected, end.hostTimedOut(at: Instant.now.nanoseconds, everConnected: truth.connections.connects > 0) {
                 truth.ended = "host_timeout"
                 break loop
             }
             if let off = poweredOffUntil, Instant.now.nanoseconds >= off { poweredOffUntil = nil }
             deliverOutgoing()
-            if connected, poweredOffUntil == nil, stoppingSince == nil, let due = nextInsertion, Instant.now.nanoseconds >= due {
+            if connected, poweredOffUntil == nil, !end.isStopping, let due = nextInsertion, Instant.now.nanoseconds >= due {
                 if playInsertion() {
                     nextInsertion = nil
-                    lingerUntil = Instant.now.nanoseconds + linger
+                    end.lastCoin(at: Instant.now.nanoseconds)
                 } else if poweredOffUntil == nil {
                     nextInsertion = Instant.now.nanoseconds + UInt64(generator.gap(after: truth.sent.insertions) * 1e9)
                 }
             }
-            if let until = lingerUntil, Instant.now.nanoseconds >= until, outgoing.isEmpty { break loop }
-            if let since = stoppingSince, !connected || Instant.now.nanoseconds &- since > 3_000_000_000 + linger { break loop }
+            if end.isOver(at: Instant.now.nanoseconds, connected: connected, quiet: outgoing.isEmpty) { break loop }
         }
         finish()
         return truth

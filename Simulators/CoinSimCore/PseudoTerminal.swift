@@ -30,6 +30,17 @@ final class PseudoTerminal {
         self.master = master
     }
 
+    /// A device for a simulator's session: linked at `linkPath` if asked, its path added to the
+    /// truth's connections and announced (coinsim prints it for the host).
+    static func offer(linkPath: String?, connections: inout GroundTruth.Connections,
+                      announce: (String) -> Void) throws(SimulatorError) -> PseudoTerminal {
+        let terminal = try PseudoTerminal()
+        if let linkPath { try terminal.link(at: linkPath) }
+        connections.devicePaths.append(terminal.devicePath)
+        announce(terminal.devicePath)
+        return terminal
+    }
+
     /// Points a symlink at the device end, replacing any old one atomically.
     func link(at path: String) throws(SimulatorError) {
         let temporary = "\(path).tmp.\(getpid())"
