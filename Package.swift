@@ -241,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "CoinMechIntegrationTests",
             dependencies: [
-                "CoinMechTestSupport", "CoinMechCCTalk",
+                "CoinMechTestSupport", "CoinMechCCTalk", "CoinMechMDB",
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",

@@ -33,7 +33,28 @@ public struct MDBChangerDevice: Sendable {
 
         public init() {}
 
-        func valueMinor(ofType type: Int) -> Int64? {
+        /// A changer for `currency`: a type per coin the mints list from 5 minor units up, in
+        /// ascending value, scaling 5; the four smallest go to tubes. Nil for a currency with no
+        /// such coins listed.
+        public init?(currency: String) {
+            let numbers = ["USD": 0x1840, "EUR": 0x1978, "GBP": 0x1826]
+            let values = FaceValues.all.filter { $0.currency == currency && $0.valueMinor >= 5 && $0.valueMinor % 5 == 0 && $0.valueMinor / 5 < 255 }
+                .map(\.valueMinor).sorted()
+            guard let code = numbers[currency], !values.isEmpty else { return nil }
+            countryCode = UInt16(code)
+            scalingFactor = 5
+            credits = values.map { UInt8($0 / 5) }
+            tubeRouting = UInt16((1 << min(4, values.count)) - 1)
+            initialTubes = Array([18, 10, 8, 5].prefix(values.count))
+        }
+
+        /// The type of a coin worth `valueMinor`, if the changer knows one.
+        public func type(ofValue value: Int64) -> Int? {
+            (0..<credits.count).first { valueMinor(ofType: $0) == value }
+        }
+
+        /// What a coin of `type` is worth in minor units; nil for a type it does not use.
+        public func valueMinor(ofType type: Int) -> Int64? {
             guard credits.indices.contains(type), credits[type] != 0 else { return nil }
             return Int64(credits[type]) * Int64(scalingFactor)
         }
@@ -144,6 +165,11 @@ public struct MDBChangerDevice: Sendable {
         default:
             return .noAnswer
         }
+    }
+
+    /// A slug goes in: returned, and counted in the next POLL.
+    public mutating func insertSlug() {
+        queue([0x21])
     }
 
     private mutating func queue(_ event: [UInt8]) { events.append(event) }

@@ -8,6 +8,8 @@ enum LineProtocol: String, ExpressibleByArgument, CaseIterable {
     case serial
     /// A ccTalk coin acceptor (docs/PROTOCOL.md, part three).
     case cctalk
+    /// An MDB coin changer behind a USB/serial MDB master adapter (docs/HARDWARE.md).
+    case mdb
 }
 
 extension SessionOptions {

@@ -103,7 +103,7 @@ extension CoinSim {
         var seed: UInt64?
         @Option(help: "Override the scenario's insertion rate (coins per second).")
         var rate: Double?
-        @Option(name: .customLong("protocol"), help: "The line protocol: serial (the raw-sensor mech) or cctalk (a ccTalk coin acceptor).")
+        @Option(name: .customLong("protocol"), help: "The line protocol: serial (the raw-sensor mech), cctalk (a ccTalk coin acceptor) or mdb (an MDB changer behind its adapter).")
         var lineProtocol: LineProtocol = .serial
         @OptionGroup var session: SessionOptions
 
@@ -112,9 +112,19 @@ extension CoinSim {
             if let coins { loaded.coins = coins }
             if let seed { loaded.seed = seed }
             if let rate { loaded.ratePerSecond = rate }
+            let announce: @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data("\($0)\n".utf8)) }
             if lineProtocol == .cctalk {
-                let announce: @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data("\($0)\n".utf8)) }
                 return try session.finishCCTalk(CCTalkSimulator(scenario: loaded, options: session.simulatorOptions, announce: announce))
+            }
+            if lineProtocol == .mdb {
+                let simulator: MDBSimulator
+                do {
+                    simulator = try MDBSimulator(scenario: loaded, options: session.simulatorOptions, announce: announce)
+                } catch {
+                    FileHandle.standardError.write(Data("coinsim: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+                return try session.finishMDB(simulator)
             }
             let simulator = MechSimulator(scenario: loaded, options: session.simulatorOptions) { path in
                 FileHandle.standardOutput.write(Data("\(path)\n".utf8))

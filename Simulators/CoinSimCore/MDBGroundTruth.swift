@@ -1,0 +1,51 @@
+/// What really happened in a `coinsim --protocol mdb` session: every insertion and where the
+/// changer put it, and its tubes at the end. A host's ledger joins with it coin by coin in
+/// order: MDB numbers nothing, so the kept coins, in order, are what a host must credit.
+public struct MDBGroundTruth: Codable, Sendable {
+    public var `protocol` = "mdb"
+    public var scenario: String
+    public var seed: UInt64
+    public var durationS: Double = 0
+    /// "completed", "signal" or "host_timeout".
+    public var ended = "completed"
+    /// The changer's currency (ISO 4217) and its coin types' values in minor units, by type.
+    public var currency: String
+    public var typeValues: [Int64]
+    public var sent = CCTalkGroundTruth.Sent()
+    public var coins: [Coin] = []
+    public var outcomes = Outcomes()
+    /// Value of the coins the changer kept (to a tube or the cash box), per currency: what a
+    /// correct host credits.
+    public var keptValue: [String: Int64] = [:]
+    public var tubesAtEnd: [Int] = []
+    /// Lines from the host, and those the adapter could not read.
+    public var hostLines = 0
+    public var unreadableLines = 0
+    public var connections = GroundTruth.Connections()
+
+    public init(scenario: String, seed: UInt64, currency: String, typeValues: [Int64]) {
+        self.scenario = scenario
+        self.seed = seed
+        self.currency = currency
+        self.typeValues = typeValues
+    }
+
+    public struct Coin: Codable, Sendable {
+        public var insertion: Int
+        public var kind: String
+        public var currency: String?
+        public var valueMinor: Int64?
+        /// The changer's coin type, for a coin it knows.
+        public var type: Int?
+        /// "tube", "cash_box" or "rejected".
+        public var fate: String
+    }
+
+    public struct Outcomes: Codable, Sendable {
+        public var tube = 0
+        public var cashBox = 0
+        /// Returned: a type the host had not enabled, or not a coin the changer knows.
+        public var rejected = 0
+        public var slugs = 0
+    }
+}

@@ -1,0 +1,168 @@
+import CLinux
+import CoinMechMDB
+import CoinMechModel
+import CoinMechSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Plays an MDB coin changer behind a USB/serial MDB master adapter (`MDBChangerDevice`) on a
+/// pseudo-terminal from a scenario, and reports the ground truth (`MDBGroundTruth`):
+/// `coinsim --protocol mdb`.
+///
+/// The host writes adapter lines (LF-terminated); each is answered after `replyMilliseconds`,
+/// in order, with CR LF. Coins go in at the scenario's rate from `startMilliseconds` after the
+/// host opened the device (a host needs about a second to set a changer up; coins before that
+/// find every type disabled and are returned). The changer's currency is the scenario's.
+///
+/// Single-threaded: one `ppoll` loop over the pty and a signalfd, like `MechSimulator`.
+public final class MDBSimulator {
+    public typealias Options = SimulatorOptions
+
+    /// How long the adapter takes to answer a line (the bus transaction and its own work).
+    public static let replyMilliseconds = 2.0
+    /// From the host opening the device to the first coin.
+    public static let startMilliseconds = 1500.0
+
+    private let options: Options
+    private let scenario: Scenario
+    private let announce: @Sendable (String) -> Void
+    private var generator: InsertionGenerator
+    private var changer: MDBChangerDevice
+    private var truth: MDBGroundTruth
+    private var terminal: PseudoTerminal?
+    private var connected = false
+    private var pending: [UInt8] = []
+    /// Replies on their way, oldest first, with when each is due.
+    private var outgoing: [(deliverAt: UInt64, line: String)] = []
+    private var recorder: TraceWriter?
+    private let start: UInt64
+
+    public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) throws(SimulatorError) {
+        guard let settings = MDBChangerDevice.Settings(currency: scenario.currency) else {
+            throw .trace("no MDB changer for currency \(scenario.currency)")
+        }
+        self.options = options
+        self.scenario = scenario
+        self.announce = announce
+        generator = InsertionGenerator(scenario: scenario)
+        changer = MDBChangerDevice(settings: settings)
+        truth = MDBGroundTruth(scenario: scenario.name, seed: scenario.seed, currency: scenario.currency,
+                               typeValues: (0..<settings.credits.count).compactMap { settings.valueMinor(ofType: $0) })
+        start = Instant.now.nanoseconds
+    }
+
+    /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
+    public func run() throws(SimulatorError) -> MDBGroundTruth {
+        let signals = try SimulatorSignals()
+        if let path = options.recordPath { recorder = try TraceWriter(path: path) }
+        let terminal = try PseudoTerminal.offer(linkPath: options.linkPath, connections: &truth.connections, announce: announce)
+        self.terminal = terminal
+
+        var nextInsertion: UInt64?
+        var end = SessionEnd(options: options, start: start)
+
+        loop: while true {
+            let now = Instant.now.nanoseconds
+            var wake = now + (connected ? 1_000_000_000 : 10_000_000)
+            for due in [connected ? nextInsertion : nil, outgoing.first?.deliverAt, end.lingerUntil] {
+                if let due { wake = min(wake, due) }
+            }
+            let turn = try signals.wait(master: terminal.master, until: wake, now: now)
+            let woke = Instant.now.nanoseconds
+            if turn.stop {
+                truth.ended = "signal"
+                nextInsertion = nil
+                end.stop(at: woke)
+            }
+            if turn.readable, let bytes = terminal.read() { readFromHost(bytes, at: woke) }
+            if turn.hungUp {
+                if connected {
+                    connected = false
+                    truth.connections.hangups += 1
+                    outgoing.removeAll()  // nobody reads the line
+                }
+                usleep(5_000)
+            } else if !connected && turn.open {
+                connected = true
+                truth.connections.connects += 1
+                if truth.connections.connects == 1 { nextInsertion = woke + UInt64(Self.startMilliseconds * 1e6) }
+            }
+            if !connected, end.hostTimedOut(at: woke, everConnected: truth.connections.connects > 0) {
+                truth.ended = "host_timeout"
+                break loop
+            }
+            deliverOutgoing()
+            if connected, !end.isStopping, let due = nextInsertion, Instant.now.nanoseconds >= due {
+                if scenario.coins != 0 && truth.sent.insertions >= scenario.coins {
+                    nextInsertion = nil
+                    end.lastCoin(at: Instant.now.nanoseconds)
+                } else {
+                    insertOne()
+                    nextInsertion = Instant.now.nanoseconds + UInt64(generator.gap(after: truth.sent.insertions) * 1e9)
+                }
+            }
+            if end.isOver(at: Instant.now.nanoseconds, connected: connected, quiet: outgoing.isEmpty) { break loop }
+        }
+        truth.tubesAtEnd = changer.tubes
+        truth.durationS = Double(Instant.now.nanoseconds - start) / 1e9
+        return truth
+    }
+
+    private func insertOne() {
+        let insertion = generator.next()
+        truth.sent.insertions += 1
+        truth.sent.byKind[insertion.kind.description, default: 0] += 1
+        let value = insertion.kind.creditableValue
+        var type: Int?
+        var fate: MDBChangerDevice.Fate = .rejected
+        switch insertion.kind {
+        case .coin:
+            type = value.flatMap { changer.settings.type(ofValue: $0.valueMinor) }
+            fate = changer.insert(type: type)
+        case .slug:
+            changer.insertSlug()
+            truth.outcomes.slugs += 1
+        case .washer, .foreign:
+            fate = changer.insert(type: nil)
+        }
+        let kept = fate != .rejected
+        switch fate {
+        case .tube: truth.outcomes.tube += 1
+        case .cashBox: truth.outcomes.cashBox += 1
+        case .rejected: truth.outcomes.rejected += 1
+        }
+        if kept, let value { truth.keptValue[value.currency, default: 0] += value.valueMinor }
+        truth.coins.append(MDBGroundTruth.Coin(
+            insertion: insertion.number, kind: insertion.kind.description, currency: value?.currency, valueMinor: value?.valueMinor,
+            type: type, fate: fate == .tube ? "tube" : fate == .cashBox ? "cash_box" : "rejected"))
+    }
+
+    /// The host's bytes: each whole line is answered, in order, after the adapter's time.
+    private func readFromHost(_ bytes: [UInt8], at now: UInt64) {
+        recorder?.write(TraceEntry(tUs: Int64((now - start) / 1000), dir: "rx", bytes: bytes))
+        pending += bytes
+        while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: pending[..<end], as: UTF8.self)
+            pending.removeSubrange(...end)
+            truth.hostLines += 1
+            if MDBAdapterCommand(line: line[...]) == nil { truth.unreadableLines += 1 }
+            let reply = changer.handle(line[...])
+            let after = max(now, outgoing.last?.deliverAt ?? 0) &+ UInt64(Self.replyMilliseconds * 1e6)
+            outgoing.append((after, reply.text + "\r\n"))
+        }
+        if pending.count > 256 { pending.removeAll() }  // no line end in sight: not a host
+    }
+
+    private func deliverOutgoing() {
+        guard let terminal, connected else { return }
+        let now = Instant.now.nanoseconds
+        while let next = outgoing.first, next.deliverAt <= now {
+            outgoing.removeFirst()
+            let bytes = Array(next.line.utf8)
+            recorder?.write(TraceEntry(tUs: Int64((now - start) / 1000), dir: "tx", bytes: bytes))
+            _ = terminal.write(bytes)
+        }
+    }
+}
