@@ -208,7 +208,7 @@ let package = Package(
         .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
         // What runs coinmechd against coinsim, for the tests, the crash suite and the benches:
         // real child processes (clean signal mask, killed with the process that started them,
-        // reaped on every path), and the fixture chains, spelled once.
+        // reaped on every path), the fixture chains, spelled once, and threads' wake-ups from /proc.
         .target(name: "CoinMechHarness", dependencies: ["CLinux"], path: "Tests/Harness"),
         // Counts heap allocations by interposing malloc, so the bench can show a path allocates nothing.
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),

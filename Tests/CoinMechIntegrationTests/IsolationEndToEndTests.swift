@@ -247,26 +247,13 @@ struct IsolationEndToEndTests {
         try harness.startDaemon()
         try TestSupport.waitUntil("all 40 readings to be decided", timeout: 60) { (try? harness.decisions().count) == 40 }
         let pid = try #require(harness.daemon?.pid)
-        let switches = try #require(Self.voluntarySwitches(pid: pid, thread: "hang-watch"), "no hang-watch thread in coinmechd")
+        let switches = try #require(ThreadWakeups(pid: pid).byThread["hang-watch"], "no hang-watch thread in coinmechd")
         // It blocked on its timer once when it started; a wake-up per sample (its old way) would
         // be hundreds over these readings. One more allows a call that a loaded machine held
         // past its budget, which the second look then clears.
         #expect(switches <= 2, "the hang watch woke \(switches) times over 40 readings")
         #expect(try harness.decisions().allSatisfy { $0.reason != "plugin_hung" })
         #expect(try harness.stopDaemon() == 0)
-    }
-
-    /// How often a thread of `pid` named `thread` has slept and been woken (/proc).
-    static func voluntarySwitches(pid: pid_t, thread: String) -> Int? {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        for tid in tasks {
-            guard let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8),
-                  name.trimmingCharacters(in: .whitespacesAndNewlines) == thread,
-                  let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8),
-                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }) else { continue }
-            return Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
-        }
-        return nil
     }
 
     @Test("a 100 ms plugin in process: its reading is returned, the link marked hung, the mech inhibited, the log says to isolate it")

@@ -3,11 +3,11 @@ import Foundation
 /// Every thread of a process by name, with how often it has slept and been woken so far
 /// (`voluntary_ctxt_switches` in /proc/<pid>/task/<tid>/status): a count of wake-ups that the
 /// machine's noise cannot blur, as latency figures are blurred on a shared virtual machine.
-struct ThreadWakeups {
+public struct ThreadWakeups: Sendable {
     /// Thread name → voluntary context switches, summed over threads of the same name.
-    let byThread: [String: Int]
+    public let byThread: [String: Int]
 
-    init(pid: Int32) {
+    public init(pid: Int32) {
         var counts: [String: Int] = [:]
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         for tid in tasks {
@@ -26,7 +26,7 @@ struct ThreadWakeups {
     }
 
     /// Wake-ups per unit between `before` and `after`, by thread, for threads that woke at all.
-    static func perUnit(from before: ThreadWakeups, to after: ThreadWakeups, units: Int) -> [String: Double] {
+    public static func perUnit(from before: ThreadWakeups, to after: ThreadWakeups, units: Int) -> [String: Double] {
         var result: [String: Double] = [:]
         for (name, count) in after.byThread {
             let woken = count - (before.byThread[name] ?? 0)
