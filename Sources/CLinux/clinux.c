@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "clinux.h"
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -40,6 +41,20 @@ int cm_epoll_add_input(int epfd, int fd) {
 uint64_t cm_monotonic_ns(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+pid_t cm_gettid(void) { return gettid(); }
+
+clockid_t cm_thread_cpu_clock(void) {
+    clockid_t clock = CLOCK_THREAD_CPUTIME_ID;
+    pthread_getcpuclockid(pthread_self(), &clock);
+    return clock;
+}
+
+uint64_t cm_clock_ns(clockid_t clock) {
+    struct timespec now;
+    if (clock_gettime(clock, &now) != 0) return UINT64_MAX;
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 

@@ -210,7 +210,7 @@ public final class Daemon: Sendable {
             LifetimeService(name: "reloader", start: { reloader.start() }, stop: { reloader.stop() }),
             LifetimeService(name: "watchdog", start: { watchdog.start() }, stop: { watchdog.stop() }),
             LifetimeService(name: "hang watch", start: { hangWatch?.start() }, stop: { hangWatch?.stop() }),
-            DecidingService(loop: loop, notifier: notifier),
+            DecidingService(loop: loop, notifier: notifier, hangWatch: hangWatch),
             SignalService(onReload: { reloader.request(reason: "SIGHUP") }, logger: logger),
         ]
         let group = ServiceGroup(
@@ -260,14 +260,16 @@ struct LifetimeService: Service, CustomStringConvertible {
 struct DecidingService: Service {
     let loop: DecidingLoop
     let notifier: SystemdNotifier
+    let hangWatch: HangWatch?
 
     func run() async throws {
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    _ = Thread.startNamed("deciding") { [loop] in
+                    _ = Thread.startNamed("deciding") { [loop, hangWatch] in
                         // A crash in a link's validate is recorded from this thread's breadcrumb slot.
                         PluginBreadcrumb.bindDecidingThread()
+                        hangWatch?.watchDecidingThread()
                         loop.run()
                         continuation.resume()
                     }

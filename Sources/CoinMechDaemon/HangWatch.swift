@@ -16,6 +16,14 @@ import Synchronization
 /// in-process call, and one per walk: `Chain` arms the breadcrumb's hang timer with each call's
 /// budget. This thread sleeps on the timer, so while calls keep within their budgets it never
 /// wakes, and a reading wakes nothing but the deciding thread.
+///
+/// An expired timer is not yet a hang: the budget is of the call's own time, not the wall
+/// clock's. A machine busy elsewhere (a boot, a starved virtual machine) holds a healthy call
+/// past its budget while it waits for a CPU, or for its code to be read from a cold disk
+/// after a power cut, and marking its link hung would inhibit the mech until an operator
+/// reloads. So the watch looks on until the call has had one more whole
+/// budget of its own time (`ThreadTime`): a call that fits its budget finishes within that
+/// however long it waited, and a hung one is marked after about twice its budget.
 final class HangWatch: Sendable {
     private let breadcrumb: PluginBreadcrumb
     private let chain: ChainHolder
@@ -23,12 +31,19 @@ final class HangWatch: Sendable {
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let wakePipe = WakePipe()
+    private let decidingThread = Mutex<ThreadTime?>(nil)
 
     init(breadcrumb: PluginBreadcrumb, chain: ChainHolder, quarantine: QuarantineStore, logger: Logger) {
         self.breadcrumb = breadcrumb
         self.chain = chain
         self.quarantine = quarantine
         self.logger = logger
+    }
+
+    /// Called on the deciding thread as it starts: the thread whose time the watch judges.
+    func watchDecidingThread() {
+        let thread = ThreadTime.current()
+        decidingThread.withLock { $0 = thread }
     }
 
     func start() {
@@ -51,30 +66,55 @@ final class HangWatch: Sendable {
             // timer is still running, past its budget.
             let word = cm_crumb_load(slot)
             let expired = cm_hang_timer_expirations(timer) > 0
-            guard expired, word != 0, cm_crumb_load(slot) == word, word != flagged, stillRunning(word, slot: slot),
-                  let link = link(for: word), link.policy.isolation == .inProcess, !link.health.blocksCalls else { continue }
+            guard expired, word != 0, cm_crumb_load(slot) == word, word != flagged,
+                  let link = link(for: word), link.policy.isolation == .inProcess, !link.health.blocksCalls,
+                  overran(word, slot: slot, budget: link.policy.budgetNanoseconds) else { continue }
             flagged = word
             markHung(link, word: word)
         }
     }
 
-    /// Looks again a little later: a process that was stopped (SIGSTOP, a paused machine) finds
-    /// its timer expired on resuming, but the call it interrupted then finishes at once. A call
-    /// still there after a look this thread was not held up in is hung.
-    private func stillRunning(_ word: UInt64, slot: UnsafeMutablePointer<cm_crumb_slot>) -> Bool {
+    /// Looks every quarter budget until the call has had one more whole budget of its own time
+    /// and is still there. Its own time is its CPU time, and the wall clock while it is asleep
+    /// in a call it made (a sleep, a lock, a socket): not the time it waited for a CPU, nor
+    /// for the disk (a page of code read in on its first run after a power cut), nor stopped.
+    /// A look this thread was itself held up in (the process stopped and resumed, a paused
+    /// machine) counts for nothing. Where the deciding thread cannot be seen, the wall clock.
+    /// A plugin stuck for good waiting on a disk is left to systemd's watchdog, whose abort the
+    /// breadcrumb pins on its link.
+    private func overran(_ word: UInt64, slot: UnsafeMutablePointer<cm_crumb_slot>, budget: UInt64) -> Bool {
         let period = samplePeriodMicroseconds()
+        let thread = decidingThread.withLock { $0 }
         var last = cm_monotonic_ns()
+        var lastCPU = thread?.cpuNanoseconds()
+        var own: UInt64 = 0
         while !stopping.load(ordering: .relaxed), cm_crumb_load(slot) == word {
             usleep(useconds_t(period))
             let now = cm_monotonic_ns()
-            let heldUp = now &- last > 4 * period * 1000 + 5_000_000
-            last = now
-            if !heldUp && cm_crumb_load(slot) == word { return true }
+            let cpu = thread?.cpuNanoseconds()
+            let wall = now &- last
+            defer {
+                last = now
+                lastCPU = cpu
+            }
+            guard wall <= 4 * period * 1000 + 5_000_000 else { continue }
+            own += Self.ownTime(wall: wall, cpu: cpu.flatMap { cpu in lastCPU.map { cpu &- $0 } }, state: thread?.state())
+            if own >= budget && cm_crumb_load(slot) == word { return true }
         }
         return false
     }
 
-    /// How long the second look waits: a quarter of the smallest in-process budget, 1 to 50 ms.
+    /// A look's worth of the call's own time: see `overran`.
+    static func ownTime(wall: UInt64, cpu: UInt64?, state: ThreadTime.State?) -> UInt64 {
+        switch state {
+        case .asleep?: wall
+        case .runnable?, .uninterruptible?: min(wall, cpu ?? wall)
+        case .stopped?: 0
+        case nil: wall
+        }
+    }
+
+    /// How long each look waits: a quarter of the smallest in-process budget, 1 to 50 ms.
     private func samplePeriodMicroseconds() -> UInt64 {
         let budgets = chain.current.links.filter { $0.policy.isolation == .inProcess }.map(\.policy.budgetNanoseconds)
         return min(50_000, max(1_000, (budgets.min() ?? LinkPolicy.defaultBudgetNanoseconds) / 4_000))

@@ -256,6 +256,61 @@ struct IsolationEndToEndTests {
         #expect(try harness.stopDaemon() == 0)
     }
 
+    @Test("a call a busy CPU holds past its budget is no hang: waiting for a CPU is the machine's time, and the link keeps deciding")
+    func starvedCallIsNotHung() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: in-process, budget_ms: 10, config: {mode: spin, ms: 2}"),
+                                        source: "{kind: serial, device: mech, baud: 9600, deadline_ms: 10000}")
+        try harness.startSimulator("coins: 8\nrate_per_s: 2\nseed: 29\ndeadline_ms: 10000\nmix: {quarter: 1}\nnoise: {diameter: 0.002, weight: 0.002}\n")
+        try harness.startDaemon(pluginDirectory: plugins)
+        let pid = try #require(harness.daemon?.pid)
+        var deciding: Int32?
+        try TestSupport.waitUntil("coinmechd's deciding thread", timeout: 30) {
+            deciding = Self.thread(named: "deciding", of: pid)
+            return deciding != nil
+        }
+        // The deciding thread shares CPU 0 with a busy loop, at the lowest priority: weights 15
+        // and 1024 give it about 1.5 % of that CPU, so the plugin's 2 ms of CPU take far longer
+        // than its 10 ms budget. The hang watch runs free on the other CPUs.
+        let hog = try ChildProcess(path: "/usr/bin/taskset", ["-c", "0", "/bin/sh", "-c", "while :; do :; done"],
+                                   stderrPath: TestSupport.temporaryDirectory("hog") + "/stderr")
+        defer {
+            hog.signal(SIGKILL)
+            hog.wait()
+        }
+        for command in [["taskset", "-pc", "0", "\(deciding!)"], ["renice", "-n", "19", "-p", "\(deciding!)"]] {
+            let result = try TestSupport.run(command)
+            try #require(result.status == 0, "\(command.joined(separator: " ")): \(result.errors)")
+        }
+        try TestSupport.waitUntil("all 8 readings to be decided, or the link marked hung", timeout: 120) {
+            (try? harness.decisions().count) == 8 || harness.daemonLog.contains("link hung")
+        }
+        // The plugin's own account: how long each call took by the wall clock.
+        let walls = harness.daemonLog.split(separator: "\n").compactMap { line -> Int? in
+            guard let range = line.range(of: "spin: 2 ms of CPU in ") else { return nil }
+            return Int(line[range.upperBound...].prefix { $0.isNumber })
+        }
+        #expect(walls.count == 8, "\(harness.daemonLog)")
+        #expect(walls.contains { $0 > 10_000 }, "no call was held past its budget: \(walls) µs")
+        let client = try Self.connect(harness)
+        #expect(Self.linkProblem(try client.request("status"), "third-party") == nil)
+        #expect(try harness.decisions().allSatisfy { $0.reason != "plugin_hung" })
+        #expect(!harness.daemonLog.contains("link hung"))
+        // Every quarter was taken, as the mech counts them.
+        let truth = try harness.simulatorTruth()
+        #expect(truth.outcomes.stored == 8)
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        try Self.expectNothingWrongCredited(harness)
+    }
+
+    /// The id of `pid`'s thread called `name`, if it has one.
+    static func thread(named name: String, of pid: Int32) -> Int32? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.first { tid in
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines) == name
+        }.flatMap { Int32($0) }
+    }
+
     @Test("a 100 ms plugin in process: its reading is returned, the link marked hung, the mech inhibited, the log says to isolate it")
     func inProcessSlow() throws {
         let plugins = try Self.plugins()

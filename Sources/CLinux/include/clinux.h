@@ -26,6 +26,13 @@ int cm_tty_exclusive(int fd);
 /* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline, heartbeat and kernel GPIO timestamp. */
 uint64_t cm_monotonic_ns(void);
 
+/* The calling thread's id (gettid) and its CPU-time clock (pthread_getcpuclockid): what another
+   thread of the process needs to see how much of the machine this one has had. */
+pid_t cm_gettid(void);
+clockid_t cm_thread_cpu_clock(void);
+/* clock_gettime(clock) in nanoseconds; UINT64_MAX if it cannot be read. */
+uint64_t cm_clock_ns(clockid_t clock);
+
 /* An epoll instance (close-on-exec), and adding a descriptor to it for input. -1 on error. */
 int cm_epoll_create(void);
 int cm_epoll_add_input(int epfd, int fd);

@@ -17,6 +17,8 @@
      hang_destroy   destroy() never returns (it sleeps for good)
      random         answers accept or pass at random (rand()): the same reading, another verdict
      picky          answers verdict 9 to a reading whose diameter is between 13 and 14 mm
+     spin           uses {"ms": N} ms of its thread's CPU time, then passes, and logs
+                    "spin: N ms of CPU in W µs" (W: the wall clock the call took)
      threads        takes {"ms": N} ms (default 2) per call, for the threading contract's test:
                     counts creates made while an instance was inside validate, and records
                     the thread of every destroy
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #include "coinmech_plugin.h"
 
@@ -66,7 +69,7 @@ static void *abort_after(void *ms) {
 
 static void *create(const coinmech_host *host, const char *config, char *error, size_t size) {
     static const char *const modes[] = {"bad_verdict", "empty_accept", "pass", "hang", "echo_source", "slow", "sleep", "liar",
-                                        "fake_currency", "odd_value", "dime_dollar", "euro_two", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", "abort_later", "hang_destroy", NULL};
+                                        "fake_currency", "odd_value", "dime_dollar", "euro_two", "segv", "abort", "exit", "scribble", "crash_create", "log", "threads", "leak", "random", "picky", "abort_later", "hang_destroy", "spin", NULL};
     instance *self = calloc(1, sizeof *self);
     const char *mode = strstr(config, "\"mode\"");
     if (!self || !mode || sscanf(mode, "\"mode\" : \"%31[a-z_]\"", self->mode) != 1) {
@@ -102,6 +105,22 @@ static void *create(const coinmech_host *host, const char *config, char *error, 
 
 static int is(const instance *self, const char *mode) { return strcmp(self->mode, mode) == 0; }
 
+static long long nanoseconds(clockid_t clock) {
+    struct timespec now;
+    clock_gettime(clock, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/* Work that needs `ms` of CPU, however long the scheduler makes it take. */
+static void spin(instance *self) {
+    long long start = nanoseconds(CLOCK_MONOTONIC), cpu = nanoseconds(CLOCK_THREAD_CPUTIME_ID);
+    while (nanoseconds(CLOCK_THREAD_CPUTIME_ID) - cpu < self->ms * 1000000LL) {
+    }
+    char line[64];
+    snprintf(line, sizeof line, "spin: %ld ms of CPU in %lld µs", self->ms, (nanoseconds(CLOCK_MONOTONIC) - start) / 1000);
+    coinmech_log(self->host, COINMECH_LOG_WARNING, line);
+}
+
 static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d) {
     instance *self = ctx;
     long call = ++self->calls;
@@ -129,6 +148,7 @@ static void validate(void *ctx, const coinmech_reading *r, coinmech_decision *d)
         usleep((useconds_t)self->ms * 1000);
         inside_validate--;
     }
+    else if (is(self, "spin")) spin(self);
     else if (is(self, "log")) {
         char line[32];
         snprintf(line, sizeof line, "call %ld", call);
