@@ -98,7 +98,9 @@ public struct MDBChangerHost: Sendable {
 
     public mutating func start(now: UInt64) -> [MDBChangerHostOutput] {
         started = true
-        phase = .masterMode
+        outstanding.removeAll()
+        parser = MDBAdapterLineParser()
+        enter(.masterMode, now: now)
         var outputs: [MDBChangerHostOutput] = []
         sendNext(now: now, &outputs)
         return outputs
@@ -118,6 +120,20 @@ public struct MDBChangerHost: Sendable {
         var outputs: [MDBChangerHostOutput] = []
         sendNext(now: now, &outputs)
         return outputs
+    }
+
+    /// The driver is letting go of the changer (a stop, a lost port): COIN TYPE 0, so that it
+    /// takes no coin while nobody polls it, written at once whatever is in flight (the adapter
+    /// answers in order, and nobody waits for this answer). Nothing more is sent until `start`.
+    /// Coins it took before stay in its POLL replies for the next start's drain.
+    public mutating func stop(now: UInt64) -> [MDBChangerHostOutput] {
+        guard started else { return [] }
+        started = false
+        outstanding.removeAll()
+        accepting = nil
+        let none = MDBChangerCommand.coinType(accept: 0, manualDispense: configuration.manualDispense)
+        guard let transaction = try? none.transaction() else { return [] }
+        return [.send(.transaction(transaction))]
     }
 
     /// Time passed: a line unanswered, a POLL due, the settle or the outage over.
@@ -186,7 +202,12 @@ public struct MDBChangerHost: Sendable {
     /// A line that will get no reply: the step is tried again a poll interval later, and after
     /// `nonResponseNanoseconds` without a usable answer the changer counts as gone.
     private mutating func lostReply(to command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
-        if Self.code(command) == MDBChangerCommand.pollCode { outputs.append(.event(.pollReplyLost)) }
+        if Self.code(command) == MDBChangerCommand.pollCode {
+            // The coins it reported are gone with it (POLL is destructive); the tube counts are
+            // what trace is left, so they are read next.
+            outputs.append(.event(.pollReplyLost))
+            nextTubeStatus = now
+        }
         failed(now: now, &outputs)
     }
 

@@ -143,14 +143,28 @@ struct MDBChangerHostTests {
         #expect(lines(host.tick(now: 1_250 * Self.ms)) == ["R,0B"])
     }
 
-    @Test("a POLL whose reply never comes is reported as lost, and the POLL goes again")
+    @Test("a POLL whose reply never comes is reported as lost; the tube counts, the trace left of its coins, are read before the next POLL")
     func lostPollReply() {
         var (host, _, _) = running()
         _ = host.tick(now: 1_100 * Self.ms)  // the fence
         let fenced = reply(&host, "v,1.0.0.0,C015E000", at: 1_101 * Self.ms)
         #expect(events(fenced) == [.pollReplyLost])
         #expect(lines(fenced).isEmpty)
-        #expect(lines(host.tick(now: 1_201 * Self.ms)) == ["R,0B"], "the POLL goes again a poll interval later")
+        #expect(lines(host.tick(now: 1_201 * Self.ms)) == ["R,0A"], "TUBE STATUS a poll interval later, not in 25 s")
+        let tubes = reply(&host, "p,0000130A0805", at: 1_202 * Self.ms)
+        #expect(events(tubes).contains { if case .tubes(let status) = $0 { status.counts[0] == 19 } else { false } })
+        #expect(lines(tubes) == ["R,0B"], "then the POLL goes again")
+    }
+
+    @Test("stopping writes COIN TYPE 0 at once, a line in flight or not, and nothing more until started again")
+    func stop() {
+        var (host, _, _) = running()  // a POLL is on the wire
+        #expect(lines(host.stop(now: 601 * Self.ms)) == ["R,0C,0000FFFF"])
+        #expect(host.accepting == nil && host.nextWake == nil)
+        #expect(lines(reply(&host, "p,ACK", at: 602 * Self.ms)).isEmpty)
+        #expect(lines(host.tick(now: 5_000 * Self.ms)).isEmpty)
+        #expect(host.stop(now: 5_001 * Self.ms).isEmpty, "stopped once")
+        #expect(lines(host.start(now: 6_000 * Self.ms)) == ["M,1"], "a start sets it up from the beginning")
     }
 
     @Test("a reply no line waits for is reported, never taken for a later line")
@@ -209,11 +223,12 @@ struct MDBChangerHostTests {
         var (host, _, _) = running()
         let garbled = reply(&host, "p,5G", at: 601 * Self.ms)
         #expect(events(garbled) == [.adapterError(.badHex("p,5G")), .pollReplyLost])
-        #expect(lines(host.tick(now: 701 * Self.ms)) == ["R,0B"], "the POLL goes again")
-        let cut = reply(&host, "p,530623", at: 702 * Self.ms)
+        #expect(lines(host.tick(now: 701 * Self.ms)) == ["R,0A"], "the tube counts first, then the POLL goes again")
+        #expect(lines(reply(&host, "p,0000120A0805", at: 702 * Self.ms)) == ["R,0B"])
+        let cut = reply(&host, "p,530623", at: 703 * Self.ms)
         #expect(events(cut) == [.deposited(type: 3, routing: .tube, valueMinor: 50, tubeCount: 6), .slugs(count: 3)])
-        #expect(lines(host.tick(now: 802 * Self.ms)) == ["R,0B"])
-        let truncated = reply(&host, "p,230641", at: 803 * Self.ms)
+        #expect(lines(host.tick(now: 803 * Self.ms)) == ["R,0B"])
+        let truncated = reply(&host, "p,230641", at: 804 * Self.ms)
         #expect(events(truncated).contains(.replyError(.truncatedEvent(0x41))))
         #expect(host.isRunning)
     }
