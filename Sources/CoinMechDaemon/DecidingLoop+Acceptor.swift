@@ -11,19 +11,17 @@ import CoinMechSupport
 import Logging
 
 extension DecidingLoop {
-    /// Records what a ccTalk acceptor's engine reported, each batch in one transaction with its
-    /// counter state, before anything of it is published or the engine goes on.
+    /// Records what an acceptor's engine (ccTalk, MDB) reported, each batch in one transaction
+    /// with its counter row, before anything of it is published or the engine goes on.
     func serviceAcceptor() {
         guard let acceptorMech, var core = acceptor else { return }
         defer { acceptor = core }
-        for event in acceptorMech.takeHostEvents() {
-            log(event)
-            guard let money = AcceptorEvent(event), let commit = core.handle(money, decide: decideCoin) else { continue }
-            // The engine takes back its own batch when the ledger could not record it.
-            let offered: CCTalkLedgerBatch? = if case .batch(let batch) = event { batch } else { nil }
-            write(commit, &core, mech: acceptorMech, offered: offered)
+        for report in acceptorMech.takeReports() {
+            log(report)
+            guard let money = report.event, let commit = core.handle(money, decide: decideCoin) else { continue }
+            write(commit, &core, mech: acceptorMech)
         }
-        if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech, offered: nil) }
+        if let notes = core.pendingNotes() { write(notes, &core, mech: acceptorMech) }
     }
 
     /// Enables the positions the operator allows and the chain can credit (after a reload
@@ -58,7 +56,7 @@ extension DecidingLoop {
         return ids
     }
 
-    private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: CCTalkMech, offered: CCTalkLedgerBatch?) {
+    private func write(_ commit: AcceptorCommit, _ core: inout AcceptorCore, mech: any AcceptorMech) {
         let money = commit.batch?.hasCredits == true
         if money { failpoints.hit(.beforeCommit) }
         let next: AcceptorCore.Next
@@ -85,27 +83,11 @@ extension DecidingLoop {
             if money { failpoints.hit(.published) }
         case .rewind(let state):
             logger.warning("the ledger's counter of the acceptor moved under the batch; nothing written, going on from it",
-                           metadata: ["counter": "\(state.map { String(describing: CCTalkCounterState($0)) } ?? "none")"])
-            mech.rewind(to: state.map(CCTalkCounterState.init))
+                           metadata: ["counter": "\(state.map { "epoch \($0.epoch) event \($0.eventNumber)" } ?? "none")"])
+            mech.rewind(to: state)
         case .retry(let batch):
-            if batch != nil, let offered { mech.notRecorded(offered) }
+            if batch != nil { mech.notRecorded() }
         }
-    }
-
-    /// The device an `acceptor_identified` event recorded (its serial number and coin ids);
-    /// nil without a serial number, which is what a device is recognised by.
-    static func identity(recorded detail: [String: String], address: UInt8) -> CCTalkDeviceIdentity? {
-        guard let serial = detail["serial_number"].flatMap(UInt32.init) else { return nil }
-        var identity = CCTalkDeviceIdentity(address: address)
-        identity.serialNumber = serial
-        identity.manufacturer = detail["manufacturer"]
-        identity.productCode = detail["product"]
-        for pair in (detail["coins"] ?? "").split(separator: ",") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let position = Int(parts[0]), CoinPositionMask.positions.contains(position) else { continue }
-            identity.coinIDs[position] = CoinID(String(parts[1]))
-        }
-        return identity
     }
 
     /// Asks the current chain about a coin the acceptor took.
@@ -121,17 +103,12 @@ extension DecidingLoop {
         return Decided(verdict: verdict, link: decision.linkName, chainGeneration: decision.chainGeneration, decidedAt: .now)
     }
 
-    private func log(_ event: CCTalkHostEvent) {
-        switch event {
-        case .batch(let batch):
-            if batch.lostCount > 0 { logger.critical("ccTalk: \(batch.lostCount) event(s) LOST to a buffer overrun: coins may have been taken without credit") }
-            logger.debug("ccTalk \(event)")
-        case .fault, .notResponding, .notACoinAcceptor, .refused:
-            logger.warning("ccTalk \(event)")
-        case .identified, .responding, .faultCleared:
-            logger.notice("ccTalk \(event)")
-        case .configured, .malformedReply, .lineError:
-            logger.debug("ccTalk \(event)")
+    private func log(_ report: AcceptorReport) {
+        switch report.level {
+        case .debug: logger.debug("\(report.message)")
+        case .notice: logger.notice("\(report.message)")
+        case .warning: logger.warning("\(report.message)")
+        case .critical: logger.critical("\(report.message)")
         }
     }
 }

@@ -57,10 +57,11 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Commits slower than the answer plan allows (a source with a deadline only).
     private var commitSpeed: CommitSpeedWatch?
     private var nextTicket: UInt64 = 0
-    /// A ccTalk source: its engine's shell and the money rules of its batches.
-    let acceptorMech: CCTalkMech?
+    /// A source that takes coins itself (ccTalk, MDB): its engine's shell and the money rules
+    /// of its batches.
+    let acceptorMech: (any AcceptorMech)?
     var acceptor: AcceptorCore?
-    /// The coin positions the operator allows (`source.positions`), for a ccTalk source.
+    /// The coin positions the operator allows (`source.positions`), for such a source.
     let operatorPositions: CoinPositionMask?
     /// Longest sleep in `poll`, so the heartbeat stays fresh for the watchdog.
     public var heartbeatMilliseconds: Int32 = 1000
@@ -114,19 +115,19 @@ public final class DecidingLoop: @unchecked Sendable {
         calibrations = CalibrationFiles(source: source.name)
         let state = try ledger.sourceState(source.name)
         var context = MechContext(lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
-        if let cctalk = source.mech as? CCTalkDriver.Settings {
+        if let settings = source.mech.acceptor {
             // A coin acceptor goes on from the ledger's counter, knows who it last met, and
             // opens only the positions the operator allows and the chain credits.
             context.acceptor = MechContext.Acceptor(
-                persisted: try ledger.acceptorCounter(source: source.name, address: cctalk.address).map(CCTalkCounterState.init),
-                remembered: try ledger.lastAcceptorIdentification(source: source.name).flatMap { Self.identity(recorded: $0, address: cctalk.address) },
-                positions: cctalk.positions, creditableCoinIDs: Self.creditableCoinIDs(chain.current, logger: logger))
-            acceptor = AcceptorCore(source: source.name, address: cctalk.address)
+                persisted: try ledger.acceptorCounter(source: source.name, address: settings.address),
+                remembered: try ledger.lastAcceptorIdentification(source: source.name),
+                positions: settings.positions, creditableCoinIDs: Self.creditableCoinIDs(chain.current, logger: logger))
+            acceptor = AcceptorCore(source: source.name, address: settings.address)
         }
         operatorPositions = context.acceptor?.positions
         let made = source.mech.make(context)
         mech = made
-        acceptorMech = made as? CCTalkMech
+        acceptorMech = made as? any AcceptorMech
         var settings = DecidingCore.Settings(source: source.name, credit: source.mech.credit, deadline: source.answerDeadline,
                                              line: made.lineTiming)
         settings.confirmationWindow = source.confirmationWindow
@@ -413,7 +414,7 @@ public final class DecidingLoop: @unchecked Sendable {
 
     private func publishStatus() {
         var snapshot = Status(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason, core: core.snapshot)
-        if let acceptorMech, let acceptor { snapshot.acceptor = AcceptorStatus(engine: acceptorMech.engine, core: acceptor) }
+        if let cctalk = acceptorMech as? CCTalkMech, let acceptor { snapshot.acceptor = AcceptorStatus(engine: cctalk.engine, core: acceptor) }
         status.withLock { $0 = snapshot }
     }
 }

@@ -38,11 +38,14 @@ public enum CCTalkDriver: MechDriver {
             "a ccTalk acceptor classifies coins itself and reports coin ids, not measurements: teach it with its maker's tool"
         }
 
+        public var acceptor: AcceptorSettings? { AcceptorSettings(address: address, positions: positions) }
+
         public func make(_ context: MechContext) -> any Mech {
             var host = hostConfiguration
             host.allowed = context.acceptor?.positions ?? .all  // from the first identification on
             host.creditableCoinIDs = context.acceptor?.creditableCoinIDs
-            return CCTalkMech(path: device, host: host, persisted: context.acceptor?.persisted, remembered: context.acceptor?.remembered)
+            return CCTalkMech(path: device, host: host, persisted: context.acceptor?.persisted.map(CCTalkCounterState.init),
+                              remembered: context.acceptor?.remembered.flatMap { CCTalkDriver.identity(recorded: $0, address: address) })
         }
 
         /// What the protocol engine is driven with.
@@ -55,6 +58,22 @@ public enum CCTalkDriver: MechDriver {
             host.pollInterval = UInt64(pollInterval.components.seconds) * 1_000_000_000 + UInt64(pollInterval.components.attoseconds / 1_000_000_000)
             return host
         }
+    }
+
+    /// The device an `acceptor_identified` event recorded (its serial number and coin ids);
+    /// nil without a serial number, which is what a device is recognised by.
+    public static func identity(recorded detail: [String: String], address: UInt8) -> CCTalkDeviceIdentity? {
+        guard let serial = detail["serial_number"].flatMap(UInt32.init) else { return nil }
+        var identity = CCTalkDeviceIdentity(address: address)
+        identity.serialNumber = serial
+        identity.manufacturer = detail["manufacturer"]
+        identity.productCode = detail["product"]
+        for pair in (detail["coins"] ?? "").split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let position = Int(parts[0]), CoinPositionMask.positions.contains(position) else { continue }
+            identity.coinIDs[position] = CoinID(String(parts[1]))
+        }
+        return identity
     }
 
     static let notForCCTalk = [

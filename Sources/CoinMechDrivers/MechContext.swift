@@ -1,5 +1,6 @@
 import CoinMechCCTalk
 import CoinMechFailpoints
+import CoinMechModel
 
 /// What the daemon hands a driver to make its mech: where the ledger left the mech off.
 public struct MechContext: Sendable {
@@ -7,17 +8,19 @@ public struct MechContext: Sendable {
     /// goes on from it).
     public var lastDeviceSeq: UInt64?
     public var failpoints: Failpoints
-    /// A coin acceptor's: its counter on the ledger, who the ledger last identified at its
-    /// address, the coin positions the operator allows and the coin ids the chain credits.
+    /// A coin acceptor's (ccTalk, MDB): its counter row on the ledger, what the ledger last
+    /// recorded of who answered at its address, the coin positions the operator allows and the
+    /// coin ids the chain credits.
     public var acceptor: Acceptor?
 
     public struct Acceptor: Sendable {
-        public var persisted: CCTalkCounterState?
-        public var remembered: CCTalkDeviceIdentity?
+        public var persisted: AcceptorCounter?
+        /// The detail of the last `acceptor_identified` event.
+        public var remembered: [String: String]?
         public var positions: CoinPositionMask
         public var creditableCoinIDs: Set<String>?
 
-        public init(persisted: CCTalkCounterState?, remembered: CCTalkDeviceIdentity?, positions: CoinPositionMask, creditableCoinIDs: Set<String>?) {
+        public init(persisted: AcceptorCounter?, remembered: [String: String]?, positions: CoinPositionMask, creditableCoinIDs: Set<String>?) {
             self.persisted = persisted
             self.remembered = remembered
             self.positions = positions

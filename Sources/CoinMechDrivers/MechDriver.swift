@@ -1,3 +1,4 @@
+import CoinMechCCTalk
 import CoinMechHotplug
 import CoinMechModel
 import CoinMechSettings
@@ -48,6 +49,9 @@ public protocol MechSettings: Sendable {
     var lineTiming: LineTiming? { get }
     /// Why teach mode cannot teach it (nil: it can).
     var unteachable: String? { get }
+    /// A mech that takes coins itself and reports them in batches (`AcceptorMech`): where its
+    /// counter row is kept and what the operator lets it take; nil for the others.
+    var acceptor: AcceptorSettings? { get }
 
     /// The mech, not yet connected.
     func make(_ context: MechContext) -> any Mech
@@ -60,6 +64,19 @@ extension MechSettings {
     public var confirmationWindow: Duration { .seconds(1) }
     public var lineTiming: LineTiming? { nil }
     public var unteachable: String? { capabilities.contains(.teachable) ? nil : "this mech cannot be taught" }
+    public var acceptor: AcceptorSettings? { nil }
+}
+
+/// What the deciding loop needs of a mech that takes coins itself: its bus address (the key of
+/// its counter row on the ledger) and the coin positions the operator allows.
+public struct AcceptorSettings: Sendable, Hashable {
+    public var address: UInt8
+    public var positions: CoinPositionMask
+
+    public init(address: UInt8, positions: CoinPositionMask) {
+        self.address = address
+        self.positions = positions
+    }
 }
 
 extension MechSettings where Self: Equatable {

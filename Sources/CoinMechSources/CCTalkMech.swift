@@ -12,12 +12,14 @@ import CoinMechSupport
 /// host is called again: nothing (stored), `notRecorded` or `rewind`.
 ///
 /// Owned by the deciding loop's thread; not thread-safe.
-public final class CCTalkMech: Mech {
+public final class CCTalkMech: AcceptorMech {
     public private(set) var path: String
     private var host: CCTalkHost
     private var port: SerialPort?
     private var started = false
     private var hostEvents: [CCTalkHostEvent] = []
+    /// The batch last reported, until the next report: what `notRecorded` hands back.
+    private var offered: CCTalkLedgerBatch?
     private var nextAttempt = Instant(nanoseconds: 0)
     private var backoff: Duration = .milliseconds(100)
     private var lastOpenError: String?
@@ -46,10 +48,29 @@ public final class CCTalkMech: Mech {
     /// The engine's view, for `status`.
     public var engine: CCTalkHost { host }
 
-    /// What the host reported since the last call, oldest first.
-    public func takeHostEvents() -> [CCTalkHostEvent] {
+    public func takeReports() -> [AcceptorReport] {
         defer { hostEvents.removeAll() }
-        return hostEvents
+        offered = nil
+        return hostEvents.map { event in
+            if case .batch(let batch) = event { offered = batch }
+            return AcceptorReport(event: AcceptorEvent(event), level: Self.level(of: event), message: Self.message(for: event))
+        }
+    }
+
+    private static func level(of event: CCTalkHostEvent) -> AcceptorReport.Level {
+        switch event {
+        case .batch(let batch): batch.lostCount > 0 ? .critical : .debug
+        case .fault, .notResponding, .notACoinAcceptor, .refused: .warning
+        case .identified, .responding, .faultCleared: .notice
+        case .configured, .malformedReply, .lineError: .debug
+        }
+    }
+
+    private static func message(for event: CCTalkHostEvent) -> String {
+        if case .batch(let batch) = event, batch.lostCount > 0 {
+            return "ccTalk: \(batch.lostCount) event(s) LOST to a buffer overrun: coins may have been taken without credit; \(event)"
+        }
+        return "ccTalk \(event)"
     }
 
     public func poll(now: Instant) -> [MechEvent] {
@@ -113,12 +134,17 @@ public final class CCTalkMech: Mech {
         carry(host.allow(positions, creditable: creditable, now: Instant.now.nanoseconds))
     }
 
-    /// The ledger could not store `batch`: the host holds the acceptor inhibited and offers
-    /// the entries again with the next poll.
-    public func notRecorded(_ batch: CCTalkLedgerBatch) { host.notRecorded(batch) }
+    /// The host holds the acceptor inhibited and offers the batch's entries again with the
+    /// next poll.
+    public func notRecorded() {
+        if let offered { host.notRecorded(offered) }
+        offered = nil
+    }
 
-    /// The ledger holds another counter state than the batch started from: go on from it.
-    public func rewind(to state: CCTalkCounterState?) { host.rewind(to: state) }
+    public func rewind(to counter: AcceptorCounter?) {
+        offered = nil
+        host.rewind(to: counter.map(CCTalkCounterState.init))
+    }
 
     public func hotplug(_ change: HotplugTracker.Change, now: Instant) -> [MechEvent] {
         switch change {
