@@ -89,9 +89,9 @@ let package = Package(
         // MDB coin changers through a USB/serial MDB master adapter: the adapter's ASCII lines,
         // the changer's commands, and its replies read into typed values (no I/O).
         .target(name: "CoinMechMDB"),
-        // The mech drivers: the serial raw-sensor mech, GPIO pulse mechs and ccTalk acceptors
+        // The mech drivers: the serial raw-sensor mech, GPIO pulse mechs, ccTalk acceptors and MDB changers
         // (termios, reconnects, hotplug), each behind the `Mech` protocol the deciding loop drives.
-        .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
+        .target(name: "CoinMechSources", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinMechSerial", "CoinMechCCTalk", "CoinMechMDB", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints"]),
         // The deciding core: the money rules as a pure state machine (no I/O, simulated time in tests).
         // It depends on the vocabulary alone (`scripts/module-graph --check`, run by make test).
         .target(name: "CoinMechCore", dependencies: ["CoinMechModel"]),
@@ -114,12 +114,12 @@ let package = Package(
             name: "coinctl",
             dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        // The driver table: one driver per kind of mech (serial, gpio, gpio-replay, cctalk), each
+        // The driver table: one driver per kind of mech (serial, gpio, gpio-replay, cctalk, mdb), each
         // with its configuration section's parser, how it makes the mech, its credit rule, its
         // capabilities and what coinsim plays it.
         .target(
             name: "CoinMechDrivers",
-            dependencies: ["CoinMechModel", "CoinMechSettings", "CoinMechSources", "CoinMechSerial", "CoinMechCCTalk", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints"]
+            dependencies: ["CoinMechModel", "CoinMechSettings", "CoinMechSources", "CoinMechSerial", "CoinMechCCTalk", "CoinMechMDB", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints"]
         ),
         // coinmechd's configuration: the typed settings and a parser per section (source and its
         // kind, socket, ledger, plugins, chain); every error names file, line and key.

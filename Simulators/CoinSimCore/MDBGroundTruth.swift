@@ -18,6 +18,9 @@ public struct MDBGroundTruth: Codable, Sendable {
     /// correct host credits.
     public var keptValue: [String: Int64] = [:]
     public var tubesAtEnd: [Int] = []
+    /// The coin types the changer took when the session ended (COIN TYPE's mask, bit n: type
+    /// n): 0 after a host that let go of it cleanly.
+    public var enabledAtEnd = 0
     /// Lines from the host, and those the adapter could not read.
     public var hostLines = 0
     public var unreadableLines = 0

@@ -106,6 +106,7 @@ public final class MDBSimulator {
             if end.isOver(at: Instant.now.nanoseconds, connected: connected, quiet: outgoing.isEmpty) { break loop }
         }
         truth.tubesAtEnd = changer.tubes
+        truth.enabledAtEnd = Int(changer.enabled)
         truth.durationS = Double(Instant.now.nanoseconds - start) / 1e9
         return truth
     }

@@ -19,10 +19,13 @@ extension SourceConfiguration {
         guard !name.isEmpty, name.utf8.count <= SourceName.capacity else {
             throw sourceTable.error("name", "must be 1 to \(SourceName.capacity) bytes, got \(name.utf8.count)")
         }
-        for other in MechDrivers.table where other.kind != kindName {
-            for key in other.exclusiveKeys where sourceTable.contains(key) { throw sourceTable.error(key, "applies to \(other.kind) sources only") }
+        let driver = MechDrivers.driver(kind: kindName)
+        // A key some kinds keep to themselves is refused by the others, naming the kinds it is for.
+        for key in Set(MechDrivers.table.flatMap { $0.exclusiveKeys }) where sourceTable.contains(key) && !(driver?.keys.contains(key) ?? false) {
+            let owners = MechDrivers.table.filter { $0.exclusiveKeys.contains(key) }.map { $0.kind }
+            throw sourceTable.error(key, "applies to \(owners.joined(separator: " and ")) sources only")
         }
-        guard let driver = MechDrivers.driver(kind: kindName) else {
+        guard let driver else {
             throw sourceTable.error("kind", "unknown source kind '\(kindName)' (known: \(MechDrivers.kinds.joined(separator: ", ")))")
         }
         let mech = try driver.parse(sourceTable, resolve: resolve)

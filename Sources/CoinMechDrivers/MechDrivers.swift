@@ -5,6 +5,7 @@ public enum MechDrivers {
         GPIODriver.self,
         GPIOReplayDriver.self,
         CCTalkDriver.self,
+        MDBDriver.self,
     ]
 
     /// The driver of `kind`, nil for a kind no row names.

@@ -15,9 +15,9 @@ struct MechDriverTableTests {
         return try DaemonConfiguration.parse(table, pluginDirectory: TestSupport.binDirectory).source
     }
 
-    @Test("the rows: four kinds, each named once, each with a simulator that plays it")
+    @Test("the rows: five kinds, each named once, each with a simulator that plays it")
     func rows() {
-        #expect(MechDrivers.kinds == ["serial", "gpio", "gpio-replay", "cctalk"])
+        #expect(MechDrivers.kinds == ["serial", "gpio", "gpio-replay", "cctalk", "mdb"])
         #expect(Set(MechDrivers.kinds).count == MechDrivers.table.count)
         for driver in MechDrivers.table { #expect(driver.simulator.contains("coinsim"), "\(driver.kind)") }
     }
@@ -35,6 +35,8 @@ struct MechDriverTableTests {
         ("{kind: gpio-replay, file: /tmp/edges.json, pulse: {line: 4}}", "gpio-replay", .atOnce, [.classifiesItself], false),
         // A ccTalk acceptor took the coin before it said so: credited at once, classified by itself.
         ("{kind: cctalk, device: /dev/ttyUSB0}", "cctalk", .atOnce, [.classifiesItself], false),
+        // An MDB changer kept the coin before its POLL reply said so: the same.
+        ("{kind: mdb, device: /dev/ttyACM0}", "mdb", .atOnce, [.classifiesItself], false),
     ] as [(String, String, CreditRule, MechCapabilities, Bool)])
     func kinds(yaml: String, kind: String, credit: CreditRule, capabilities: MechCapabilities, teachable: Bool) throws {
         let source = try source(yaml)
@@ -45,13 +47,13 @@ struct MechDriverTableTests {
         #expect(MechDrivers.driver(kind: kind)?.capabilities.isSuperset(of: capabilities) == true, "a configured mech can do no more than its kind")
     }
 
-    @Test("a kind no row names is refused with the table's kinds; a key only another kind reads is refused")
+    @Test("a kind no row names is refused with the table's kinds; a key only other kinds read is refused, naming them")
     func refusals() {
-        #expect(throws: SettingsError.self) { try source("{kind: mdb, device: /dev/ttyACM0}") }
         do {
-            _ = try source("{kind: mdb, device: /dev/ttyACM0}")
+            _ = try source("{kind: vending, device: /dev/ttyACM0}")
+            Issue.record("an unknown kind was taken")
         } catch {
-            #expect(error.description.contains("unknown source kind 'mdb' (known: serial, gpio, gpio-replay, cctalk)"), "\(error)")
+            #expect(error.description.contains("unknown source kind 'vending' (known: serial, gpio, gpio-replay, cctalk, mdb)"), "\(error)")
         }
         do {
             _ = try source("{kind: gpio, chip: gpiochip0, pulse: {line: 4}, positions: [1]}")
@@ -59,6 +61,21 @@ struct MechDriverTableTests {
         } catch {
             #expect(error.description.contains("key 'source.positions': applies to cctalk sources only"), "\(error)")
         }
+        do {
+            _ = try source("{kind: serial, device: /dev/ttyS0, poll_interval_ms: 100}")
+            Issue.record("a polling key on a serial source was taken")
+        } catch {
+            #expect(error.description.contains("key 'source.poll_interval_ms': applies to cctalk and mdb sources only"), "\(error)")
+        }
+        #expect(throws: SettingsError.self) { try source("{kind: mdb, device: /dev/ttyACM0, positions: [1]}") }
+        do {
+            _ = try source("{kind: mdb, device: /dev/ttyACM0, deadline_ms: 50}")
+            Issue.record("a deadline on an MDB source was taken")
+        } catch {
+            #expect(error.description.contains("does not apply: an MDB changer keeps the coin before it reports it"), "\(error)")
+        }
+        #expect(throws: SettingsError.self) { try source("{kind: mdb, device: /dev/ttyACM0, poll_interval_ms: 5}") }
+        #expect(throws: SettingsError.self) { try source("{kind: mdb}") }
     }
 
     @Test("two sources compare by their mech's settings, across kinds")

@@ -1,0 +1,133 @@
+import CoinMechHarness
+import CoinMechLedger
+import CoinMechModel
+@testable import CoinMechTestSupport
+import CoinSimCore
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// coinmechd driving an MDB changer (`source.kind: mdb`) behind coinsim's adapter on a pty,
+/// judged against coinsim's ground truth coin by coin: MDB numbers nothing, so the ledger's
+/// credits join with the coins the changer kept, in order.
+@Suite("MDB: coinmechd takes an MDB changer's coins into the ledger once each, and lets go of it cleanly", .serialized)
+struct MDBEndToEndTests {
+    /// Nickels and quarters credited; dimes are coins of the cabinet the chain does not credit.
+    static let chain = """
+        chain: [{name: usd, plugin: coin-id, config: {currency: USD, coins: {\
+        USD5: {code: nickel, value: 5}, USD25: {code: quarter, value: 25}}}}]
+        """
+
+    /// A directory with coinmechd's configuration (an MDB source on `changer`) and a scenario.
+    struct Rig {
+        let dir: String
+        let sim: ChildProcess
+
+        init(_ name: String, scenario: String, simulatorArguments: [String]) throws {
+            dir = TestSupport.temporaryDirectory(name)
+            try """
+                log_level: debug
+                source: {kind: mdb, device: changer, poll_interval_ms: 50, currencies: [USD]}
+                state_dir: state
+                runtime_dir: run
+                cache_dir: cache
+                \(MDBEndToEndTests.chain)
+                """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+            try scenario.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
+            sim = try ChildProcess("coinsim", ["--protocol", "mdb", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/changer",
+                                               "--truth", "\(dir)/truth.json"] + simulatorArguments)
+            _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
+        }
+
+        func startDaemon() throws -> ChildProcess {
+            try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
+        }
+
+        func ledger() throws -> Ledger { try Ledger(directory: "\(dir)/state") }
+
+        /// The credits on the ledger, oldest first.
+        func accepts() throws -> [LedgerEvent] {
+            try ledger().events(since: 0, limit: 100_000).filter { $0.source == "mdb" && $0.kind == "decision" && $0.verdict == "accept" }
+        }
+
+        func truth() throws -> MDBGroundTruth {
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            return try decoder.decode(MDBGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        }
+    }
+
+    @Test("each coin the changer kept is credited once, in order, across a kill -9; dimes, which the chain does not credit, are returned")
+    func creditsOnceAcrossKill() throws {
+        let rig = try Rig("mdb-e2e", scenario: "name: mdb-e2e\nseed: 7\ncoins: 40\nrate_per_s: 5\ncurrency: USD\nmix: {nickel: 1, dime: 1, quarter: 2}\nothers: {slug: 0.05}\n",
+                          simulatorArguments: ["--linger-ms", "1500", "--host-timeout", "20"])
+        var daemon = try rig.startDaemon()
+        try TestSupport.waitUntil("8 coins credited", timeout: 60) { ((try? rig.accepts().count) ?? 0) >= 8 }
+        daemon.signal(SIGKILL)
+        #expect(daemon.wait(timeout: 20) == 137)
+        daemon = try rig.startDaemon()
+        // The changer lingers after its last coin while the daemon polls on: it reports them all.
+        #expect(rig.sim.wait(timeout: 60) == 0, "coinsim: \(rig.sim.stderr)")
+        let truth = try rig.truth()
+        let kept = truth.coins.filter { $0.fate != "rejected" }.map { $0.valueMinor ?? -1 }
+        try TestSupport.waitUntil("the kept coins credited", timeout: 20) { ((try? rig.accepts().count) ?? 0) >= kept.count - 1 }
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+
+        let accepts = try rig.accepts()
+        // Once each: every coin number credited once.
+        let numbers = accepts.compactMap(\.deviceSeq)
+        #expect(numbers.count == accepts.count && Set(numbers).count == numbers.count, "a coin number credited twice")
+        // In order, nothing the changer did not keep. MDB's POLL is destructive: the coins of
+        // the one reply a kill -9 catches between the adapter and the ledger are lost
+        // (docs/HARDWARE.md); at 5 coins a second and a POLL every 50 ms, one coin at most.
+        let values = accepts.map { $0.valueMinor ?? 0 }
+        let missing = Self.skipsToMatch(values, within: kept)
+        #expect(missing != nil && missing! <= 1, "credited \(values) against kept \(kept)")
+        #expect(truth.keptValue["USD", default: 0] - values.reduce(0, +) <= 25)
+        // Dimes: the chain credits none, so the daemon never enabled their coin type.
+        let dimes = truth.coins.filter { $0.kind == "USD:dime" }
+        #expect(!dimes.isEmpty && dimes.allSatisfy { $0.fate == "rejected" }, "\(dimes.map(\.fate))")
+        #expect(accepts.allSatisfy { $0.denomination == "nickel" || $0.denomination == "quarter" })
+        // The counter row: the last coin's number, and the tubes as the changer ended with them
+        // (a coin lost at the kill shows in the tube count read after the restart).
+        let row = try #require(try rig.ledger().acceptorCounter(source: "mdb", address: 0x08))
+        #expect(row.eventNumber == UInt64(numbers.max() ?? 0))
+        #expect(row.lastResults.map(Int.init) == truth.tubesAtEnd)
+        #expect(truth.unreadableLines == 0)
+    }
+
+    @Test("stopped with SIGTERM, the daemon leaves the changer at COIN TYPE 0: it takes no coin nobody polls for")
+    func stopLetsGo() throws {
+        let rig = try Rig("mdb-stop", scenario: "name: mdb-stop\nseed: 8\ncoins: 0\nrate_per_s: 5\ncurrency: USD\nmix: {nickel: 1, quarter: 1}\n",
+                          simulatorArguments: ["--host-timeout", "20"])
+        let daemon = try rig.startDaemon()
+        try TestSupport.waitUntil("3 coins credited", timeout: 60) { ((try? rig.accepts().count) ?? 0) >= 3 }
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+        rig.sim.signal(SIGTERM)
+        #expect(rig.sim.wait(timeout: 20) == 0, "coinsim: \(rig.sim.stderr)")
+        let truth = try rig.truth()
+        #expect(truth.enabledAtEnd == 0, "the changer still takes coin types \(String(truth.enabledAtEnd, radix: 16))")
+        #expect(truth.connections.hangups == 1)
+        // A coin kept after the last POLL waits in the changer for the next start's drain.
+        let kept = truth.coins.filter { $0.fate != "rejected" }.map { $0.valueMinor ?? -1 }
+        let missing = Self.skipsToMatch(try rig.accepts().map { $0.valueMinor ?? 0 }, within: kept)
+        #expect(missing != nil && missing! <= 1)
+    }
+
+    /// How many of `kept` must be skipped for `credited` to be it in order (nil: not a
+    /// subsequence, so something was credited that the changer did not keep, or out of order).
+    static func skipsToMatch(_ credited: [Int64], within kept: [Int64]) -> Int? {
+        var index = 0
+        for value in credited {
+            while index < kept.count && kept[index] != value { index += 1 }
+            guard index < kept.count else { return nil }
+            index += 1
+        }
+        return kept.count - credited.count
+    }
+}
