@@ -10,12 +10,8 @@ import CoinMechSupport
 /// deciding loop.
 ///
 /// The changer decides and keeps coins itself, and its POLL is not repeated: a coin it reports
-/// is money at once. So the shell numbers the coins itself, on from the ledger's counter row
-/// (`AcceptorCounter.eventNumber`; its epoch is always 1), and keeps them until the ledger has
-/// them: a batch the ledger could not store is offered again, with any coins reported since,
-/// while the changer is held at COIN TYPE 0. The row's `lastResults` holds the 16 tube counts
-/// as of the last batch recorded: after a restart, tubes that rose meanwhile are the trace of
-/// coins whose POLL reply was lost (a coin sent to the cash box leaves none).
+/// is money at once. `MDBCreditBook` numbers those coins and keeps them until the ledger has
+/// them; while it cannot store them the changer is held at COIN TYPE 0.
 ///
 /// Owned by the deciding loop's thread; not thread-safe.
 public final class MDBMech: AcceptorMech {
@@ -29,26 +25,11 @@ public final class MDBMech: AcceptorMech {
     private var lastOpenError: String?
     private var reports: [AcceptorReport] = []
 
-    /// Where the ledger's row stands (as far as this shell knows: a batch it reported counts
-    /// as stored until the loop says otherwise).
-    private var recorded: AcceptorCounter?
-    /// Coins reported by the changer and not yet in a batch; after `notRecorded`, the batch's
-    /// coins are back here, first.
-    private var waiting: [AcceptorBatch.Entry] = []
-    /// The number of the last coin numbered.
-    private var lastNumber: UInt64
-    /// The tube counts as the changer last gave them.
-    private var tubes: [UInt8]
-    /// The batch last reported, until the next report: what `notRecorded` takes back.
-    private var offered: AcceptorBatch?
-    /// The ledger could not store a batch: the changer takes nothing until one is stored.
-    private var heldForLedger = false
+    private var book: MDBCreditBook
     private var operatorInhibit = false
     private var positions: CoinPositionMask
     private var creditable: Set<String>?
     private var valuedSetup: MDBChangerSetup?
-
-    public static let epoch: UInt64 = 1
 
     /// `persisted`: the ledger's counter row for the changer (nil if none yet).
     public init(path: String, baud: Int, host configuration: MDBChangerHostConfiguration, persisted: AcceptorCounter?,
@@ -56,9 +37,7 @@ public final class MDBMech: AcceptorMech {
         self.path = path
         self.baud = baud
         host = MDBChangerHost(configuration: configuration)
-        recorded = persisted
-        lastNumber = persisted?.eventNumber ?? 0
-        tubes = persisted.map { $0.lastResults.count == 16 ? $0.lastResults : Array(repeating: 0, count: 16) } ?? Array(repeating: 0, count: 16)
+        book = MDBCreditBook(persisted: persisted)
         self.positions = positions
         self.creditable = creditable
     }
@@ -80,24 +59,14 @@ public final class MDBMech: AcceptorMech {
     public var engine: MDBChangerHost { host }
 
     public func takeReports() -> [AcceptorReport] {
-        // Called again with no word from the loop: the batch offered last was stored.
-        if offered != nil, heldForLedger {
-            heldForLedger = false
+        let (batch, released) = book.take()
+        if released {
             report(.notice, "MDB: the ledger records the changer's coins again; it takes coins again")
             applyInhibit()
         }
-        var out = reports
-        reports.removeAll()
-        offered = nil
-        if !waiting.isEmpty {
-            let batch = AcceptorBatch(before: recorded, after: counter(), entries: waiting)
-            offered = batch
-            // Stored unless the loop says otherwise before the next call.
-            recorded = batch.after
-            waiting.removeAll()
-            out.append(AcceptorReport(event: .batch(batch), level: .debug, message: "MDB: \(batch.entries.count) coin(s) to record"))
-        }
-        return out
+        defer { reports.removeAll() }
+        guard let batch else { return reports }
+        return reports + [AcceptorReport(event: .batch(batch), level: .debug, message: "MDB: \(batch.entries.count) coin(s) to record")]
     }
 
     public func poll(now: Instant) -> [MechEvent] {
@@ -161,31 +130,12 @@ public final class MDBMech: AcceptorMech {
     }
 
     public func notRecorded() {
-        guard let offered else { return }
-        self.offered = nil
-        recorded = offered.before
-        waiting = offered.entries + waiting
-        if !heldForLedger {
-            heldForLedger = true
-            applyInhibit()
-        }
+        let wasHeld = book.isHeld
+        book.notRecorded()
+        if book.isHeld && !wasHeld { applyInhibit() }
     }
 
-    public func rewind(to counter: AcceptorCounter?) {
-        guard let offered else { return }
-        self.offered = nil
-        recorded = counter
-        if counter == offered.after { return }  // it was stored before: nothing to offer again
-        // Another writer moved the row: the same coins, numbered on from where it stands.
-        var number = counter?.eventNumber ?? 0
-        waiting = (offered.entries + waiting).map { entry in
-            guard case .credit(var credit) = entry else { return entry }
-            number += 1
-            credit.number = number
-            return .credit(credit)
-        }
-        lastNumber = number
-    }
+    public func rewind(to counter: AcceptorCounter?) { book.rewind(to: counter) }
 
     public func hotplug(_ change: HotplugTracker.Change, now: Instant) -> [MechEvent] {
         switch change {
@@ -227,20 +177,22 @@ public final class MDBMech: AcceptorMech {
             guard routing.isKept else {
                 return report(.debug, "MDB: a coin of type \(type) was returned (\(routing))")
             }
-            if routing == .tube { tubes[type] = UInt8(clamping: tubeCount) }
-            lastNumber += 1
             let coinID = host.setup?.coinID(ofType: type)
-            waiting.append(.credit(AcceptorCredit(epoch: Self.epoch, number: lastNumber, position: type + 1, coinID: coinID,
-                                                  sorterPath: routing.rawValue)))
-            report(.debug, "MDB: coin \(lastNumber) kept: type \(type) (\(coinID ?? "no value")) to the \(routing == .tube ? "tube, \(tubeCount) in it" : "cash box")")
+            let number = book.kept(type: type, coinID: coinID, sorterPath: routing.rawValue, tubeCount: routing == .tube ? tubeCount : nil)
+            report(.debug, "MDB: coin \(number) kept: type \(type) (\(coinID ?? "no value")) to the \(routing == .tube ? "tube, \(tubeCount) in it" : "cash box")")
         case .dispensedManually(let type, let count, let valueMinor, let tubeCount):
-            tubes[type] = UInt8(clamping: tubeCount)
+            book.tube(type, count: tubeCount)
             report(.warning, "MDB: \(count) coin(s) of type \(type) (\(valueMinor.map { "\($0) each" } ?? "no value")) paid out by the changer's own buttons; \(tubeCount) left in its tube")
         case .ready(let setup, _, let current):
             report(.notice, "MDB: changer ready: level \(setup.level), \(setup.currencyCode ?? "country \(String(setup.countryCode, radix: 16))"), coins \((0..<16).compactMap { setup.coinID(ofType: $0) }.joined(separator: " "))")
-            if let current { compareTubes(current.counts) }
+            if let current {
+                let rose = book.started(withTubes: current.counts)
+                if !rose.isEmpty {
+                    report(.warning, "MDB: tubes hold more than the ledger last recorded (\(rose.joined(separator: ", "))): coins taken while no reply was recorded, or filled by hand")
+                }
+            }
         case .tubes(let status):
-            for (type, count) in status.counts.enumerated() where type < 16 { tubes[type] = UInt8(clamping: count) }
+            for (type, count) in status.counts.enumerated() { book.tube(type, count: count) }
         case .status(let status):
             let level: AcceptorReport.Level = status == .noCredit || status == .possibleCreditedCoinRemoval ? .critical : .notice
             report(level, "MDB changer: \(status)")
@@ -253,24 +205,8 @@ public final class MDBMech: AcceptorMech {
         }
     }
 
-    /// After a start: tubes that hold more than the ledger last recorded took coins nobody
-    /// credited (a POLL reply lost when the daemon stopped), or a technician filled them.
-    private func compareTubes(_ current: [Int]) {
-        let rose = current.enumerated().compactMap { type, count -> String? in
-            guard type < 16, count > Int(tubes[type]) else { return nil }
-            return "type \(type): \(tubes[type]) → \(count)"
-        }
-        for (type, count) in current.enumerated() where type < 16 { tubes[type] = UInt8(clamping: count) }
-        guard recorded != nil, !rose.isEmpty else { return }
-        report(.warning, "MDB: tubes hold more than the ledger last recorded (\(rose.joined(separator: ", "))): coins taken while no reply was recorded, or filled by hand")
-    }
-
     private func report(_ level: AcceptorReport.Level, _ message: String) {
         reports.append(AcceptorReport(event: nil, level: level, message: message))
-    }
-
-    private func counter() -> AcceptorCounter {
-        AcceptorCounter(epoch: Self.epoch, eventNumber: lastNumber, lastResults: tubes, serialNumber: nil, expectsRestart: false)
     }
 
     /// The coin types of the allowed positions whose coin ids the chain credits.
@@ -286,6 +222,6 @@ public final class MDBMech: AcceptorMech {
     }
 
     private func applyInhibit() {
-        carry(host.setInhibited(operatorInhibit || heldForLedger, now: Instant.now.nanoseconds))
+        carry(host.setInhibited(operatorInhibit || book.isHeld, now: Instant.now.nanoseconds))
     }
 }

@@ -1,0 +1,103 @@
+import CoinMechModel
+
+/// An MDB changer's coins between its POLL replies and the ledger, with no I/O. MDB numbers
+/// nothing and does not repeat a POLL, so a coin reported kept is numbered here, on from the
+/// ledger's counter row (epoch 1, `eventNumber`), and kept until the ledger has it.
+///
+/// - `take` offers what waits as one batch from the row to the row after it. The loop records
+///   it or says otherwise before the next `take`: silence means stored.
+/// - `notRecorded` puts the batch's coins back first, with the same numbers, and holds the
+///   changer (`isHeld`) until a batch is stored.
+/// - `rewind` follows a row that is not where the batch started: if it is where the batch
+///   ended, the batch was stored before; otherwise the same coins are numbered on from it.
+///
+/// The row's `lastResults` holds the 16 tube counts as of the last batch.
+public struct MDBCreditBook: Sendable {
+    public static let epoch: UInt64 = 1
+
+    /// Where the ledger's row stands, as far as the book knows.
+    public private(set) var recorded: AcceptorCounter?
+    /// The tube counts as the changer last gave them.
+    public private(set) var tubes: [UInt8]
+    /// A batch could not be stored: the changer takes nothing until one is.
+    public private(set) var isHeld = false
+    private var lastNumber: UInt64
+    private var waiting: [AcceptorBatch.Entry] = []
+    private var offered: AcceptorBatch?
+
+    public init(persisted: AcceptorCounter?) {
+        recorded = persisted
+        lastNumber = persisted?.eventNumber ?? 0
+        tubes = persisted.map { $0.lastResults.count == 16 ? $0.lastResults : Self.empty } ?? Self.empty
+    }
+
+    private static let empty = [UInt8](repeating: 0, count: 16)
+
+    /// A coin the changer kept: its number. `tubeCount`: its tube's count, for a coin sent to a tube.
+    @discardableResult
+    public mutating func kept(type: Int, coinID: String?, sorterPath: UInt8, tubeCount: Int?) -> UInt64 {
+        if let tubeCount, (0..<16).contains(type) { tubes[type] = UInt8(clamping: tubeCount) }
+        lastNumber += 1
+        waiting.append(.credit(AcceptorCredit(epoch: Self.epoch, number: lastNumber, position: type + 1, coinID: coinID, sorterPath: sorterPath)))
+        return lastNumber
+    }
+
+    /// A tube's count as the changer gave it (TUBE STATUS, coins paid by its own buttons).
+    public mutating func tube(_ type: Int, count: Int) {
+        guard (0..<16).contains(type) else { return }
+        tubes[type] = UInt8(clamping: count)
+    }
+
+    /// The changer's tubes after a start: those holding more than the row last recorded (coins
+    /// a lost POLL reply took, or a refill by hand), as "type n: before → now".
+    public mutating func started(withTubes current: [Int]) -> [String] {
+        let rose = current.prefix(16).enumerated().compactMap { type, count in
+            count > Int(tubes[type]) ? "type \(type): \(tubes[type]) → \(count)" : nil
+        }
+        for (type, count) in current.prefix(16).enumerated() { tubes[type] = UInt8(clamping: count) }
+        return recorded == nil ? [] : rose
+    }
+
+    /// What waits, as one batch (nil if nothing does). A batch offered before and not refused
+    /// since was stored: a hold ends (`released`).
+    public mutating func take() -> (batch: AcceptorBatch?, released: Bool) {
+        let released = offered != nil && isHeld
+        if released { isHeld = false }
+        offered = nil
+        guard !waiting.isEmpty else { return (nil, released) }
+        let batch = AcceptorBatch(before: recorded, after: counter(), entries: waiting)
+        offered = batch
+        recorded = batch.after
+        waiting.removeAll()
+        return (batch, released)
+    }
+
+    /// The ledger could not store the batch last taken: its coins wait again, first.
+    public mutating func notRecorded() {
+        guard let batch = offered else { return }
+        offered = nil
+        recorded = batch.before
+        waiting = batch.entries + waiting
+        isHeld = true
+    }
+
+    /// The ledger's row is `counter`, not where the batch last taken started.
+    public mutating func rewind(to counter: AcceptorCounter?) {
+        guard let batch = offered else { return }
+        offered = nil
+        recorded = counter
+        if counter == batch.after { return }
+        var number = counter?.eventNumber ?? 0
+        waiting = (batch.entries + waiting).map { entry in
+            guard case .credit(var credit) = entry else { return entry }
+            number += 1
+            credit.number = number
+            return .credit(credit)
+        }
+        lastNumber = number
+    }
+
+    private func counter() -> AcceptorCounter {
+        AcceptorCounter(epoch: Self.epoch, eventNumber: lastNumber, lastResults: tubes, serialNumber: nil, expectsRestart: false)
+    }
+}

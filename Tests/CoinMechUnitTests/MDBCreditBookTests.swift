@@ -1,0 +1,83 @@
+import CoinMechModel
+import CoinMechSources
+import Testing
+
+/// An MDB changer's coins between its POLL replies and the ledger: numbered once, kept until
+/// stored, never numbered twice, never dropped.
+@Suite("MDB: the credit book numbers each kept coin once and keeps it until the ledger has it")
+struct MDBCreditBookTests {
+    private static func row(_ number: UInt64, tubes: [UInt8] = Array(repeating: 0, count: 16)) -> AcceptorCounter {
+        AcceptorCounter(epoch: MDBCreditBook.epoch, eventNumber: number, lastResults: tubes, serialNumber: nil, expectsRestart: false)
+    }
+
+    private func numbers(_ batch: AcceptorBatch?) -> [UInt64] {
+        batch?.entries.compactMap { if case .credit(let credit) = $0 { credit.number } else { nil } } ?? []
+    }
+
+    @Test("coins are numbered on from the ledger's row, and a batch goes from the row to the row after it, tubes included")
+    func numbering() {
+        var book = MDBCreditBook(persisted: Self.row(41))
+        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 7)
+        book.kept(type: 0, coinID: "USD5", sorterPath: 0, tubeCount: nil)
+        let (batch, released) = book.take()
+        #expect(!released)
+        #expect(numbers(batch) == [42, 43])
+        #expect(batch?.before == Self.row(41))
+        #expect(batch?.after.eventNumber == 43)
+        #expect(batch?.after.lastResults[2] == 7 && batch?.after.lastResults[0] == 0)
+        let first = batch?.entries.first.flatMap { if case .credit(let credit) = $0 { credit } else { nil } }
+        #expect(first == AcceptorCredit(epoch: 1, number: 42, position: 3, coinID: "USD25", sorterPath: 1))
+        #expect(book.take().batch == nil, "nothing waits once taken")
+        #expect(book.recorded?.eventNumber == 43)
+    }
+
+    @Test("a batch the ledger refused is offered again with the same numbers, first, with the coins kept since; the hold ends when one is stored")
+    func refused() {
+        var book = MDBCreditBook(persisted: nil)
+        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 3)
+        let refused = book.take().batch
+        book.notRecorded()
+        #expect(book.isHeld)
+        #expect(book.recorded == nil)
+        book.kept(type: 1, coinID: "USD10", sorterPath: 0, tubeCount: nil)  // before COIN TYPE 0 took effect
+        let again = book.take()
+        #expect(numbers(again.batch) == [1, 2])
+        #expect(again.batch?.before == refused?.before)
+        #expect(!again.released, "refused once: still held")
+        let next = book.take()  // no word from the loop: stored
+        #expect(next.released && !book.isHeld)
+        #expect(next.batch == nil)
+        #expect(book.recorded?.eventNumber == 2)
+    }
+
+    @Test("a row already where the batch ends means it was stored: nothing is offered again; a row moved elsewhere numbers the same coins on from it")
+    func rewind() {
+        var book = MDBCreditBook(persisted: Self.row(10))
+        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 4)
+        let batch = book.take().batch
+        book.rewind(to: batch?.after)
+        #expect(book.take().batch == nil)
+
+        book.kept(type: 0, coinID: "USD5", sorterPath: 1, tubeCount: 9)
+        book.kept(type: 0, coinID: "USD5", sorterPath: 1, tubeCount: 10)
+        #expect(numbers(book.take().batch) == [12, 13])
+        book.rewind(to: Self.row(20))
+        let renumbered = book.take().batch
+        #expect(numbers(renumbered) == [21, 22])
+        #expect(renumbered?.before == Self.row(20))
+        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 5)
+        #expect(numbers(book.take().batch) == [23])
+    }
+
+    @Test("after a start, tubes higher than the row recorded are named; a first start names none")
+    func tubesAfterStart() {
+        var tubes = [UInt8](repeating: 0, count: 16)
+        tubes[0] = 10
+        tubes[2] = 4
+        var book = MDBCreditBook(persisted: Self.row(5, tubes: tubes))
+        #expect(book.started(withTubes: [12, 0, 4] + Array(repeating: 0, count: 13)) == ["type 0: 10 → 12"])
+        #expect(book.tubes[0] == 12)
+        var fresh = MDBCreditBook(persisted: nil)
+        #expect(fresh.started(withTubes: [12] + Array(repeating: 0, count: 15)).isEmpty)
+    }
+}
