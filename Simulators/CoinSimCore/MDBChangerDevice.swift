@@ -172,6 +172,11 @@ public struct MDBChangerDevice: Sendable {
         queue([0x21])
     }
 
+    /// The changer reports `status` in its next POLL reply.
+    public mutating func report(_ status: MDBChangerStatus) {
+        queue([status.rawValue])
+    }
+
     private mutating func queue(_ event: [UInt8]) { events.append(event) }
 }
 

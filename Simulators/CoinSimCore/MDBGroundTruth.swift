@@ -21,6 +21,10 @@ public struct MDBGroundTruth: Codable, Sendable {
     /// The coin types the changer took when the session ended (COIN TYPE's mask, bit n: type
     /// n): 0 after a host that let go of it cleanly.
     public var enabledAtEnd = 0
+    /// POLL replies the adapter lost (`mdb.faults.lost_poll_reply_at`), and the statuses the
+    /// changer reported (`mdb.faults.status_at`), as their codes.
+    public var lostPollReplies = 0
+    public var statusesReported: [Int] = []
     /// Lines from the host, and those the adapter could not read.
     public var hostLines = 0
     public var unreadableLines = 0
@@ -42,6 +46,8 @@ public struct MDBGroundTruth: Codable, Sendable {
         public var type: Int?
         /// "tube", "cash_box" or "rejected".
         public var fate: String
+        /// Kept, but the POLL reply that reported it was lost: no host can credit it.
+        public var replyLost: Bool?
     }
 
     public struct Outcomes: Codable, Sendable {

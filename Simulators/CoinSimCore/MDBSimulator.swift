@@ -38,6 +38,10 @@ public final class MDBSimulator {
     private var outgoing: [(deliverAt: UInt64, line: String)] = []
     private var recorder: TraceWriter?
     private let start: UInt64
+    /// Kept coins (indices into the truth's coins) the changer has not reported yet, oldest first.
+    private var unreported: [Int] = []
+    /// Kept coins whose POLL reply is to be lost (`mdb.faults.lost_poll_reply_at`).
+    private var loseReplyOf: Set<Int> = []
 
     public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) throws(SimulatorError) {
         guard let settings = MDBChangerDevice.Settings(currency: scenario.currency) else {
@@ -138,6 +142,14 @@ public final class MDBSimulator {
         truth.coins.append(MDBGroundTruth.Coin(
             insertion: insertion.number, kind: insertion.kind.description, currency: value?.currency, valueMinor: value?.valueMinor,
             type: type, fate: fate == .tube ? "tube" : fate == .cashBox ? "cash_box" : "rejected"))
+        if kept, type != nil {
+            unreported.append(truth.coins.count - 1)
+            if scenario.mdb.faults.lostPollReplyAt.contains(insertion.number) { loseReplyOf.insert(truth.coins.count - 1) }
+        }
+        if let status = scenario.mdb.faults.statusAt[insertion.number] {
+            changer.report(status)
+            truth.statusesReported.append(Int(status.rawValue))
+        }
     }
 
     /// The host's bytes: each whole line is answered, in order, after the adapter's time.
@@ -150,10 +162,25 @@ public final class MDBSimulator {
             truth.hostLines += 1
             if MDBAdapterCommand(line: line[...]) == nil { truth.unreadableLines += 1 }
             let reply = changer.handle(line[...])
+            if reportsLostReply(reply, to: line) { continue }
             let after = max(now, outgoing.last?.deliverAt ?? 0) &+ UInt64(Self.replyMilliseconds * 1e6)
             outgoing.append((after, reply.text + "\r\n"))
         }
         if pending.count > 256 { pending.removeAll() }  // no line end in sight: not a host
+    }
+
+    /// Takes the coins a POLL reply reports off `unreported`; true if the reply is to be lost
+    /// (the changer has forgotten them all the same), which marks them in the truth.
+    private func reportsLostReply(_ reply: MDBAdapterReply, to line: String) -> Bool {
+        guard case .transaction(let transaction)? = MDBAdapterCommand(line: line[...]), transaction.address == MDBChangerCommand.address,
+              transaction.command & 0x07 == MDBChangerCommand.pollCode, case .peripheral(.data(let bytes)) = reply else { return false }
+        let deposits = MDBPollReply(data: bytes).events.filter { if case .deposited(_, let routing, _) = $0 { routing.isKept } else { false } }.count
+        let reported = unreported.prefix(deposits)
+        unreported.removeFirst(reported.count)
+        guard reported.contains(where: loseReplyOf.contains) else { return false }
+        for index in reported { truth.coins[index].replyLost = true }
+        truth.lostPollReplies += 1
+        return true
     }
 
     private func deliverOutgoing() {

@@ -65,6 +65,8 @@ public struct Scenario: Sendable {
     public var mech = MechErrors()
     /// The ccTalk acceptor `--protocol cctalk` plays (`cctalk` block; see CCTalkScenario).
     public var cctalk = CCTalkScenario()
+    /// The MDB changer's faults under `--protocol mdb` (`mdb` block; see MDBScenario).
+    public var mdb = MDBScenario()
 
     public struct Burst: Sendable, Hashable {
         public var everySeconds: Double
@@ -110,7 +112,7 @@ public struct Scenario: Sendable {
 
     public static let topKeys: Set<String> = [
         "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
-        "bursts", "faults", "baud", "firmware", "mech", "cctalk",
+        "bursts", "faults", "baud", "firmware", "mech", "cctalk", "mdb",
     ]
 
     /// Reads a scenario file; errors name the file, the line and the key.
@@ -230,6 +232,9 @@ public struct Scenario: Sendable {
         }
         if let cctalk = try table.table("cctalk") {
             s.cctalk = try CCTalkScenario.parse(cctalk)
+        }
+        if let mdb = try table.table("mdb") {
+            s.mdb = try MDBScenario.parse(mdb)
         }
         return s
     }

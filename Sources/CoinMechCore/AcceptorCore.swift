@@ -135,6 +135,7 @@ public struct AcceptorCore: Sendable {
                 case .backlog: counts.backlog += 1
                 case .lost(_, let first, let last): counts.lostEvents += Int(last - first + 1)
                 case .restarted: counts.restarts += 1
+                case .replyLost: counts.lostReplies += 1
                 case .fault, .faultCleared, .identified: break
                 }
             default: break
@@ -164,6 +165,8 @@ public struct AcceptorCounts: Sendable, Equatable {
     /// Events lost to buffer overruns: must stay 0.
     public var lostEvents = 0
     public var restarts = 0
+    /// Reports lost on the line that the device does not repeat (MDB POLL replies): must stay 0.
+    public var lostReplies = 0
     /// Credits already on the ledger (a batch applied twice): must stay 0.
     public var duplicates = 0
     /// The fault the acceptor reports, nil when none.

@@ -32,7 +32,7 @@ public enum MDBChangerCommand: Sendable, Hashable {
     static let resetCode: UInt8 = 0
     static let setupCode: UInt8 = 1
     static let tubeStatusCode: UInt8 = 2
-    static let pollCode: UInt8 = 3
+    public static let pollCode: UInt8 = 3
     static let coinTypeCode: UInt8 = 4
     static let expansionCode: UInt8 = 7
 

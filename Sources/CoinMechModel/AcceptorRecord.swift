@@ -22,6 +22,9 @@ public enum AcceptorRecord: Sendable, Equatable {
     case faultCleared
     /// Who answered at the address, and the coin of each position.
     case identified(manufacturer: String, product: String, serialNumber: UInt32?, software: String, coins: String)
+    /// A report lost on the line that the device does not repeat (an MDB POLL reply): the
+    /// coins in it may have been kept without credit. `after`: the last coin number reported.
+    case replyLost(after: UInt64)
 
     public var kind: EventKind {
         switch self {
@@ -33,6 +36,7 @@ public enum AcceptorRecord: Sendable, Equatable {
         case .fault: .acceptorFault
         case .faultCleared: .acceptorFaultCleared
         case .identified: .acceptorIdentified
+        case .replyLost: .acceptorReplyLost
         }
     }
 
@@ -44,7 +48,7 @@ public enum AcceptorRecord: Sendable, Equatable {
             (epoch, number)
         case .lost(let epoch, _, _), .restarted(let epoch, _):
             (epoch, nil)
-        case .fault, .faultCleared, .identified:
+        case .fault, .faultCleared, .identified, .replyLost:
             (nil, nil)
         }
     }
@@ -77,6 +81,8 @@ public enum AcceptorRecord: Sendable, Equatable {
             var detail = ["manufacturer": manufacturer, "product": product, "software": software, "coins": coins]
             if let serialNumber { detail["serial_number"] = "\(serialNumber)" }
             return detail
+        case .replyLost(let after):
+            return ["after": "\(after)"]
         }
     }
 }

@@ -57,4 +57,8 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     case acceptorFaultCleared = "acceptor_fault_cleared"
     /// Who answered at the acceptor's address: detail `manufacturer`, `product`, `serial_number`, `software`, `coins`.
     case acceptorIdentified = "acceptor_identified"
+    /// A report of the acceptor's was lost on the line and is not repeated (an MDB changer's
+    /// POLL reply that never came): coins it held may have been kept without credit. Detail
+    /// `after`, the number of the last coin reported before it.
+    case acceptorReplyLost = "acceptor_reply_lost"
 }

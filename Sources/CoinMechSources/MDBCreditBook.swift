@@ -21,7 +21,8 @@ public struct MDBCreditBook: Sendable {
     public private(set) var tubes: [UInt8]
     /// A batch could not be stored: the changer takes nothing until one is.
     public private(set) var isHeld = false
-    private var lastNumber: UInt64
+    /// The number of the last coin numbered.
+    public private(set) var lastNumber: UInt64
     private var waiting: [AcceptorBatch.Entry] = []
     private var offered: AcceptorBatch?
 

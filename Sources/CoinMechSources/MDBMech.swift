@@ -24,6 +24,9 @@ public final class MDBMech: AcceptorMech {
     private var backoff: Duration = .milliseconds(100)
     private var lastOpenError: String?
     private var reports: [AcceptorReport] = []
+    /// What the changer said that is the mech's status (a jam, a possible theft), for the next
+    /// `poll` or `readEvents` to return.
+    private var statuses: [MechEvent] = []
 
     private var book: MDBCreditBook
     private var operatorInhibit = false
@@ -90,7 +93,12 @@ public final class MDBMech: AcceptorMech {
         } else if started {
             carry(host.tick(now: now.nanoseconds))
         }
-        return events
+        return events + takeStatuses()
+    }
+
+    private func takeStatuses() -> [MechEvent] {
+        defer { statuses.removeAll() }
+        return statuses
     }
 
     public func readEvents(now: Instant, hungUp: Bool) -> [MechEvent] {
@@ -110,7 +118,7 @@ public final class MDBMech: AcceptorMech {
             }
         }
         if !waitingBytes.isEmpty { carry(host.received(waitingBytes, at: Instant.now.nanoseconds)) }
-        return lost.map { disconnect(reason: $0, now: now) } ?? []
+        return takeStatuses() + (lost.map { disconnect(reason: $0, now: now) } ?? [])
     }
 
     /// A changer is never asked about a coin: it has kept it already.
@@ -194,14 +202,31 @@ public final class MDBMech: AcceptorMech {
         case .tubes(let status):
             for (type, count) in status.counts.enumerated() { book.tube(type, count: count) }
         case .status(let status):
-            let level: AcceptorReport.Level = status == .noCredit || status == .possibleCreditedCoinRemoval ? .critical : .notice
-            report(level, "MDB changer: \(status)")
+            if let (kind, level) = Self.mechStatus(status) {
+                statuses.append(.status(kind, detail: "MDB \(status)"))
+                report(level, "MDB changer: \(status)")
+            } else {
+                report(.debug, "MDB changer: \(status)")
+            }
         case .pollReplyLost:
-            report(.critical, "MDB: \(event): coins the changer reported in it were kept without credit; the tube counts show those sent to a tube")
+            // Recorded: the coins in it may have been kept without credit.
+            reports.append(AcceptorReport(event: .note(.replyLost(after: book.lastNumber)), level: .critical,
+                                          message: "MDB: \(event): coins the changer reported in it may have been kept without credit; the tube counts show those sent to a tube"))
         case .notResponding, .adapterError, .replyError, .unexpectedReply, .slugs, .unknownStatus:
             report(.warning, "MDB: \(event)")
         case .responding, .accepting, .acceptanceUnknown:
             report(.debug, "MDB: \(event)")
+        }
+    }
+
+    /// The changer's statuses that are the mech's, as the ledger's `mech_status` names them: a
+    /// fault that stops coins (`jam`), or a sign of a coin taken back or never delivered
+    /// (`tamper`). Busy, escrow and reset notices are the engine's business.
+    static func mechStatus(_ status: MDBChangerStatus) -> (MechStatus, AcceptorReport.Level)? {
+        switch status {
+        case .possibleCreditedCoinRemoval, .noCredit: (.tamper, .critical)
+        case .coinJam, .tubeJam, .coinRoutingError, .defectiveTubeSensor, .romChecksumError, .acceptorUnplugged: (.jam, .warning)
+        case .escrowRequest, .payoutBusy, .doubleArrival, .changerBusy, .changerWasReset: nil
         }
     }
 

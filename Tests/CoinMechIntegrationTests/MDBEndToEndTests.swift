@@ -119,6 +119,37 @@ struct MDBEndToEndTests {
         #expect(missing != nil && missing! <= 1)
     }
 
+    @Test("a POLL reply lost on the line is on the ledger and its coins are not credited; a possible credited coin removal is a tamper, a coin jam a jam")
+    func lostReplyAndStatuses() throws {
+        let rig = try Rig("mdb-faults", scenario: """
+            name: mdb-faults
+            seed: 9
+            coins: 20
+            rate_per_s: 5
+            currency: USD
+            mix: {nickel: 1, quarter: 2}
+            mdb: {faults: {lost_poll_reply_at: [6], status_at: {"10": 13, "14": 12}}}
+            """, simulatorArguments: ["--linger-ms", "1500", "--host-timeout", "20"])
+        let daemon = try rig.startDaemon()
+        #expect(rig.sim.wait(timeout: 60) == 0, "coinsim: \(rig.sim.stderr)")
+        let truth = try rig.truth()
+        #expect(truth.lostPollReplies == 1 && truth.statusesReported == [13, 12])
+        let reportable = truth.coins.filter { $0.fate != "rejected" && $0.replyLost != true }.map { $0.valueMinor ?? -1 }
+        #expect(truth.coins.contains { $0.replyLost == true })
+        try TestSupport.waitUntil("the reported coins credited", timeout: 20) { ((try? rig.accepts().count) ?? 0) >= reportable.count }
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+
+        // Exactly the coins whose reply arrived, in order.
+        #expect(try rig.accepts().map { $0.valueMinor ?? 0 } == reportable)
+        let events = try rig.ledger().events(since: 0, limit: 100_000).filter { $0.source == "mdb" }
+        #expect(events.filter { $0.kind == "acceptor_reply_lost" }.count == 1)
+        let statuses = events.filter { $0.kind == "mech_status" }.compactMap(\.detail)
+        #expect(statuses.count == 2, "\(statuses)")
+        #expect(statuses.contains { $0.contains("tamper") && $0.contains("possible credited coin removal") }, "\(statuses)")
+        #expect(statuses.contains { $0.contains("jam") && $0.contains("coin jam") }, "\(statuses)")
+    }
+
     /// How many of `kept` must be skipped for `credited` to be it in order (nil: not a
     /// subsequence, so something was credited that the changer did not keep, or out of order).
     static func skipsToMatch(_ credited: [Int64], within kept: [Int64]) -> Int? {

@@ -46,7 +46,7 @@ struct ScenarioTests {
     }
 
     @Test("bad scenario files give errors that name the file, the line and the key", arguments: [
-        ("coins: 3\nrate: 4\n", "t.yaml:2: key 'rate': unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
+        ("coins: 3\nrate: 4\n", "t.yaml:2: key 'rate': unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mdb, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
         ("rate_per_s: fast\n", "t.yaml:1: key 'rate_per_s': must be a number, got 'fast'"),
         ("currency: XXX\n", "t.yaml:1: key 'currency': no coin table for 'XXX' (known: USD, EUR, GBP)"),
         ("mix:\n  quarter: 1\n  loonie: 2\n", "t.yaml:3: key 'mix.loonie': not a USD denomination (known: cent, nickel, dime, quarter)"),
@@ -55,6 +55,8 @@ struct ScenarioTests {
         ("noise:\n  weight: {sigma: 0.1, absolut: true}\n", "t.yaml:2: key 'noise.weight.absolut': unknown key (known here: absolute, sigma)"),
         ("coins: [1, 2\n", "t.yaml:2: not valid YAML: did not find expected ',' or ']'"),
         ("- 1\n- 2\n", "t.yaml:1: must be a table"),
+        ("mdb:\n  faults:\n    status_at: {\"3\": 99}\n", "t.yaml:3: key 'mdb.faults.status_at.3': must be an MDB changer status code, 1 to 13 (13: possible credited coin removal)"),
+        ("mdb:\n  faults:\n    lost_reply: 0.1\n", "t.yaml:3: key 'mdb.faults.lost_reply': unknown key (known here: lost_poll_reply_at, status_at)"),
     ])
     func badFiles(text: String, message: String) {
         do {
@@ -73,7 +75,7 @@ struct ScenarioTests {
         ("seed: 1\r\ncoins: [1\r\n", "t.yaml:3: not valid YAML: did not find expected ',' or ']'"),
         ("seed: 1\rcoins: [1", "t.yaml:2: not valid YAML: did not find expected ',' or ']'"),
         // An empty key there: libyaml marks it on the line after the last.
-        ("seed: 1\n?", "t.yaml:2: unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
+        ("seed: 1\n?", "t.yaml:2: unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mdb, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
     ])
     func errorAtTheEnd(text: String, message: String) {
         #expect(throws: Error.self) { try parse(text) }
