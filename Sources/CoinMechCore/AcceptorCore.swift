@@ -106,6 +106,7 @@ public struct AcceptorCore: Sendable {
                                                 diameterMM: nil, weightG: nil, thicknessMM: nil, channel: UInt32(credit.position), verdict: decided.verdict,
                                                 link: decided.link, chainGeneration: decided.chainGeneration)
                     record.detail = ["coin_id": coinID, "position": "\(credit.position)", "sorter_path": "\(credit.sorterPath)"]
+                    if let routing = credit.routing { record.detail?["routing"] = routing }
                     entries.append(.decision(record, credit: .atOnce))
                 case .reject(let reason, let message):
                     entries.append(.note(.acceptor(source: source, .uncredited(

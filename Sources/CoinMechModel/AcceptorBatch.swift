@@ -36,12 +36,15 @@ public struct AcceptorCredit: Sendable, Hashable {
     /// The position's coin id, as the device named it.
     public var coinID: String?
     public var sorterPath: UInt8
+    /// Where the device put it, where it says (an MDB changer: `tube` or `cash_box`).
+    public var routing: String?
 
-    public init(epoch: UInt64, number: UInt64, position: Int, coinID: String?, sorterPath: UInt8) {
+    public init(epoch: UInt64, number: UInt64, position: Int, coinID: String?, sorterPath: UInt8, routing: String? = nil) {
         self.epoch = epoch
         self.number = number
         self.position = position
         self.coinID = coinID
         self.sorterPath = sorterPath
+        self.routing = routing
     }
 }

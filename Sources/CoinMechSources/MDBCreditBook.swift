@@ -39,7 +39,8 @@ public struct MDBCreditBook: Sendable {
     public mutating func kept(type: Int, coinID: String?, sorterPath: UInt8, tubeCount: Int?) -> UInt64 {
         if let tubeCount, (0..<16).contains(type) { tubes[type] = UInt8(clamping: tubeCount) }
         lastNumber += 1
-        waiting.append(.credit(AcceptorCredit(epoch: Self.epoch, number: lastNumber, position: type + 1, coinID: coinID, sorterPath: sorterPath)))
+        waiting.append(.credit(AcceptorCredit(epoch: Self.epoch, number: lastNumber, position: type + 1, coinID: coinID, sorterPath: sorterPath,
+                                              routing: sorterPath == 1 ? "tube" : "cash_box")))
         return lastNumber
     }
 

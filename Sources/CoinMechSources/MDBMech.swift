@@ -212,7 +212,9 @@ public final class MDBMech: AcceptorMech {
             // Recorded: the coins in it may have been kept without credit.
             reports.append(AcceptorReport(event: .note(.replyLost(after: book.lastNumber)), level: .critical,
                                           message: "MDB: \(event): coins the changer reported in it may have been kept without credit; the tube counts show those sent to a tube"))
-        case .notResponding, .adapterError, .replyError, .unexpectedReply, .slugs, .unknownStatus:
+        case .slugs:
+            report(.notice, "MDB: \(event)")
+        case .notResponding, .adapterError, .replyError, .unexpectedReply, .unknownStatus:
             report(.warning, "MDB: \(event)")
         case .responding, .accepting, .acceptanceUnknown:
             report(.debug, "MDB: \(event)")

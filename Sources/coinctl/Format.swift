@@ -160,7 +160,8 @@ enum Format {
             }
             return "\(head) RETURN \(e["reason"]?.string ?? "?"): \(e["message"]?.string ?? "")  [\(measured)] by \(e["link"]?.string ?? "?")"
         case "coin":
-            let line = "\(head) CREDIT \(coin)  [\(measured)] stored in the cash box"
+            let stored = e["detail"]?["routing"]?.string == "tube" ? "kept in its change tube" : "stored in the cash box"
+            let line = "\(head) CREDIT \(coin)  [\(measured)] \(stored)"
             return totals.map { "\(line)   total \(values($0))" } ?? line
         case "coin_returned":
             return "\(head) RETURNED AFTER ACCEPT \(coin): \(e["message"]?.string ?? "")"

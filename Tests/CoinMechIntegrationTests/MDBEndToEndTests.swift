@@ -21,20 +21,27 @@ struct MDBEndToEndTests {
         USD5: {code: nickel, value: 5}, USD25: {code: quarter, value: 25}}}}]
         """
 
+    /// The euro changer's six types: 5 to 50 cents go to tubes, 1 and 2 euro to the cash box.
+    static let euroChain = """
+        chain: [{name: euro, plugin: coin-id, config: {currency: EUR, coins: {\
+        EUR5: {code: EUR_5c, value: 5}, EUR10: {code: EUR_10c, value: 10}, EUR20: {code: EUR_20c, value: 20}, \
+        EUR50: {code: EUR_50c, value: 50}, EUR100: {code: EUR_1, value: 100}, EUR200: {code: EUR_2, value: 200}}}}]
+        """
+
     /// A directory with coinmechd's configuration (an MDB source on `changer`) and a scenario.
     struct Rig {
         let dir: String
         let sim: ChildProcess
 
-        init(_ name: String, scenario: String, simulatorArguments: [String]) throws {
+        init(_ name: String, scenario: String, simulatorArguments: [String], currency: String = "USD", chain: String = MDBEndToEndTests.chain) throws {
             dir = TestSupport.temporaryDirectory(name)
             try """
                 log_level: debug
-                source: {kind: mdb, device: changer, poll_interval_ms: 50, currencies: [USD]}
+                source: {kind: mdb, device: changer, poll_interval_ms: 50, currencies: [\(currency)]}
                 state_dir: state
                 runtime_dir: run
                 cache_dir: cache
-                \(MDBEndToEndTests.chain)
+                \(chain)
                 """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
             try scenario.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
             sim = try ChildProcess("coinsim", ["--protocol", "mdb", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/changer",
@@ -126,22 +133,30 @@ struct MDBEndToEndTests {
             seed: 9
             coins: 20
             rate_per_s: 5
-            currency: USD
-            mix: {nickel: 1, quarter: 2}
+            currency: EUR
+            mix: {EUR_10c: 1, EUR_50c: 1, EUR_1: 1, EUR_2: 1}
             mdb: {faults: {lost_poll_reply_at: [6], status_at: {"10": 13, "14": 12}}}
-            """, simulatorArguments: ["--linger-ms", "1500", "--host-timeout", "20"])
+            """, simulatorArguments: ["--linger-ms", "1500", "--host-timeout", "20"], currency: "EUR", chain: Self.euroChain)
         let daemon = try rig.startDaemon()
         #expect(rig.sim.wait(timeout: 60) == 0, "coinsim: \(rig.sim.stderr)")
         let truth = try rig.truth()
         #expect(truth.lostPollReplies == 1 && truth.statusesReported == [13, 12])
-        let reportable = truth.coins.filter { $0.fate != "rejected" && $0.replyLost != true }.map { $0.valueMinor ?? -1 }
+        let reportedCoins = truth.coins.filter { $0.fate != "rejected" && $0.replyLost != true }
+        let reportable = reportedCoins.map { $0.valueMinor ?? -1 }
         #expect(truth.coins.contains { $0.replyLost == true })
         try TestSupport.waitUntil("the reported coins credited", timeout: 20) { ((try? rig.accepts().count) ?? 0) >= reportable.count }
         daemon.signal(SIGTERM)
         #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
 
-        // Exactly the coins whose reply arrived, in order.
-        #expect(try rig.accepts().map { $0.valueMinor ?? 0 } == reportable)
+        // Exactly the coins whose reply arrived, in order, each where the changer put it.
+        let accepts = try rig.accepts()
+        #expect(accepts.map { $0.valueMinor ?? 0 } == reportable)
+        let routings = accepts.map { event -> String in
+            let detail = (try? JSONSerialization.jsonObject(with: Data((event.detail ?? "{}").utf8))) as? [String: String]
+            return detail?["routing"] ?? "?"
+        }
+        #expect(routings == reportedCoins.map(\.fate))
+        #expect(Set(routings) == ["tube", "cash_box"], "cents go to the tubes, euros to the cash box")
         let events = try rig.ledger().events(since: 0, limit: 100_000).filter { $0.source == "mdb" }
         #expect(events.filter { $0.kind == "acceptor_reply_lost" }.count == 1)
         let statuses = events.filter { $0.kind == "mech_status" }.compactMap(\.detail)

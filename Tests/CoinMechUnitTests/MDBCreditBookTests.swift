@@ -26,7 +26,7 @@ struct MDBCreditBookTests {
         #expect(batch?.after.eventNumber == 43)
         #expect(batch?.after.lastResults[2] == 7 && batch?.after.lastResults[0] == 0)
         let first = batch?.entries.first.flatMap { if case .credit(let credit) = $0 { credit } else { nil } }
-        #expect(first == AcceptorCredit(epoch: 1, number: 42, position: 3, coinID: "USD25", sorterPath: 1))
+        #expect(first == AcceptorCredit(epoch: 1, number: 42, position: 3, coinID: "USD25", sorterPath: 1, routing: "tube"))
         #expect(book.take().batch == nil, "nothing waits once taken")
         #expect(book.recorded?.eventNumber == 43)
     }
