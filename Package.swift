@@ -134,7 +134,7 @@ let package = Package(
         .target(
             name: "CoinMechDaemon",
             dependencies: [
-                "CoinMechModel", "CoinMechSupport", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk",
+                "CoinMechModel", "CoinMechSupport", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechChain", "CoinMechPlugins", "CoinMechSources", "CoinMechLedger", "CoinMechSettings", "CoinMechSerial", "CLinux", "CoinMechCore", "CoinMechCCTalk", "CoinMechMDB",
                 "CoinMechPublisher", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CoinMechFailpoints",
                 // Teach mode, and the mints' figures to check what it taught against.
                 "CoinMechTeach", "CoinMechCalibration", "CoinFacts",

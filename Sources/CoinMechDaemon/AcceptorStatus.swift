@@ -1,11 +1,15 @@
 import CoinMechCCTalk
 import CoinMechCore
+import CoinMechMDB
+import CoinMechSources
 import CoinMechProtocol
 
-/// What `status` shows of a ccTalk acceptor: who it is, whether it takes coins, its counter,
-/// and what its events came to. Lost events are raised loudly: coins may have been taken
-/// without credit.
+/// What `status` shows of a mech that takes coins itself (a ccTalk acceptor, an MDB changer):
+/// who it is, whether it takes coins, its counter, and what its events came to. Lost events
+/// and lost replies are raised loudly: coins may have been taken without credit.
 public struct AcceptorStatus: Sendable {
+    /// An MDB changer's own part: its coins by type, its tubes, what it takes now.
+    public var changer: Changer?
     public var identity: CCTalkDeviceIdentity?
     public var responding: Bool
     /// Master inhibit as the device last confirmed it (nil: not yet).
@@ -31,8 +35,36 @@ public struct AcceptorStatus: Sendable {
         ledgerFailure = core.ledgerFailure
     }
 
+    public struct Changer: Sendable {
+        /// Coin type → its coin id (`USD25`), for the types with a value.
+        public var coins: [Int: String]
+        public var tubes: [Int]
+        /// The coin types it takes now (COIN TYPE, as it acknowledged it); nil when unknown.
+        public var accepting: UInt16?
+        public var identity: MDBChangerIdentity?
+        public var level: UInt8?
+        /// The number of the last coin it reported.
+        public var lastCoin: UInt64
+    }
+
+    init(changer mech: MDBMech, core: AcceptorCore) {
+        let engine = mech.engine
+        var coins: [Int: String] = [:]
+        for type in 0..<16 { if let id = engine.setup?.coinID(ofType: type) { coins[type] = id } }
+        changer = Changer(coins: coins, tubes: mech.tubes.map(Int.init), accepting: engine.accepting, identity: engine.identity,
+                          level: engine.setup?.level, lastCoin: mech.lastCoin)
+        responding = engine.isResponding
+        accepting = engine.accepting.map { $0 != 0 }
+        fault = CCTalkFaultCode(code: 0)
+        heldForLedger = mech.isHeldForLedger
+        statistics = CCTalkHostStatistics()
+        counts = core.counts
+        ledgerFailure = core.ledgerFailure
+    }
+
     /// `lostSinceCollect`: the ledger's count of lost events since the cash box was last emptied.
     func json(lostSinceCollect: Int?) -> JSON {
+        if let changer { return changerJSON(changer) }
         let lost = max(lostSinceCollect ?? 0, counts.lostEvents)
         var object: [String: JSON] = [
             "responding": .bool(responding),
@@ -61,6 +93,34 @@ public struct AcceptorStatus: Sendable {
         }
         if lost > 0 {
             object["alarm"] = .string("\(lost) event(s) LOST to buffer overruns: coins may have been taken without credit; poll faster or check the line")
+        }
+        if let ledgerFailure { object["ledger_failure"] = .string(ledgerFailure) }
+        return .object(object)
+    }
+
+    private func changerJSON(_ changer: Changer) -> JSON {
+        var object: [String: JSON] = [
+            "kind": "mdb",
+            "responding": .bool(responding),
+            "held_for_ledger": .bool(heldForLedger),
+            "credited": .int(Int64(counts.credited)), "uncredited": .int(Int64(counts.uncredited)),
+            "lost_replies": .int(Int64(counts.lostReplies)), "duplicates": .int(Int64(counts.duplicates)),
+            "event_number": .int(Int64(bitPattern: changer.lastCoin)),
+            "coins": .object(Dictionary(uniqueKeysWithValues: changer.coins.map { ("\($0.key)", JSON.string($0.value)) })),
+            "tubes": .object(Dictionary(uniqueKeysWithValues: changer.coins.map { ($0.value, JSON.int(Int64(changer.tubes[$0.key]))) })),
+        ]
+        if let accepting = changer.accepting {
+            object["accepting"] = .bool(accepting != 0)
+            object["accepting_coins"] = .array(changer.coins.keys.sorted().filter { accepting & (1 << $0) != 0 }.map { .string(changer.coins[$0]!) })
+        }
+        if let level = changer.level { object["level"] = .int(Int64(level)) }
+        if let identity = changer.identity {
+            object["manufacturer"] = .string(identity.manufacturer)
+            object["product"] = .string(identity.model)
+            object["serial_number"] = .string(identity.serialNumber)
+        }
+        if counts.lostReplies > 0 {
+            object["alarm"] = .string("\(counts.lostReplies) POLL repl\(counts.lostReplies == 1 ? "y" : "ies") LOST: coins may have been kept without credit; the tube counts show those sent to a tube")
         }
         if let ledgerFailure { object["ledger_failure"] = .string(ledgerFailure) }
         return .object(object)

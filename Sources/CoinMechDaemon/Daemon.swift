@@ -122,6 +122,7 @@ public final class Daemon: Sendable {
         if let acceptor = status.acceptor {
             if acceptor.ledgerFailure != nil { parts.append("LEDGER FAILING: acceptor inhibited") }
             if acceptor.counts.lostEvents > 0 { parts.append("\(acceptor.counts.lostEvents) ACCEPTOR EVENTS LOST") }
+            if acceptor.counts.lostReplies > 0 { parts.append("\(acceptor.counts.lostReplies) CHANGER REPLIES LOST") }
             if acceptor.fault.isFault { parts.append("ACCEPTOR FAULT: \(acceptor.fault.name)") }
         }
         return parts.joined(separator: ", ")

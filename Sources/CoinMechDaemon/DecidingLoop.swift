@@ -414,7 +414,13 @@ public final class DecidingLoop: @unchecked Sendable {
 
     private func publishStatus() {
         var snapshot = Status(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason, core: core.snapshot)
-        if let cctalk = acceptorMech as? CCTalkMech, let acceptor { snapshot.acceptor = AcceptorStatus(engine: cctalk.engine, core: acceptor) }
+        if let acceptor {
+            if let cctalk = acceptorMech as? CCTalkMech {
+                snapshot.acceptor = AcceptorStatus(engine: cctalk.engine, core: acceptor)
+            } else if let changer = acceptorMech as? MDBMech {
+                snapshot.acceptor = AcceptorStatus(changer: changer, core: acceptor)
+            }
+        }
         status.withLock { $0 = snapshot }
     }
 }

@@ -60,6 +60,12 @@ public final class MDBMech: AcceptorMech {
 
     /// The engine's view, for `status`.
     public var engine: MDBChangerHost { host }
+    /// The tube counts as the changer last gave them, by coin type.
+    public var tubes: [UInt8] { book.tubes }
+    /// The number of the last coin the changer reported.
+    public var lastCoin: UInt64 { book.lastNumber }
+    /// A batch the ledger could not store holds the changer at COIN TYPE 0.
+    public var isHeldForLedger: Bool { book.isHeld }
 
     public func takeReports() -> [AcceptorReport] {
         let (batch, released) = book.take()

@@ -28,7 +28,7 @@ struct CoinCtl: ParsableCommand {
             control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
             error.
             """,
-        subcommands: [Status.self, Totals.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
+        subcommands: [Status.self, Totals.self, Tubes.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {
@@ -80,6 +80,12 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "Money since the last collection and over the lifetime.")
         @OptionGroup var common: Common
         func run() throws { try common.run(.totals) { Format.totals($0) } }
+    }
+
+    struct Tubes: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "An MDB changer's change tubes: coins in each, as it last counted them.")
+        @OptionGroup var common: Common
+        func run() throws { try common.run(.status) { Format.tubesTable($0) } }
     }
 
     struct Chain: ParsableCommand {

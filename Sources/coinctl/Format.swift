@@ -46,8 +46,9 @@ enum Format {
     }
 
     /// A ccTalk acceptor's lines of `status`: who, whether it takes coins, its events; loud
-    /// about lost events and faults.
+    /// about lost events and faults. An MDB changer's are `changer`'s.
     static func acceptor(_ a: JSON) -> String {
+        if a["kind"]?.string == "mdb" { return changer(a) }
         let who = a["identified"]?.bool == true
             ? "\(a["manufacturer"]?.string ?? "?") \(a["product"]?.string ?? "?") serial \(a["serial_number"]?.int.map(String.init) ?? "?")"
             : "not identified yet"
@@ -64,6 +65,41 @@ enum Format {
         if let fault = a["fault"]?.string { lines.append("            FAULT: \(fault) (the acceptor inhibits itself)") }
         if let failure = a["ledger_failure"]?.string { lines.append("            LEDGER: \(failure) (held inhibited)") }
         return "\n" + lines.joined(separator: "\n")
+    }
+
+    /// An MDB changer's lines of `status`: who, which coins it takes, its tubes, its coins;
+    /// loud about lost replies.
+    static func changer(_ a: JSON) -> String {
+        let who = a["manufacturer"]?.string.map { "\($0) \(a["product"]?.string ?? "?") serial \(a["serial_number"]?.string ?? "?")" }
+            ?? "level \(a["level"]?.int.map(String.init) ?? "?")"
+        let taking = (a["accepting_coins"]?.array ?? []).compactMap(\.string)
+        let state = a["responding"]?.bool == false ? "NOT RESPONDING"
+            : a["accepting"] == nil ? "not set up yet"
+            : taking.isEmpty ? "taking no coins (COIN TYPE 0)" : "taking \(taking.joined(separator: " "))"
+        var lines = [
+            "changer     \(who), \(state)",
+            "            tubes \(tubes(a).map { "\($0.id)=\($0.count)" }.joined(separator: " "))",
+            "            credited \(a["credited"]?.int ?? 0), not credited \(a["uncredited"]?.int ?? 0), replies lost \(a["lost_replies"]?.int ?? 0); last coin \(a["event_number"]?.int ?? 0)",
+        ]
+        if let alarm = a["alarm"]?.string { lines.append("            ALARM: \(alarm)") }
+        if a["held_for_ledger"]?.bool == true { lines.append("            LEDGER: the changer's coins cannot be recorded (held at COIN TYPE 0)") }
+        return "\n" + lines.joined(separator: "\n")
+    }
+
+    /// An MDB changer's tubes from `status`, by coin value.
+    static func tubes(_ a: JSON) -> [(id: String, count: Int64)] {
+        let coins = (a["coins"]?.object ?? [:]).sorted { (Int($0.key) ?? 0) < (Int($1.key) ?? 0) }.compactMap(\.value.string)
+        return coins.compactMap { id in a["tubes"]?[id]?.int.map { (id, $0) } }
+    }
+
+    /// `coinctl tubes`: the change tubes of an MDB changer, one line per coin.
+    static func tubesTable(_ s: JSON) -> String {
+        guard let changer = s["acceptor"], changer["kind"]?.string == "mdb" else {
+            return "this mech has no change tubes (only an MDB changer has; source.kind is \(s["source"]?["kind"]?.string ?? "?"))"
+        }
+        let rows = tubes(changer)
+        return (["\(pad("coin", 10))\(pad("count", 7, right: true))"] + rows.map { "\(pad($0.id, 10))\(pad("\($0.count)", 7, right: true))" })
+            .joined(separator: "\n")
     }
 
     static func totals(_ t: JSON) -> String {

@@ -1,3 +1,4 @@
+import CoinMechClient
 import CoinMechHarness
 import CoinMechLedger
 import CoinMechModel
@@ -145,6 +146,20 @@ struct MDBEndToEndTests {
         let reportable = reportedCoins.map { $0.valueMinor ?? -1 }
         #expect(truth.coins.contains { $0.replyLost == true })
         try TestSupport.waitUntil("the reported coins credited", timeout: 20) { ((try? rig.accepts().count) ?? 0) >= reportable.count }
+        // status says what was lost, and shows the tubes as the changer counted them.
+        let changer = try #require(try CoinMechConnection(path: "\(rig.dir)/run/coinmechd.sock").request("status")["acceptor"])
+        #expect(changer["kind"] == "mdb" && changer["lost_replies"]?.int == 1)
+        #expect(changer["alarm"]?.string?.hasPrefix("1 POLL reply LOST") == true, "\(changer)")
+        let ids = (changer["coins"]?.object ?? [:]).compactMap { entry -> (Int, String)? in
+            guard let type = Int(entry.key), let id = entry.value.string else { return nil }
+            return (type, id)
+        }
+        #expect(ids.count == truth.typeValues.count)
+        for (type, id) in ids { #expect(changer["tubes"]?[id]?.int == Int64(truth.tubesAtEnd[type]), "\(id)") }
+        let tubes = try ChildProcess("coinctl", ["tubes", "--socket", "\(rig.dir)/run/coinmechd.sock"])
+        #expect(tubes.wait() == 0)
+        let table = String(decoding: tubes.readToEnd(), as: UTF8.self)
+        #expect(table.contains("EUR10") && table.contains("\(truth.tubesAtEnd[1])"), "\(table)")
         daemon.signal(SIGTERM)
         #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
 
