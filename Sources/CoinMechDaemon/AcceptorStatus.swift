@@ -36,8 +36,11 @@ public struct AcceptorStatus: Sendable {
     }
 
     public struct Changer: Sendable {
-        /// Coin type → its coin id (`USD25`), for the types with a value.
+        /// Coin type → its coin id (`USD25`) and value, for the types with a value.
         public var coins: [Int: String]
+        public var values: [Int: Int64]
+        /// The ISO 4217 letters of its currency, where the daemon knows them.
+        public var currency: String?
         public var tubes: [Int]
         /// The coin types it takes now (COIN TYPE, as it acknowledged it); nil when unknown.
         public var accepting: UInt16?
@@ -50,9 +53,15 @@ public struct AcceptorStatus: Sendable {
     init(changer mech: MDBMech, core: AcceptorCore) {
         let engine = mech.engine
         var coins: [Int: String] = [:]
-        for type in 0..<16 { if let id = engine.setup?.coinID(ofType: type) { coins[type] = id } }
-        changer = Changer(coins: coins, tubes: mech.tubes.map(Int.init), accepting: engine.accepting, identity: engine.identity,
-                          level: engine.setup?.level, lastCoin: mech.lastCoin)
+        var values: [Int: Int64] = [:]
+        for type in 0..<16 {
+            if let id = engine.setup?.coinID(ofType: type), let value = engine.setup?.valueMinor(ofType: type) {
+                coins[type] = id
+                values[type] = value
+            }
+        }
+        changer = Changer(coins: coins, values: values, currency: engine.setup?.currencyCode, tubes: mech.tubes.map(Int.init),
+                          accepting: engine.accepting, identity: engine.identity, level: engine.setup?.level, lastCoin: mech.lastCoin)
         responding = engine.isResponding
         accepting = engine.accepting.map { $0 != 0 }
         fault = CCTalkFaultCode(code: 0)

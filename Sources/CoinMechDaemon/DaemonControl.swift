@@ -124,7 +124,7 @@ struct DaemonControl: ControlPlane {
         case .teachStart(let currency, let code, let coins): teachStart(currency: currency, code: code, coins: coins, by: peer, completion: completion)
         case .teachCommit: teachCommit(by: peer, completion: completion)
         case .teachAbort: teachAbort(by: peer, completion: completion)
-        case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain:
+        case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan:
             completion(.failure(CommandError(.badRequest, "'\(command.name.rawValue)' is not a control command")))
         }
     }

@@ -28,6 +28,8 @@ public enum ClientProtocol {
     /// Sample coins `teach_start` may ask for (fewer than 10 cannot be committed), and its default.
     public static let teachCoins: ClosedRange<Int64> = 10...1000
     public static let teachDefaultCoins: Int64 = 20
+    /// Amounts `payout_plan` plans, in minor units: change, not cash withdrawals.
+    public static let payoutAmount: ClosedRange<Int64> = 1...100_000
 
     /// The daemon's first line on every connection: the protocol, who speaks it, and the last
     /// recorded event's `seq`.

@@ -89,6 +89,19 @@ public struct ClientRequest: Sendable, Equatable {
             }
             return .explain(diameter: try figure("diameter", required: true)!, weight: try figure("weight", required: false),
                             thickness: try figure("thickness", required: false))
+        case .payoutPlan:
+            guard fields["amount_minor"] != nil, fields["amount_minor"] != .null else {
+                throw Failure(id: id, .badRequest, "\"amount_minor\" is required: the amount in the currency's smallest unit, e.g. 35 for 0.35")
+            }
+            let amount = try integer(fields, "amount_minor", default: 0, range: ClientProtocol.payoutAmount, id: id)
+            var currency: String?
+            if let field = fields["currency"], field != .null {
+                guard let code = field.string, code.count == 3, code.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
+                    throw Failure(id: id, .badRequest, "\"currency\" must be an ISO 4217 code such as \"USD\"")
+                }
+                currency = code
+            }
+            return .payoutPlan(amountMinor: amount, currency: currency)
         }
     }
 

@@ -21,6 +21,10 @@ public enum OperatorCommand: Sendable, Equatable {
     /// How the running chain's links would judge a reading: figures finite and positive
     /// (mm, g, mm), weight and thickness optional. Nothing is decided or recorded.
     case explain(diameter: Double, weight: Double?, thickness: Double?)
+    /// How an MDB changer would pay `amountMinor` (within `ClientProtocol.payoutAmount`) of
+    /// `currency` (nil: the changer's) from its tubes, or the nearest amounts it can pay.
+    /// Nothing moves.
+    case payoutPlan(amountMinor: Int64, currency: String?)
 
     /// A command's `cmd`, and whether it needs control permission.
     public enum Name: String, Sendable, CaseIterable {
@@ -30,12 +34,13 @@ public enum OperatorCommand: Sendable, Equatable {
         case teachCommit = "teach_commit"
         case teachAbort = "teach_abort"
         case explain
+        case payoutPlan = "payout_plan"
 
         /// Changes state (or could): the peer must be a control user or group.
         public var isControl: Bool {
             switch self {
             case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort: true
-            case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain: false
+            case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan: false
             }
         }
     }
@@ -55,6 +60,7 @@ public enum OperatorCommand: Sendable, Equatable {
         case .teachCommit: .teachCommit
         case .teachAbort: .teachAbort
         case .explain: .explain
+        case .payoutPlan: .payoutPlan
         }
     }
 
@@ -77,6 +83,10 @@ public enum OperatorCommand: Sendable, Equatable {
             var fields: [String: JSON] = ["diameter": .double(diameter)]
             if let weight { fields["weight"] = .double(weight) }
             if let thickness { fields["thickness"] = .double(thickness) }
+            return fields
+        case .payoutPlan(let amount, let currency):
+            var fields: [String: JSON] = ["amount_minor": .int(amount)]
+            if let currency { fields["currency"] = .string(currency) }
             return fields
         }
     }

@@ -215,6 +215,10 @@ final class ClientHandler: ChannelInboundHandler {
                 reply(id, { control.teachStatus() }) { _, status in ClientProtocol.reply(id: id, result: status) }
             case .explain(let diameter, let weight, let thickness):
                 control.explain(diameter: diameter, weight: weight, thickness: thickness, completion: replier(id))
+            case .payoutPlan(let amount, let currency):
+                reply(id, { () throws(CommandError) in try control.payoutPlan(amountMinor: amount, currency: currency) }) { _, plan in
+                    ClientProtocol.reply(id: id, result: plan)
+                }
             }
         } catch {
             send(ClientProtocol.error(id: id, error.code, error.message))

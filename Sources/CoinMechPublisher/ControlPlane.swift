@@ -26,4 +26,7 @@ public protocol ControlPlane: Sendable {
     /// How each link of the running chain would judge a reading, from the links' own `explain`,
     /// asked between two readings on the deciding thread; nothing is decided or recorded.
     func explain(diameter: Double, weight: Double?, thickness: Double?, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void)
+    /// How the changer would pay an amount from its tubes as it last counted them, or the
+    /// nearest amounts it can pay; nothing moves.
+    func payoutPlan(amountMinor: Int64, currency: String?) throws(CommandError) -> JSON
 }

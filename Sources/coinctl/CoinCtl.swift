@@ -28,7 +28,7 @@ struct CoinCtl: ParsableCommand {
             control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
             error.
             """,
-        subcommands: [Status.self, Totals.self, Tubes.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
+        subcommands: [Status.self, Totals.self, Tubes.self, PayoutPlan.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {
@@ -86,6 +86,34 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "An MDB changer's change tubes: coins in each, as it last counted them.")
         @OptionGroup var common: Common
         func run() throws { try common.run(.status) { Format.tubesTable($0) } }
+    }
+
+    struct PayoutPlan: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "payout-plan",
+            abstract: "How an MDB changer would pay an amount from its tubes, or the nearest amounts it can pay. Nothing moves.")
+        @OptionGroup var common: Common
+        @Argument(help: "The amount, with two decimals as coinctl totals prints money, e.g. 0.35.") var amount: String
+        @Option(help: "Its currency (default: the changer's).") var currency: String?
+
+        /// "0.35" → 35: whole units and up to two decimals.
+        static func minorUnits(_ text: String) -> Int64? {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            guard (1...2).contains(parts.count), let whole = Int64(parts[0]), whole >= 0, whole < 1_000_000 else { return nil }
+            guard parts.count == 2 else { return whole * 100 }
+            guard (1...2).contains(parts[1].count), parts[1].allSatisfy(\.isASCII), let fraction = Int64(parts[1]), fraction >= 0 else { return nil }
+            return whole * 100 + fraction * (parts[1].count == 1 ? 10 : 1)
+        }
+
+        func validate() throws {
+            guard let minor = Self.minorUnits(amount), ClientProtocol.payoutAmount.contains(minor) else {
+                throw ValidationError("the amount must be money such as 0.35, from 0.01 to \(Format.money(ClientProtocol.payoutAmount.upperBound, "")), got '\(amount)'")
+            }
+        }
+
+        func run() throws {
+            try common.run(.payoutPlan(amountMinor: Self.minorUnits(amount)!, currency: currency?.uppercased())) { Format.payoutPlan($0) }
+        }
     }
 
     struct Chain: ParsableCommand {

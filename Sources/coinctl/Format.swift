@@ -102,6 +102,19 @@ enum Format {
             .joined(separator: "\n")
     }
 
+    /// `coinctl payout-plan`: the coins that would be paid, or why none would.
+    static func payoutPlan(_ p: JSON) -> String {
+        let currency = p["currency"]?.string ?? "?"
+        let amount = "\(currency) \(money(p["amount_minor"]?.int ?? 0, currency))"
+        guard p["payable"]?.bool == true else {
+            let below = p["nearest_below"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing"
+            let above = p["nearest_above"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing (the tubes hold less)"
+            return "\(amount) cannot be paid exactly from the tubes: the nearest amounts are \(below) below and \(above) above"
+        }
+        let coins = (p["coins"]?.array ?? []).map { "\($0["count"]?.int ?? 0) × \($0["coin_id"]?.string ?? "?")" }
+        return "\(amount) would be paid as \(coins.joined(separator: ", "))"
+    }
+
     static func totals(_ t: JSON) -> String {
         var text = rows("current", t["current"]?.array ?? []) + "\n" + rows("lifetime", t["lifetime"]?.array ?? [])
         // Not credit: accepts the mech has not confirmed yet, and those it never can (audit).

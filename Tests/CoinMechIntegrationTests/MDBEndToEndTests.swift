@@ -160,6 +160,7 @@ struct MDBEndToEndTests {
         #expect(tubes.wait() == 0)
         let table = String(decoding: tubes.readToEnd(), as: UTF8.self)
         #expect(table.contains("EUR10") && table.contains("\(truth.tubesAtEnd[1])"), "\(table)")
+        try Self.expectPayoutPlans(socket: "\(rig.dir)/run/coinmechd.sock", tubes: truth.tubesAtEnd, values: truth.typeValues)
         daemon.signal(SIGTERM)
         #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
 
@@ -178,6 +179,39 @@ struct MDBEndToEndTests {
         #expect(statuses.count == 2, "\(statuses)")
         #expect(statuses.contains { $0.contains("tamper") && $0.contains("possible credited coin removal") }, "\(statuses)")
         #expect(statuses.contains { $0.contains("jam") && $0.contains("coin jam") }, "\(statuses)")
+    }
+
+    /// `payout_plan` against what the changer's tubes hold at the end (coinsim's truth): an
+    /// exact plan within the tubes where one exists, by every combination the tubes allow; the
+    /// nearest amounts otherwise; another currency refused; `coinctl payout-plan` says it.
+    static func expectPayoutPlans(socket: String, tubes: [Int], values: [Int64]) throws {
+        let client = try CoinMechConnection(path: socket)
+        var payable: Set<Int64> = [0]
+        for (type, value) in values.enumerated() where tubes[type] > 0 {
+            payable = payable.union(payable.flatMap { reached in (1...tubes[type]).map { reached + value * Int64($0) } })
+        }
+        for amount in [Int64(3), 35, 65, 185, 2_000] {
+            let plan = try client.request(.payoutPlan(amountMinor: amount, currency: "EUR"))
+            #expect(plan["payable"]?.bool == payable.contains(amount), "\(amount): \(plan)")
+            if payable.contains(amount) {
+                let coins = plan["coins"]?.array ?? []
+                let paid = coins.reduce(Int64(0)) { $0 + ($1["value_minor"]?.int ?? 0) * ($1["count"]?.int ?? 0) }
+                #expect(paid == amount, "\(plan)")
+                for coin in coins {
+                    let type = values.firstIndex(of: coin["value_minor"]?.int ?? -1) ?? 0
+                    #expect((coin["count"]?.int ?? 0) <= Int64(tubes[type]), "more coins than the tube holds: \(plan)")
+                }
+            } else {
+                #expect(plan["reason"] == "cannot_pay_exact")
+                #expect(plan["nearest_below"]?.int == payable.filter { $0 < amount }.max())
+            }
+        }
+        #expect(throws: ClientError.self) { try client.request(.payoutPlan(amountMinor: 35, currency: "USD")) }
+        let ctl = try ChildProcess("coinctl", ["payout-plan", "0.35", "--socket", socket])
+        #expect(ctl.wait() == 0)
+        #expect(String(decoding: ctl.readToEnd(), as: UTF8.self).hasPrefix("EUR 0.35 would be paid as "))
+        let bad = try ChildProcess("coinctl", ["payout-plan", "0.355", "--socket", socket])
+        #expect(bad.wait() == 64)
     }
 
     /// How many of `kept` must be skipped for `credited` to be it in order (nil: not a

@@ -15,6 +15,8 @@ struct ClientRequestTests {
         (#"{"cmd":"inhibit","on":false}"#, .inhibit(false), nil),
         (#" {"cmd":"collect"} "#, .collect, nil),
         (#"{"cmd":"reload"}"#, .reload, nil),
+        (#"{"cmd":"payout_plan","amount_minor":35}"#, .payoutPlan(amountMinor: 35, currency: nil), nil),
+        (#"{"cmd":"payout_plan","amount_minor":100000,"currency":"EUR"}"#, .payoutPlan(amountMinor: 100_000, currency: "EUR"), nil),
     ])
     func valid(line: String, command: ClientRequest.Command, id: JSON?) throws {
         let request = try ClientRequest.parse(line).get()
@@ -44,6 +46,12 @@ struct ClientRequestTests {
         (#"{"cmd": "subscribe", "pending": "yes"}"#, .badRequest),
         (#"{"cmd": "inhibit"}"#, .badRequest),
         (#"{"cmd": "inhibit", "on": "yes"}"#, .badRequest),
+        (#"{"cmd": "payout_plan"}"#, .badRequest),
+        (#"{"cmd": "payout_plan", "amount_minor": 0}"#, .badRequest),
+        (#"{"cmd": "payout_plan", "amount_minor": 100001}"#, .badRequest),
+        (#"{"cmd": "payout_plan", "amount_minor": 0.35}"#, .badRequest),
+        (#"{"cmd": "payout_plan", "amount_minor": 35, "currency": "usd"}"#, .badRequest),
+        (#"{"cmd": "payout_plan", "amount_minor": 35, "currency": "DOLLAR"}"#, .badRequest),
     ])
     func badArguments(line: String, code: ClientProtocol.ErrorCode) throws {
         let request = try ClientRequest.parse(line).get()

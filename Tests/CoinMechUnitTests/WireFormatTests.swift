@@ -23,6 +23,8 @@ struct WireFormatTests {
         (.teachAbort, #"{"cmd":"teach_abort","id":1}"#),
         (.explain(diameter: 24.26, weight: 5.67, thickness: 1.75), #"{"cmd":"explain","diameter":24.26,"id":1,"thickness":1.75,"weight":5.67}"#),
         (.explain(diameter: 24.26, weight: nil, thickness: nil), #"{"cmd":"explain","diameter":24.26,"id":1}"#),
+        (.payoutPlan(amountMinor: 35, currency: "USD"), #"{"amount_minor":35,"cmd":"payout_plan","currency":"USD","id":1}"#),
+        (.payoutPlan(amountMinor: 35, currency: nil), #"{"amount_minor":35,"cmd":"payout_plan","id":1}"#),
     ])
     func requests(command: OperatorCommand, line: String) throws {
         #expect(command.request(id: .int(1)).description == line)
@@ -33,7 +35,7 @@ struct WireFormatTests {
 
     @Test("every command has a wire name, and the read and control sets are the documented ones")
     func names() {
-        #expect(ClientProtocol.readCommands == ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain"])
+        #expect(ClientProtocol.readCommands == ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain", "payout_plan"])
         #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort"])
     }
 
@@ -48,7 +50,7 @@ struct WireFormatTests {
         let refused = ClientRequest.parse(#"{"cmd":"fly","id":2}"#).flatMap { request in request.command.map { _ in request } }
         guard case .failure(let failure) = refused else { Issue.record("'fly' was taken"); return }
         #expect(ClientProtocol.error(id: failure.id, failure.code, failure.message).description
-            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, inhibit, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
+            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, inhibit, payout_plan, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
     }
 
     @Test("events: a pending accept, its coin, a rejection, a lost source, and how a subscriber gets them")
