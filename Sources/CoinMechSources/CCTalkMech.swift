@@ -13,36 +13,30 @@ import CoinMechSupport
 ///
 /// Owned by the deciding loop's thread; not thread-safe.
 public final class CCTalkMech: AcceptorMech {
-    public private(set) var path: String
+    private let port: ReconnectingPort
     private var host: CCTalkHost
-    private var port: SerialPort?
     private var started = false
     private var hostEvents: [CCTalkHostEvent] = []
     /// The batch last reported, until the next report: what `notRecorded` hands back.
     private var offered: CCTalkLedgerBatch?
-    private var nextAttempt = Instant(nanoseconds: 0)
-    private var backoff: Duration = .milliseconds(100)
-    private var lastOpenError: String?
 
     /// `persisted`: the counter state the ledger holds for this acceptor (nil if none);
     /// `remembered`: who the ledger last identified at its address.
     public init(path: String, host configuration: CCTalkHostConfiguration, persisted: CCTalkCounterState?,
                 remembered: CCTalkDeviceIdentity? = nil) {
-        self.path = path
+        port = ReconnectingPort(path: path, baud: configuration.baud)
         host = CCTalkHost(configuration: configuration, persisted: persisted, remembered: remembered)
     }
 
-    public var location: String { path }
-    public var descriptor: Int32? { port?.descriptor }
-    public var isConnected: Bool { port != nil }
-    public var disconnectedReason: String? { port == nil ? lastOpenError : nil }
+    public var location: String { port.path }
+    public var descriptor: Int32? { port.descriptor }
+    public var isConnected: Bool { port.isOpen }
+    public var disconnectedReason: String? { port.disconnectedReason }
     /// No answers go to a ccTalk acceptor: no answer deadline to time.
     public var lineTiming: LineTiming? { nil }
 
     public var nextWake: Instant? {
-        let hostWake = host.nextWake.map { Instant(nanoseconds: $0) }
-        guard port == nil else { return hostWake }
-        return [hostWake, nextAttempt].compactMap { $0 }.min()
+        [host.nextWake.map { Instant(nanoseconds: $0) }, port.nextAttemptTime].compactMap { $0 }.min()
     }
 
     /// The engine's view, for `status`.
@@ -75,19 +69,8 @@ public final class CCTalkMech: AcceptorMech {
 
     public func poll(now: Instant) -> [MechEvent] {
         var events: [MechEvent] = []
-        if port == nil, now >= nextAttempt {
-            do throws(SerialPortError) {
-                port = try SerialPort(path: path, baud: host.configuration.baud)
-                backoff = .milliseconds(100)
-                lastOpenError = nil
-                events.append(.connected(path: path))
-            } catch {
-                lastOpenError = error.description
-                nextAttempt = now + backoff
-                backoff = min(backoff * 2, .seconds(2))
-            }
-        }
-        if !started, port != nil {
+        if port.openIfDue(now: now) { events.append(.connected(path: port.path)) }
+        if !started, port.isOpen {
             started = true
             carry(host.start(now: now.nanoseconds))
         } else if started {
@@ -99,24 +82,11 @@ public final class CCTalkMech: AcceptorMech {
     }
 
     public func readEvents(now: Instant, hungUp: Bool) -> [MechEvent] {
-        guard let port else { return [] }
+        guard port.isOpen else { return [] }
         // One call into the host for everything waiting: a batch it yields must be settled
         // (recorded or not) before it is called again.
-        var waiting: [UInt8] = []
-        var lost: String?
-        reading: while true {
-            switch port.read() {
-            case .nothing:
-                if hungUp { lost = "hang-up" }
-                break reading
-            case .hangUp(let reason):
-                lost = reason
-                break reading
-            case .bytes(let bytes):
-                waiting += bytes
-            }
-        }
-        if !waiting.isEmpty { carry(host.received(waiting, at: Instant.now.nanoseconds)) }
+        let (bytes, lost) = port.readAll(hungUp: hungUp)
+        if !bytes.isEmpty { carry(host.received(bytes, at: Instant.now.nanoseconds)) }
         return lost.map { disconnect(reason: $0, now: now) } ?? []
     }
 
@@ -151,8 +121,7 @@ public final class CCTalkMech: AcceptorMech {
         case .vanished:
             return disconnect(reason: "device removed", now: now)
         case .appeared:
-            nextAttempt = now
-            backoff = .milliseconds(100)
+            port.deviceAppeared(now: now)
             return poll(now: now)
         }
     }
@@ -161,20 +130,18 @@ public final class CCTalkMech: AcceptorMech {
     /// polls (the acceptor would inhibit itself after about a second anyway); coins it took
     /// before stay in its buffer for the next start.
     public func disconnect(reason: String, now: Instant) -> [MechEvent] {
-        guard let port else { return [] }
+        guard port.isOpen else { return [] }
         let configuration = host.configuration
         let inhibit = CCTalkRequest.setMasterInhibit(accepting: false)
             .frame(to: configuration.address, from: configuration.hostAddress).encoded(configuration.checksum)
-        _ = port.write(inhibit)
-        self.port = nil
-        nextAttempt = now + backoff
-        return [.lost(path: path, reason: reason)]
+        port.close(now: now, last: inhibit)
+        return [.lost(path: port.path, reason: reason)]
     }
 
     private func carry(_ outputs: [CCTalkHostOutput]) {
         for output in outputs {
             switch output {
-            case .send(let bytes): _ = port?.write(bytes)
+            case .send(let bytes): port.write(bytes)
             case .event(let event): hostEvents.append(event)
             }
         }

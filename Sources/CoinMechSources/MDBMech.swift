@@ -15,14 +15,9 @@ import CoinMechSupport
 ///
 /// Owned by the deciding loop's thread; not thread-safe.
 public final class MDBMech: AcceptorMech {
-    public private(set) var path: String
-    private let baud: Int
+    private let port: ReconnectingPort
     private var host: MDBChangerHost
-    private var port: SerialPort?
     private var started = false
-    private var nextAttempt = Instant(nanoseconds: 0)
-    private var backoff: Duration = .milliseconds(100)
-    private var lastOpenError: String?
     private var reports: [AcceptorReport] = []
     /// What the changer said that is the mech's status (a jam, a possible theft), for the next
     /// `poll` or `readEvents` to return.
@@ -37,25 +32,22 @@ public final class MDBMech: AcceptorMech {
     /// `persisted`: the ledger's counter row for the changer (nil if none yet).
     public init(path: String, baud: Int, host configuration: MDBChangerHostConfiguration, persisted: AcceptorCounter?,
                 positions: CoinPositionMask = .all, creditable: Set<String>? = nil) {
-        self.path = path
-        self.baud = baud
+        port = ReconnectingPort(path: path, baud: baud)
         host = MDBChangerHost(configuration: configuration)
         book = MDBCreditBook(persisted: persisted)
         self.positions = positions
         self.creditable = creditable
     }
 
-    public var location: String { path }
-    public var descriptor: Int32? { port?.descriptor }
-    public var isConnected: Bool { port != nil }
-    public var disconnectedReason: String? { port == nil ? lastOpenError : nil }
+    public var location: String { port.path }
+    public var descriptor: Int32? { port.descriptor }
+    public var isConnected: Bool { port.isOpen }
+    public var disconnectedReason: String? { port.disconnectedReason }
     /// No answers go to a changer: no answer deadline to time.
     public var lineTiming: LineTiming? { nil }
 
     public var nextWake: Instant? {
-        let hostWake = host.nextWake.map { Instant(nanoseconds: $0) }
-        guard port == nil else { return hostWake }
-        return [hostWake, nextAttempt].compactMap { $0 }.min()
+        [host.nextWake.map { Instant(nanoseconds: $0) }, port.nextAttemptTime].compactMap { $0 }.min()
     }
 
     /// The engine's view, for `status`.
@@ -80,20 +72,11 @@ public final class MDBMech: AcceptorMech {
 
     public func poll(now: Instant) -> [MechEvent] {
         var events: [MechEvent] = []
-        if port == nil, now >= nextAttempt {
-            do throws(SerialPortError) {
-                port = try SerialPort(path: path, baud: baud)
-                backoff = .milliseconds(100)
-                lastOpenError = nil
-                started = false
-                events.append(.connected(path: path))
-            } catch {
-                lastOpenError = error.description
-                nextAttempt = now + backoff
-                backoff = min(backoff * 2, .seconds(2))
-            }
+        if port.openIfDue(now: now) {
+            started = false
+            events.append(.connected(path: port.path))
         }
-        if !started, port != nil {
+        if !started, port.isOpen {
             started = true
             carry(host.start(now: now.nanoseconds))
         } else if started {
@@ -108,22 +91,9 @@ public final class MDBMech: AcceptorMech {
     }
 
     public func readEvents(now: Instant, hungUp: Bool) -> [MechEvent] {
-        guard let port else { return [] }
-        var waitingBytes: [UInt8] = []
-        var lost: String?
-        reading: while true {
-            switch port.read() {
-            case .nothing:
-                if hungUp { lost = "hang-up" }
-                break reading
-            case .hangUp(let reason):
-                lost = reason
-                break reading
-            case .bytes(let bytes):
-                waitingBytes += bytes
-            }
-        }
-        if !waitingBytes.isEmpty { carry(host.received(waitingBytes, at: Instant.now.nanoseconds)) }
+        guard port.isOpen else { return [] }
+        let (bytes, lost) = port.readAll(hungUp: hungUp)
+        if !bytes.isEmpty { carry(host.received(bytes, at: Instant.now.nanoseconds)) }
         return takeStatuses() + (lost.map { disconnect(reason: $0, now: now) } ?? [])
     }
 
@@ -156,8 +126,7 @@ public final class MDBMech: AcceptorMech {
         case .vanished:
             return disconnect(reason: "device removed", now: now)
         case .appeared:
-            nextAttempt = now
-            backoff = .milliseconds(100)
+            port.deviceAppeared(now: now)
             return poll(now: now)
         }
     }
@@ -165,12 +134,13 @@ public final class MDBMech: AcceptorMech {
     /// Closes the port. COIN TYPE 0 goes out first, so that the changer keeps no coin while
     /// nobody polls it; coins it kept before are reported by the next start's drain.
     public func disconnect(reason: String, now: Instant) -> [MechEvent] {
-        guard let port else { return [] }
-        for case .send(let command) in host.stop(now: now.nanoseconds) { _ = port.write(command.line) }
-        self.port = nil
+        guard port.isOpen else { return [] }
+        let coinTypeZero = host.stop(now: now.nanoseconds).flatMap { output -> [UInt8] in
+            if case .send(let command) = output { command.line } else { [] }
+        }
+        port.close(now: now, last: coinTypeZero)
         started = false
-        nextAttempt = now + backoff
-        return [.lost(path: path, reason: reason)]
+        return [.lost(path: port.path, reason: reason)]
     }
 
     // MARK: The engine's outputs
@@ -178,7 +148,7 @@ public final class MDBMech: AcceptorMech {
     private func carry(_ outputs: [MDBChangerHostOutput]) {
         for output in outputs {
             switch output {
-            case .send(let command): _ = port?.write(command.line)
+            case .send(let command): port.write(command.line)
             case .event(let event): take(event)
             }
         }
