@@ -9,22 +9,9 @@ import CoinMechModel
 /// wherever that reaches the amount, and a plan where it does not: 30 from quarters and dimes
 /// is three dimes). When no plan exists, it names the nearest amounts that can be paid.
 public enum PayoutPlanner {
-    /// Coins of one kind the changer can pay: a tube.
-    public struct Tube: Sendable, Hashable {
+    /// Coins of one type: those a tube holds, or those a plan pays.
+    public struct Coins: Sendable, Hashable, CustomStringConvertible {
         /// The changer's coin type.
-        public var type: Int
-        public var valueMinor: Int64
-        public var count: Int
-
-        public init(type: Int, valueMinor: Int64, count: Int) {
-            self.type = type
-            self.valueMinor = valueMinor
-            self.count = count
-        }
-    }
-
-    /// Coins of one type to pay.
-    public struct Step: Sendable, Hashable, CustomStringConvertible {
         public var type: Int
         public var valueMinor: Int64
         public var count: Int
@@ -40,7 +27,7 @@ public enum PayoutPlanner {
 
     public enum Plan: Sendable, Hashable {
         /// These coins, largest first, make the amount exactly.
-        case exact([Step])
+        case exact([Coins])
         /// No set of the coins held makes the amount: the nearest amounts that can be paid
         /// below it (0 at least) and above it (nil if none).
         case cannotPayExact(below: Int64, above: Int64?)
@@ -51,7 +38,7 @@ public enum PayoutPlanner {
     public static let maximumAmount: Int64 = 100_000
 
     /// The plan for `amount` (minor units, above 0, at most `maximumAmount`) from `tubes`.
-    public static func plan(_ amount: Int64, from tubes: [Tube]) -> Plan {
+    public static func plan(_ amount: Int64, from tubes: [Coins]) -> Plan {
         precondition(amount > 0 && amount <= maximumAmount, "a payout amount is checked before it is planned")
         let usable = tubes.filter { $0.valueMinor > 0 && $0.count > 0 }.sorted { $0.valueMinor > $1.valueMinor }
         let total = usable.reduce(Int64(0)) { $0 + $1.valueMinor * Int64($1.count) }
@@ -95,6 +82,6 @@ public enum PayoutPlanner {
             counts[step.tube] += step.count
             at = step.from
         }
-        return .exact(usable.indices.filter { counts[$0] > 0 }.map { Step(type: usable[$0].type, valueMinor: usable[$0].valueMinor, count: counts[$0]) })
+        return .exact(usable.indices.filter { counts[$0] > 0 }.map { Coins(type: usable[$0].type, valueMinor: usable[$0].valueMinor, count: counts[$0]) })
     }
 }

@@ -18,7 +18,7 @@ extension DaemonControl {
         if let currency, currency != changer.currency {
             throw CommandError(.badRequest, "the changer pays \(pays), not \(currency)")
         }
-        let tubes = changer.values.map { PayoutPlanner.Tube(type: $0.key, valueMinor: $0.value, count: changer.tubes[$0.key]) }
+        let tubes = changer.values.map { PayoutPlanner.Coins(type: $0.key, valueMinor: $0.value, count: changer.tubes[$0.key]) }
         var result: [String: JSON] = ["amount_minor": .int(amountMinor), "currency": .string(pays)]
         switch PayoutPlanner.plan(amountMinor, from: tubes) {
         case .exact(let steps):

@@ -7,8 +7,8 @@ import Testing
 /// amounts when it cannot be done.
 @Suite("Payout plans: exact from the tubes, fewest coins, or the nearest amounts that can be paid")
 struct PayoutPlannerTests {
-    private static func tubes(_ counts: [Int64: Int]) -> [PayoutPlanner.Tube] {
-        counts.sorted { $0.key < $1.key }.enumerated().map { PayoutPlanner.Tube(type: $0.offset, valueMinor: $0.element.key, count: $0.element.value) }
+    private static func tubes(_ counts: [Int64: Int]) -> [PayoutPlanner.Coins] {
+        counts.sorted { $0.key < $1.key }.enumerated().map { PayoutPlanner.Coins(type: $0.offset, valueMinor: $0.element.key, count: $0.element.value) }
     }
 
     private static func paid(_ plan: PayoutPlanner.Plan) -> [Int64: Int]? {
