@@ -51,12 +51,9 @@ public struct MDBCreditBook: Sendable {
     }
 
     /// The changer's tubes after a start: those holding more than the row last recorded (coins
-    /// a lost POLL reply took, or a refill by hand), as "type n: before → now".
+    /// a lost POLL reply took, or a refill by hand). A first start names none.
     public mutating func started(withTubes current: [Int]) -> [String] {
-        let rose = current.prefix(16).enumerated().compactMap { type, count in
-            count > Int(tubes[type]) ? "type \(type): \(tubes[type]) → \(count)" : nil
-        }
-        for (type, count) in current.prefix(16).enumerated() { tubes[type] = UInt8(clamping: count) }
+        let rose = tubesRose(to: current)
         return recorded == nil ? [] : rose
     }
 
@@ -83,20 +80,49 @@ public struct MDBCreditBook: Sendable {
         isHeld = true
     }
 
-    /// The ledger's row is `counter`, not where the batch last taken started.
-    public mutating func rewind(to counter: AcceptorCounter?) {
-        guard let batch = offered else { return }
+    /// The ledger's row is `counter`, not where the batch last taken started. Within the
+    /// batch's numbers, an offer refused as far as the loop knew was stored after all: the
+    /// coins up to the row are on the ledger and are dropped, never numbered again (a new
+    /// number would credit them twice); the rest wait with their numbers. Outside them (behind
+    /// the batch's start, or past its end: the row was moved by something else), none of these
+    /// coins is on the ledger: they are numbered on from the row. Either way the batch is
+    /// settled: a hold ends (true when it did).
+    @discardableResult
+    public mutating func rewind(to counter: AcceptorCounter?) -> Bool {
+        guard let batch = offered else { return false }
         offered = nil
         recorded = counter
-        if counter == batch.after { return }
-        var number = counter?.eventNumber ?? 0
-        waiting = (batch.entries + waiting).map { entry in
-            guard case .credit(var credit) = entry else { return entry }
-            number += 1
-            credit.number = number
-            return .credit(credit)
+        let row = counter?.eventNumber ?? 0
+        let entries = batch.entries + waiting
+        if (batch.before?.eventNumber ?? 0)...batch.after.eventNumber ~= row {
+            waiting = entries.filter { entry in
+                if case .credit(let credit) = entry { credit.number > row } else { true }
+            }
+            lastNumber = max(lastNumber, row)
+        } else {
+            var number = row
+            waiting = entries.map { entry in
+                guard case .credit(var credit) = entry else { return entry }
+                number += 1
+                credit.number = number
+                return .credit(credit)
+            }
+            lastNumber = number
         }
-        lastNumber = number
+        let released = isHeld
+        isHeld = false
+        return released
+    }
+
+    /// The tubes as the changer counts them now, against the book's: those holding more (coins
+    /// a lost POLL reply carried, or a refill by hand), as "type n: before → now". The book
+    /// takes the new counts.
+    public mutating func tubesRose(to current: [Int]) -> [String] {
+        let rose = current.prefix(16).enumerated().compactMap { type, count in
+            count > Int(tubes[type]) ? "type \(type): \(tubes[type]) → \(count)" : nil
+        }
+        for (type, count) in current.prefix(16).enumerated() { tubes[type] = UInt8(clamping: count) }
+        return rose
     }
 
     private func counter() -> AcceptorCounter {

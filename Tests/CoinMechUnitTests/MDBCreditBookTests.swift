@@ -69,6 +69,23 @@ struct MDBCreditBookTests {
         #expect(numbers(book.take().batch) == [23])
     }
 
+    @Test("a refused offer stored after all: the coins up to the row are dropped, never renumbered; the others keep their numbers; the hold ends")
+    func refusedButStored() {
+        var book = MDBCreditBook(persisted: Self.row(10))
+        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 4)
+        let first = book.take().batch
+        book.notRecorded()
+        book.kept(type: 0, coinID: "USD5", sorterPath: 1, tubeCount: 9)  // the offer again grows, and its tubes change
+        #expect(numbers(book.take().batch) == [11, 12])
+        // The first commit was durable after all: the row stands at its end.
+        let released = book.rewind(to: first?.after)
+        #expect(released, "the hold ends")
+        #expect(!book.isHeld)
+        let rest = book.take().batch
+        #expect(numbers(rest) == [12])
+        #expect(rest?.before == first?.after)
+    }
+
     @Test("after a start, tubes higher than the row recorded are named; a first start names none")
     func tubesAfterStart() {
         var tubes = [UInt8](repeating: 0, count: 16)
