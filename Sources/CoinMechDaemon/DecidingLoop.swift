@@ -193,6 +193,8 @@ public final class DecidingLoop: @unchecked Sendable {
         }
         // Shutting down: the mech returns coins by itself until the daemon is back.
         let lost = mech.disconnect(reason: "daemon stopping", now: .now)
+        // What letting go of the device reported (a changer's POLL lost in flight) is recorded.
+        serviceAcceptor()
         if !lost.isEmpty { step(.mech(lost)) }
         runCommands()
         step(.stop((mech as? any FramedMech)?.frameErrors ?? FrameErrorCounts()))

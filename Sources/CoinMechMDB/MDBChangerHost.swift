@@ -125,15 +125,18 @@ public struct MDBChangerHost: Sendable {
     /// The driver is letting go of the changer (a stop, a lost port): COIN TYPE 0, so that it
     /// takes no coin while nobody polls it, written at once whatever is in flight (the adapter
     /// answers in order, and nobody waits for this answer). Nothing more is sent until `start`.
-    /// Coins it took before stay in its POLL replies for the next start's drain.
+    /// Coins it has not yet reported stay in its POLL replies for the next start's drain; a
+    /// POLL in flight is reported lost (the changer forgets what it answers).
     public mutating func stop(now: UInt64) -> [MDBChangerHostOutput] {
         guard started else { return [] }
         started = false
+        var outputs: [MDBChangerHostOutput] = outstanding.contains { Self.code($0.command) == MDBChangerCommand.pollCode }
+            ? [.event(.pollReplyLost)] : []
         outstanding.removeAll()
         accepting = nil
         let none = MDBChangerCommand.coinType(accept: 0, manualDispense: configuration.manualDispense)
-        guard let transaction = try? none.transaction() else { return [] }
-        return [.send(.transaction(transaction))]
+        if let transaction = try? none.transaction() { outputs.append(.send(.transaction(transaction))) }
+        return outputs
     }
 
     /// Time passed: a line unanswered, a POLL due, the settle or the outage over.

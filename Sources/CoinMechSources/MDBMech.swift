@@ -28,6 +28,8 @@ public final class MDBMech: AcceptorMech {
     private var positions: CoinPositionMask
     private var creditable: Set<String>?
     private var valuedSetup: MDBChangerSetup?
+    /// A POLL reply was lost: the next tube counts are compared with the book's.
+    private var tubesAfterLoss = false
 
     /// `persisted`: the ledger's counter row for the changer (nil if none yet).
     public init(path: String, baud: Int, host configuration: MDBChangerHostConfiguration, persisted: AcceptorCounter?,
@@ -119,7 +121,9 @@ public final class MDBMech: AcceptorMech {
         if book.isHeld && !wasHeld { applyInhibit() }
     }
 
-    public func rewind(to counter: AcceptorCounter?) { book.rewind(to: counter) }
+    public func rewind(to counter: AcceptorCounter?) {
+        if book.rewind(to: counter) { applyInhibit() }
+    }
 
     public func hotplug(_ change: HotplugTracker.Change, now: Instant) -> [MechEvent] {
         switch change {
@@ -135,12 +139,16 @@ public final class MDBMech: AcceptorMech {
     /// nobody polls it; coins it kept before are reported by the next start's drain.
     public func disconnect(reason: String, now: Instant) -> [MechEvent] {
         guard port.isOpen else { return [] }
-        let coinTypeZero = host.stop(now: now.nanoseconds).flatMap { output -> [UInt8] in
-            if case .send(let command) = output { command.line } else { [] }
+        var coinTypeZero: [UInt8] = []
+        for output in host.stop(now: now.nanoseconds) {
+            switch output {
+            case .send(let command): coinTypeZero += command.line
+            case .event(let event): take(event)  // a POLL in flight, lost: recorded by the loop
+            }
         }
         port.close(now: now, last: coinTypeZero)
         started = false
-        return [.lost(path: port.path, reason: reason)]
+        return takeStatuses() + [.lost(path: port.path, reason: reason)]
     }
 
     // MARK: The engine's outputs
@@ -176,7 +184,11 @@ public final class MDBMech: AcceptorMech {
                 }
             }
         case .tubes(let status):
-            for (type, count) in status.counts.enumerated() { book.tube(type, count: count) }
+            let rose = book.tubesRose(to: status.counts)
+            if tubesAfterLoss, !rose.isEmpty {
+                report(.critical, "MDB: after the lost POLL reply the tubes hold more (\(rose.joined(separator: ", "))): coins it carried were kept without credit")
+            }
+            tubesAfterLoss = false
         case .status(let status):
             if let (kind, level) = Self.mechStatus(status) {
                 statuses.append(.status(kind, detail: "MDB \(status)"))
@@ -185,6 +197,7 @@ public final class MDBMech: AcceptorMech {
                 report(.debug, "MDB changer: \(status)")
             }
         case .pollReplyLost:
+            tubesAfterLoss = true
             // Recorded: the coins in it may have been kept without credit.
             reports.append(AcceptorReport(event: .note(.replyLost(after: book.lastNumber)), level: .critical,
                                           message: "MDB: \(event): coins the changer reported in it may have been kept without credit; the tube counts show those sent to a tube"))

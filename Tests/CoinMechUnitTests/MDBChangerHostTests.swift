@@ -156,10 +156,12 @@ struct MDBChangerHostTests {
         #expect(lines(tubes) == ["R,0B"], "then the POLL goes again")
     }
 
-    @Test("stopping writes COIN TYPE 0 at once, a line in flight or not, and nothing more until started again")
+    @Test("stopping writes COIN TYPE 0 at once, a line in flight or not, reports a POLL in flight lost, and sends nothing more until started again")
     func stop() {
         var (host, _, _) = running()  // a POLL is on the wire
-        #expect(lines(host.stop(now: 601 * Self.ms)) == ["R,0C,0000FFFF"])
+        let stopped = host.stop(now: 601 * Self.ms)
+        #expect(lines(stopped) == ["R,0C,0000FFFF"])
+        #expect(events(stopped) == [.pollReplyLost])
         #expect(host.accepting == nil && host.nextWake == nil)
         #expect(lines(reply(&host, "p,ACK", at: 602 * Self.ms)).isEmpty)
         #expect(lines(host.tick(now: 5_000 * Self.ms)).isEmpty)
