@@ -47,8 +47,9 @@ uint64_t cm_monotonic_ns(void) {
 pid_t cm_gettid(void) { return gettid(); }
 
 clockid_t cm_thread_cpu_clock(void) {
-    clockid_t clock = CLOCK_THREAD_CPUTIME_ID;
-    pthread_getcpuclockid(pthread_self(), &clock);
+    clockid_t clock;
+    /* Not CLOCK_THREAD_CPUTIME_ID on failure: read by another thread, that is the reader's own. */
+    if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return (clockid_t)-1;
     return clock;
 }
 

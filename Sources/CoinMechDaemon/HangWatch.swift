@@ -78,8 +78,9 @@ final class HangWatch: Sendable {
     /// and is still there. Its own time is its CPU time, and the wall clock while it is asleep
     /// in a call it made (a sleep, a lock, a socket): not the time it waited for a CPU, nor
     /// for the disk (a page of code read in on its first run after a power cut), nor stopped.
-    /// A look this thread was itself held up in (the process stopped and resumed, a paused
-    /// machine) counts for nothing. Where the deciding thread cannot be seen, the wall clock.
+    /// Of a look this thread was itself held up in (the process stopped and resumed, a paused
+    /// machine, a loaded one), only the CPU time counts. Where the deciding thread cannot be
+    /// seen, the wall clock.
     /// A plugin stuck for good waiting on a disk is left to systemd's watchdog, whose abort the
     /// breadcrumb pins on its link.
     private func overran(_ word: UInt64, slot: UnsafeMutablePointer<cm_crumb_slot>, budget: UInt64) -> Bool {
@@ -97,8 +98,15 @@ final class HangWatch: Sendable {
                 last = now
                 lastCPU = cpu
             }
-            guard wall <= 4 * period * 1000 + 5_000_000 else { continue }
-            own += Self.ownTime(wall: wall, cpu: cpu.flatMap { cpu in lastCPU.map { cpu &- $0 } }, state: thread?.state())
+            let cpuSpent = cpu.flatMap { cpu in lastCPU.map { cpu &- $0 } }
+            let state = thread?.state()
+            if wall <= 4 * period * 1000 + 5_000_000 {
+                own += Self.ownTime(wall: wall, cpu: cpuSpent, state: state)
+            } else if state != .asleep, let cpuSpent {
+                // This thread was held up: the wall clock says nothing, but the CPU time the
+                // call used meanwhile is its own all the same.
+                own += cpuSpent
+            }
             if own >= budget && cm_crumb_load(slot) == word { return true }
         }
         return false

@@ -269,16 +269,17 @@ struct IsolationEndToEndTests {
             deciding = Self.thread(named: "deciding", of: pid)
             return deciding != nil
         }
-        // The deciding thread shares CPU 0 with a busy loop, at the lowest priority: weights 15
-        // and 1024 give it about 1.5 % of that CPU, so the plugin's 2 ms of CPU take far longer
-        // than its 10 ms budget. The hang watch runs free on the other CPUs.
-        let hog = try ChildProcess(path: "/usr/bin/taskset", ["-c", "0", "/bin/sh", "-c", "while :; do :; done"],
+        // The deciding thread shares one CPU with a busy loop, at the lowest priority: weights
+        // 15 and 1024 give it about 1.5 % of that CPU, so the plugin's 2 ms of CPU take far
+        // longer than its 10 ms budget. The hang watch runs free on the other CPUs.
+        let cpu = try #require(Self.firstAllowedCPU(), "no Cpus_allowed_list in /proc/self/status")
+        let hog = try ChildProcess(path: "/usr/bin/taskset", ["-c", cpu, "/bin/sh", "-c", "while :; do :; done"],
                                    stderrPath: TestSupport.temporaryDirectory("hog") + "/stderr")
         defer {
             hog.signal(SIGKILL)
             hog.wait()
         }
-        for command in [["taskset", "-pc", "0", "\(deciding!)"], ["renice", "-n", "19", "-p", "\(deciding!)"]] {
+        for command in [["taskset", "-pc", cpu, "\(deciding!)"], ["renice", "-n", "19", "-p", "\(deciding!)"]] {
             let result = try TestSupport.run(command)
             try #require(result.status == 0, "\(command.joined(separator: " ")): \(result.errors)")
         }
@@ -301,6 +302,31 @@ struct IsolationEndToEndTests {
         #expect(truth.outcomes.stored == 8)
         #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
         try Self.expectNothingWrongCredited(harness)
+    }
+
+    /// The first CPU this process may run on (its affinity may exclude CPU 0).
+    static func firstAllowedCPU() -> String? {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") }) else { return nil }
+        let list = line.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces)
+        return list.split(whereSeparator: { $0 == "," || $0 == "-" }).first.map(String.init)
+    }
+
+    @Test("a call that spins on the CPU past its budget is hung: its CPU time is its own")
+    func spinningCallIsHung() throws {
+        let plugins = try Self.plugins()
+        let harness = try DaemonHarness(chain: Self.chain("isolation: in-process, budget_ms: 10, config: {mode: spin, ms: 400}"),
+                                        source: "{kind: serial, device: mech, baud: 9600, deadline_ms: 10000}")
+        try harness.startSimulator("coins: 3\nrate_per_s: 2\nseed: 31\ndeadline_ms: 10000\nmix: {quarter: 1}\nnoise: {diameter: 0.002, weight: 0.002}\n")
+        try harness.startDaemon(pluginDirectory: plugins)
+        let client = try Self.connect(harness)
+        try TestSupport.waitUntil("the link to be marked hung", timeout: 60) {
+            Self.linkProblem(try client.request("status"), "third-party")?["state"] == "hung"
+        }
+        #expect(harness.daemonLog.contains("a call in process took more than its 10 ms budget"))
+        _ = try harness.simulatorTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(try harness.decisions().first?.reason == "plugin_hung")
     }
 
     /// The id of `pid`'s thread called `name`, if it has one.

@@ -48,6 +48,8 @@ struct ThreadTimeTests {
             done.signal()
         }
         spinner.start()
+        // Stopped however the test ends: a spinner left running would burn a core for the rest of the run.
+        defer { stop.store(true, ordering: .relaxed) }
         var spinning: ThreadTime?
         try TestSupport.waitUntil("the busy thread to start") {
             spinning = busy.withLock { $0 }
@@ -56,8 +58,6 @@ struct ThreadTimeTests {
         let first = try #require(spinning?.cpuNanoseconds())
         try TestSupport.waitUntil("the busy thread to use 20 ms of CPU") { (spinning?.cpuNanoseconds() ?? 0) > first + 20_000_000 }
         #expect(spinning?.state() == .runnable)
-        stop.store(true, ordering: .relaxed)
-        done.wait()
     }
 
     @Test("a look counts the wall clock while asleep, the CPU time while runnable or waiting for the disk, nothing while stopped")

@@ -27,7 +27,7 @@ int cm_tty_exclusive(int fd);
 uint64_t cm_monotonic_ns(void);
 
 /* The calling thread's id (gettid) and its CPU-time clock (pthread_getcpuclockid): what another
-   thread of the process needs to see how much of the machine this one has had. */
+   thread of the process needs to see how much of the machine this one has had (-1: no clock). */
 pid_t cm_gettid(void);
 clockid_t cm_thread_cpu_clock(void);
 /* clock_gettime(clock) in nanoseconds; UINT64_MAX if it cannot be read. */
