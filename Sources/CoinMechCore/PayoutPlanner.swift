@@ -4,10 +4,11 @@ import CoinMechModel
 /// before any coin moves, and the answer of a dry run.
 ///
 /// The plan is exact or it is nothing: a changer pays whole coins, and paying less than asked
-/// without saying so is owing the customer. It takes the fewest coins that make the amount;
-/// among plans of as many coins, the one with the larger coins (so "largest coin first"
-/// wherever that reaches the amount, and a plan where it does not: 30 from quarters and dimes
-/// is three dimes). When no plan exists, it names the nearest amounts that can be paid.
+/// without saying so is owing the customer. It takes the fewest coins that make the amount, so
+/// it pays largest coin first wherever that is fewest, and finds a plan where largest first
+/// finds none (30 from quarters and dimes is three dimes). Among plans of as many coins it
+/// keeps the first found taking the tubes largest value first, which is not always the one
+/// with the larger coins. When no plan exists, it names the nearest amounts that can be paid.
 public enum PayoutPlanner {
     /// Coins of one type: those a tube holds, or those a plan pays.
     public struct Coins: Sendable, Hashable, CustomStringConvertible {
@@ -44,29 +45,36 @@ public enum PayoutPlanner {
         let total = usable.reduce(Int64(0)) { $0 + $1.valueMinor * Int64($1.count) }
         // The amounts reachable up to the larger of the amount and the nearest one above it.
         let limit = Int(min(total, amount + (usable.map(\.valueMinor).max() ?? 0)))
-        // fewest[a]: the fewest coins that make a; taken[a]: the tube and count last added.
-        // Bounded coin change over each tube's coins split in powers of two (1, 2, 4, … the rest),
-        // tubes taken largest value first: a later tube replaces a plan only with fewer coins.
+        // fewest[a]: the fewest coins that make a. Bounded coin change over each tube's coins
+        // split in powers of two (1, 2, 4, … the rest), each bundle used at most once, tubes
+        // taken largest value first: a later bundle replaces a plan only with fewer coins.
+        // chosen[b] marks the amounts bundle b improved when it was added: walked back from the
+        // last bundle, they give the plan (a plan read from one array of last choices can use a
+        // bundle twice).
         let none = Int.max
         var fewest = [Int](repeating: none, count: limit + 1)
-        var taken = [(tube: Int, count: Int, from: Int)](repeating: (-1, 0, 0), count: limit + 1)
         fewest[0] = 0
+        var bundles: [(tube: Int, count: Int, value: Int)] = []
+        var chosen: [[UInt64]] = []
         for (index, tube) in usable.enumerated() {
             var left = tube.count
-            var bundle = 1
+            var size = 1
             while left > 0 {
-                let count = min(bundle, left)
+                let count = min(size, left)
                 left -= count
-                bundle *= 2
+                size *= 2
                 let value = Int(tube.valueMinor) * count
                 guard value <= limit else { continue }
+                var marks = [UInt64](repeating: 0, count: limit / 64 + 1)
                 for reached in stride(from: limit, through: value, by: -1) where fewest[reached - value] != none {
                     let coins = fewest[reached - value] + count
                     if coins < fewest[reached] {
                         fewest[reached] = coins
-                        taken[reached] = (index, count, reached - value)
+                        marks[reached / 64] |= 1 << UInt64(reached % 64)
                     }
                 }
+                bundles.append((index, count, value))
+                chosen.append(marks)
             }
         }
         let target = Int(amount)
@@ -77,10 +85,9 @@ public enum PayoutPlanner {
         }
         var counts = [Int](repeating: 0, count: usable.count)
         var at = target
-        while at > 0 {
-            let step = taken[at]
-            counts[step.tube] += step.count
-            at = step.from
+        for (bundle, marks) in zip(bundles, chosen).reversed() where at > 0 && marks[at / 64] & (1 << UInt64(at % 64)) != 0 {
+            counts[bundle.tube] += bundle.count
+            at -= bundle.value
         }
         return .exact(usable.indices.filter { counts[$0] > 0 }.map { Coins(type: usable[$0].type, valueMinor: usable[$0].valueMinor, count: counts[$0]) })
     }

@@ -39,13 +39,21 @@ struct PayoutPlannerTests {
         #expect(PayoutPlanner.plan(5, from: Self.tubes([10: 3])) == .cannotPayExact(below: 0, above: 10))
     }
 
-    @Test("against every way the coins held can be paid, on 300 random changers: the same answer, never more coins")
+    @Test("a plan never pays a bundle of a tube twice: 25 from 17, three 7s and one 4 is three 7s and the 4")
+    func bundleOnce() {
+        #expect(Self.paid(PayoutPlanner.plan(25, from: Self.tubes([17: 1, 7: 3, 4: 1]))) == [7: 3, 4: 1])
+    }
+
+    @Test("against every way the coins held can be paid, on 2000 random changers (coin sets and odd values, tokens): the same answer, never more coins")
     func againstBruteForce() {
         var random = SplitMix64(seed: 26)
-        for _ in 0..<300 {
-            let values: [Int64] = [5, 10, 20, 25, 50, 100].filter { _ in random.next() % 2 == 0 }
-            let held = Dictionary(values.map { ($0, Int(random.next() % 5)) }, uniquingKeysWith: +)
-            let amount = Int64(5 * (1 + random.next() % 60))
+        for trial in 0..<2000 {
+            // Half of them real coin sets, half odd values from 1 to 30, as tokens can be.
+            let values: [Int64] = trial % 2 == 0
+                ? [5, 10, 20, 25, 50, 100].filter { _ in random.next() % 2 == 0 }
+                : (0..<(1 + Int(random.next() % 5))).map { _ in Int64(1 + random.next() % 30) }
+            let held = Dictionary(values.map { ($0, Int(random.next() % 9)) }, uniquingKeysWith: +)
+            let amount = Int64(1 + random.next() % 300)
             // Every combination of counts the tubes allow: the amounts, with the fewest coins for each.
             var fewest: [Int64: Int] = [0: 0]
             for (value, count) in held {
