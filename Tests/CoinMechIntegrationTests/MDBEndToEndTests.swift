@@ -95,7 +95,7 @@ struct MDBEndToEndTests {
         let values = accepts.map { $0.valueMinor ?? 0 }
         let missing = Self.skipsToMatch(values, within: kept)
         #expect(missing != nil && missing! <= 1, "credited \(values) against kept \(kept)")
-        #expect(truth.keptValue["USD", default: 0] - values.reduce(0, +) <= 25)
+        #expect((0...25).contains(truth.keptValue["USD", default: 0] - values.reduce(0, +)), "credited \(values.reduce(0, +)) of \(truth.keptValue)")
         // Dimes: the chain credits none, so the daemon never enabled their coin type.
         let dimes = truth.coins.filter { $0.kind == "USD:dime" }
         #expect(!dimes.isEmpty && dimes.allSatisfy { $0.fate == "rejected" }, "\(dimes.map(\.fate))")
@@ -110,7 +110,7 @@ struct MDBEndToEndTests {
 
     @Test("stopped with SIGTERM, the daemon leaves the changer at COIN TYPE 0: it takes no coin nobody polls for")
     func stopLetsGo() throws {
-        let rig = try Rig("mdb-stop", scenario: "name: mdb-stop\nseed: 8\ncoins: 0\nrate_per_s: 5\ncurrency: USD\nmix: {nickel: 1, quarter: 1}\n",
+        let rig = try Rig("mdb-stop", scenario: "name: mdb-stop\nseed: 8\ncoins: 0\nrate_per_s: 2\ncurrency: USD\nmix: {nickel: 1, quarter: 1}\n",
                           simulatorArguments: ["--host-timeout", "20"])
         let daemon = try rig.startDaemon()
         try TestSupport.waitUntil("3 coins credited", timeout: 60) { ((try? rig.accepts().count) ?? 0) >= 3 }
