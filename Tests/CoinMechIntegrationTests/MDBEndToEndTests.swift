@@ -34,7 +34,8 @@ struct MDBEndToEndTests {
         let dir: String
         let sim: ChildProcess
 
-        init(_ name: String, scenario: String, simulatorArguments: [String], currency: String = "USD", chain: String = MDBEndToEndTests.chain) throws {
+        init(_ name: String, scenario: String, simulatorArguments: [String], currency: String = "USD", chain: String = MDBEndToEndTests.chain,
+             extra: String = "") throws {
             dir = TestSupport.temporaryDirectory(name)
             try """
                 log_level: debug
@@ -42,6 +43,7 @@ struct MDBEndToEndTests {
                 state_dir: state
                 runtime_dir: run
                 cache_dir: cache
+                \(extra)
                 \(chain)
                 """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
             try scenario.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
@@ -179,6 +181,40 @@ struct MDBEndToEndTests {
         #expect(statuses.count == 2, "\(statuses)")
         #expect(statuses.contains { $0.contains("tamper") && $0.contains("possible credited coin removal") }, "\(statuses)")
         #expect(statuses.contains { $0.contains("jam") && $0.contains("coin jam") }, "\(statuses)")
+    }
+
+    @Test("a full ledger: the changer is held at COIN TYPE 0 and returns every coin; nothing is credited unrecorded or twice")
+    func ledgerFull() throws {
+        let rig = try Rig("mdb-full", scenario: "name: mdb-full\nseed: 12\ncoins: 120\nrate_per_s: 8\ncurrency: USD\nmix: {nickel: 1, quarter: 1}\n",
+                          simulatorArguments: ["--linger-ms", "500", "--host-timeout", "20"], extra: "ledger: {max_size_mb: 0.06}")
+        let daemon = try rig.startDaemon()
+        var connection: CoinMechConnection?
+        try TestSupport.waitUntil("the daemon's socket", timeout: 20) {
+            connection = try? CoinMechConnection(path: "\(rig.dir)/run/coinmechd.sock")
+            return connection != nil
+        }
+        let client = connection!
+        try TestSupport.waitUntil("the ledger failing and the changer held", timeout: 60) {
+            let status = try client.request("status")
+            return status["ledger"] == "failing" && status["acceptor"]?["held_for_ledger"] == true && status["acceptor"]?["accepting"] == false
+        }
+        #expect(rig.sim.wait(timeout: 60) == 0, "coinsim: \(rig.sim.stderr)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
+        let truth = try rig.truth()
+        let kept = truth.coins.filter { $0.fate != "rejected" }.map { $0.valueMinor ?? -1 }
+        let accepts = try rig.accepts()
+        let numbers = accepts.compactMap(\.deviceSeq)
+        #expect(Set(numbers).count == numbers.count, "a coin number credited twice")
+        // In order, nothing the changer did not keep; what it kept before COIN TYPE 0 reached
+        // it waits in the daemon for a ledger that can write: a handful at most.
+        let missing = Self.skipsToMatch(accepts.map { $0.valueMinor ?? 0 }, within: kept)
+        #expect(missing != nil && missing! <= 5, "credited \(accepts.count) of \(kept.count) kept")
+        // Once held, the changer took no more coins: it returned them.
+        #expect(truth.outcomes.rejected > kept.count, "\(truth.outcomes)")
+        // Said once, loudly (the retries at every poll are debug lines).
+        let loud = daemon.stderr.split(separator: "\n").filter { $0.contains("could not record the acceptor's events") && !$0.hasPrefix("<7>") }
+        #expect(loud.count == 1, "\(loud)")
     }
 
     /// `payout_plan` against what the changer's tubes hold at the end (coinsim's truth): an
