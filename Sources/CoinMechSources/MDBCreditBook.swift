@@ -1,3 +1,4 @@
+import CoinMechMDB
 import CoinMechModel
 
 /// An MDB changer's coins between its POLL replies and the ledger, with no I/O. MDB numbers
@@ -34,13 +35,14 @@ public struct MDBCreditBook: Sendable {
 
     private static let empty = [UInt8](repeating: 0, count: 16)
 
-    /// A coin the changer kept: its number. `tubeCount`: its tube's count, for a coin sent to a tube.
+    /// A coin the changer kept (`routing.isKept`), to its tube (holding `tubeCount` now) or the
+    /// cash box: its number.
     @discardableResult
-    public mutating func kept(type: Int, coinID: String?, sorterPath: UInt8, tubeCount: Int?) -> UInt64 {
-        if let tubeCount, (0..<16).contains(type) { tubes[type] = UInt8(clamping: tubeCount) }
+    public mutating func kept(type: Int, coinID: String?, routing: MDBChangerEvent.Routing, tubeCount: Int) -> UInt64 {
+        if routing == .tube, (0..<16).contains(type) { tubes[type] = UInt8(clamping: tubeCount) }
         lastNumber += 1
-        waiting.append(.credit(AcceptorCredit(epoch: Self.epoch, number: lastNumber, position: type + 1, coinID: coinID, sorterPath: sorterPath,
-                                              routing: sorterPath == 1 ? "tube" : "cash_box")))
+        waiting.append(.credit(AcceptorCredit(epoch: Self.epoch, number: lastNumber, position: type + 1, coinID: coinID,
+                                              sorterPath: routing.rawValue, routing: routing == .tube ? "tube" : "cash_box")))
         return lastNumber
     }
 

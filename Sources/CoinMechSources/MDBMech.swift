@@ -170,7 +170,7 @@ public final class MDBMech: AcceptorMech {
                 return report(.debug, "MDB: a coin of type \(type) was returned (\(routing))")
             }
             let coinID = host.setup?.coinID(ofType: type)
-            let number = book.kept(type: type, coinID: coinID, sorterPath: routing.rawValue, tubeCount: routing == .tube ? tubeCount : nil)
+            let number = book.kept(type: type, coinID: coinID, routing: routing, tubeCount: tubeCount)
             report(.debug, "MDB: coin \(number) kept: type \(type) (\(coinID ?? "no value")) to the \(routing == .tube ? "tube, \(tubeCount) in it" : "cash box")")
         case .dispensedManually(let type, let count, let valueMinor, let tubeCount):
             book.tube(type, count: tubeCount)

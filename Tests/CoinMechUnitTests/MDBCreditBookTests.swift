@@ -1,3 +1,4 @@
+import CoinMechMDB
 import CoinMechModel
 import CoinMechSources
 import Testing
@@ -17,8 +18,8 @@ struct MDBCreditBookTests {
     @Test("coins are numbered on from the ledger's row, and a batch goes from the row to the row after it, tubes included")
     func numbering() {
         var book = MDBCreditBook(persisted: Self.row(41))
-        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 7)
-        book.kept(type: 0, coinID: "USD5", sorterPath: 0, tubeCount: nil)
+        book.kept(type: 2, coinID: "USD25", routing: .tube, tubeCount: 7)
+        book.kept(type: 0, coinID: "USD5", routing: .cashBox, tubeCount: 0)
         let (batch, released) = book.take()
         #expect(!released)
         #expect(numbers(batch) == [42, 43])
@@ -34,12 +35,12 @@ struct MDBCreditBookTests {
     @Test("a batch the ledger refused is offered again with the same numbers, first, with the coins kept since; the hold ends when one is stored")
     func refused() {
         var book = MDBCreditBook(persisted: nil)
-        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 3)
+        book.kept(type: 2, coinID: "USD25", routing: .tube, tubeCount: 3)
         let refused = book.take().batch
         book.notRecorded()
         #expect(book.isHeld)
         #expect(book.recorded == nil)
-        book.kept(type: 1, coinID: "USD10", sorterPath: 0, tubeCount: nil)  // before COIN TYPE 0 took effect
+        book.kept(type: 1, coinID: "USD10", routing: .cashBox, tubeCount: 0)  // before COIN TYPE 0 took effect
         let again = book.take()
         #expect(numbers(again.batch) == [1, 2])
         #expect(again.batch?.before == refused?.before)
@@ -53,29 +54,29 @@ struct MDBCreditBookTests {
     @Test("a row already where the batch ends means it was stored: nothing is offered again; a row moved elsewhere numbers the same coins on from it")
     func rewind() {
         var book = MDBCreditBook(persisted: Self.row(10))
-        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 4)
+        book.kept(type: 2, coinID: "USD25", routing: .tube, tubeCount: 4)
         let batch = book.take().batch
         book.rewind(to: batch?.after)
         #expect(book.take().batch == nil)
 
-        book.kept(type: 0, coinID: "USD5", sorterPath: 1, tubeCount: 9)
-        book.kept(type: 0, coinID: "USD5", sorterPath: 1, tubeCount: 10)
+        book.kept(type: 0, coinID: "USD5", routing: .tube, tubeCount: 9)
+        book.kept(type: 0, coinID: "USD5", routing: .tube, tubeCount: 10)
         #expect(numbers(book.take().batch) == [12, 13])
         book.rewind(to: Self.row(20))
         let renumbered = book.take().batch
         #expect(numbers(renumbered) == [21, 22])
         #expect(renumbered?.before == Self.row(20))
-        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 5)
+        book.kept(type: 2, coinID: "USD25", routing: .tube, tubeCount: 5)
         #expect(numbers(book.take().batch) == [23])
     }
 
     @Test("a refused offer stored after all: the coins up to the row are dropped, never renumbered; the others keep their numbers; the hold ends")
     func refusedButStored() {
         var book = MDBCreditBook(persisted: Self.row(10))
-        book.kept(type: 2, coinID: "USD25", sorterPath: 1, tubeCount: 4)
+        book.kept(type: 2, coinID: "USD25", routing: .tube, tubeCount: 4)
         let first = book.take().batch
         book.notRecorded()
-        book.kept(type: 0, coinID: "USD5", sorterPath: 1, tubeCount: 9)  // the offer again grows, and its tubes change
+        book.kept(type: 0, coinID: "USD5", routing: .tube, tubeCount: 9)  // the offer again grows, and its tubes change
         #expect(numbers(book.take().batch) == [11, 12])
         // The first commit was durable after all: the row stands at its end.
         let released = book.rewind(to: first?.after)
