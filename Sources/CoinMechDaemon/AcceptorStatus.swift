@@ -52,14 +52,8 @@ public struct AcceptorStatus: Sendable {
 
     init(changer mech: MDBMech, core: AcceptorCore) {
         let engine = mech.engine
-        var coins: [Int: String] = [:]
-        var values: [Int: Int64] = [:]
-        for type in 0..<16 {
-            if let id = engine.setup?.coinID(ofType: type), let value = engine.setup?.valueMinor(ofType: type) {
-                coins[type] = id
-                values[type] = value
-            }
-        }
+        let coins = engine.setup?.coinIDs ?? [:]
+        let values = coins.keys.reduce(into: [Int: Int64]()) { values, type in values[type] = engine.setup?.valueMinor(ofType: type) }
         changer = Changer(coins: coins, values: values, currency: engine.setup?.currencyCode, tubes: mech.tubes.map(Int.init),
                           accepting: engine.accepting, identity: engine.identity, level: engine.setup?.level, lastCoin: mech.lastCoin)
         responding = engine.isResponding

@@ -14,6 +14,13 @@ extension MDBChangerSetup {
         return "\(prefix)\(value)"
     }
 
+    /// Every coin type with a value, by type, with its coin id.
+    public var coinIDs: [Int: String] {
+        var ids: [Int: String] = [:]
+        for type in 0..<16 { if let id = coinID(ofType: type) { ids[type] = id } }
+        return ids
+    }
+
     /// ISO 4217 numbers of currencies with coins, by their letters.
     static let currencyLetters: [Int: String] = [
         36: "AUD", 124: "CAD", 156: "CNY", 203: "CZK", 208: "DKK", 348: "HUF", 356: "INR", 392: "JPY", 410: "KRW",

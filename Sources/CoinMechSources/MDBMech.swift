@@ -176,7 +176,7 @@ public final class MDBMech: AcceptorMech {
             book.tube(type, count: tubeCount)
             report(.warning, "MDB: \(count) coin(s) of type \(type) (\(valueMinor.map { "\($0) each" } ?? "no value")) paid out by the changer's own buttons; \(tubeCount) left in its tube")
         case .ready(let setup, _, let current):
-            report(.notice, "MDB: changer ready: level \(setup.level), \(setup.currencyCode ?? "country \(String(setup.countryCode, radix: 16))"), coins \((0..<16).compactMap { setup.coinID(ofType: $0) }.joined(separator: " "))")
+            report(.notice, "MDB: changer ready: level \(setup.level), \(setup.currencyCode ?? "country \(String(setup.countryCode, radix: 16))"), coins \(setup.coinIDs.sorted { $0.key < $1.key }.map(\.value).joined(separator: " "))")
             if let current {
                 let rose = book.started(withTubes: current.counts)
                 if !rose.isEmpty {
@@ -230,10 +230,7 @@ public final class MDBMech: AcceptorMech {
         guard let setup = host.setup else { return }
         valuedSetup = setup
         var mask: UInt16 = 0
-        for type in 0..<16 where positions.contains(type + 1) {
-            guard let id = setup.coinID(ofType: type), creditable?.contains(id) ?? true else { continue }
-            mask |= 1 << type
-        }
+        for (type, id) in setup.coinIDs where positions.contains(type + 1) && creditable?.contains(id) ?? true { mask |= 1 << type }
         carry(host.setAllowed(mask, now: Instant.now.nanoseconds))
     }
 
