@@ -137,7 +137,7 @@ public struct AcceptorCore: Sendable {
                 case .lost(_, let first, let last): counts.lostEvents += Int(last - first + 1)
                 case .restarted: counts.restarts += 1
                 case .replyLost: counts.lostReplies += 1
-                case .fault, .faultCleared, .identified: break
+                case .fault, .faultCleared, .identified, .tubesCounted: break
                 }
             default: break
             }

@@ -141,6 +141,36 @@ enum LedgerSchema {
                 throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the events table does not have the state CHECK this version expects")
             }
         }
+        // Money out: each payout and its DISPENSE steps, journalled before any coin moves,
+        // keyed by the asker's request id so that a repeat is answered, never paid again.
+        migrator.registerMigration("v7-payouts") { db in
+            try db.execute(sql: """
+                CREATE TABLE payouts (
+                    request_id TEXT PRIMARY KEY,
+                    source TEXT NOT NULL,
+                    requested_seq INTEGER NOT NULL REFERENCES events(seq),
+                    currency TEXT NOT NULL,
+                    amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),
+                    by TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state = 'open' OR state = 'done' OR state = 'partial' OR state = 'failed'),
+                    paid_minor INTEGER NOT NULL DEFAULT 0,
+                    debt_minor INTEGER NOT NULL DEFAULT 0,
+                    settled_seq INTEGER REFERENCES events(seq)
+                ) WITHOUT ROWID;
+                CREATE INDEX payouts_open ON payouts(source) WHERE state = 'open';
+                CREATE TABLE payout_steps (
+                    request_id TEXT NOT NULL REFERENCES payouts(request_id),
+                    step INTEGER NOT NULL,
+                    dispensing_seq INTEGER NOT NULL REFERENCES events(seq),
+                    type INTEGER NOT NULL,
+                    coin_id TEXT,
+                    value_minor INTEGER NOT NULL,
+                    count INTEGER NOT NULL CHECK (count BETWEEN 1 AND 15),
+                    tube_before INTEGER NOT NULL,
+                    PRIMARY KEY (request_id, step)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

@@ -19,6 +19,12 @@ struct LedgerWriter {
             return .recorded([try insertNote(occurrence)])
         case .collect(let by):
             return .recorded([try collect(by: by)])
+        case .payoutRequested(let order, let source, let plan):
+            return .recorded([try payoutRequested(order, source: source, plan: plan)])
+        case .payoutDispensing(let requestID, let step, let dispense):
+            return .recorded([try payoutDispensing(requestID: requestID, step: step, dispense)])
+        case .payoutSettled(let requestID, let settlement):
+            return .recorded([try payoutSettled(requestID: requestID, settlement)])
         }
     }
 
@@ -137,7 +143,7 @@ struct LedgerWriter {
         return event
     }
 
-    private func insertEvent(kind: EventKind, source: String?, detail: [String: String], epoch: Int64? = nil,
+    func insertEvent(kind: EventKind, source: String?, detail: [String: String], epoch: Int64? = nil,
                              deviceSeq: Int64? = nil) throws -> (LedgerEvent, Int64) {
         let json = detail.isEmpty ? nil : try Self.json(detail)
         try db.cachedStatement(sql: "INSERT INTO events (time, kind, source, epoch, device_seq, detail) VALUES (?, ?, ?, ?, ?, ?)")

@@ -25,6 +25,9 @@ public enum AcceptorRecord: Sendable, Equatable {
     /// A report lost on the line that the device does not repeat (an MDB POLL reply): the
     /// coins in it may have been kept without credit. `after`: the last coin number reported.
     case replyLost(after: UInt64)
+    /// A changer's tubes as it counted them, when they moved other than by a coin going in (a
+    /// payout, a manual dispense, a refill seen at a count): the inventory, on the ledger.
+    case tubesCounted(counts: [Int], cause: String)
 
     public var kind: EventKind {
         switch self {
@@ -37,6 +40,7 @@ public enum AcceptorRecord: Sendable, Equatable {
         case .faultCleared: .acceptorFaultCleared
         case .identified: .acceptorIdentified
         case .replyLost: .acceptorReplyLost
+        case .tubesCounted: .tubesCounted
         }
     }
 
@@ -48,7 +52,7 @@ public enum AcceptorRecord: Sendable, Equatable {
             (epoch, number)
         case .lost(let epoch, _, _), .restarted(let epoch, _):
             (epoch, nil)
-        case .fault, .faultCleared, .identified, .replyLost:
+        case .fault, .faultCleared, .identified, .replyLost, .tubesCounted:
             (nil, nil)
         }
     }
@@ -83,6 +87,8 @@ public enum AcceptorRecord: Sendable, Equatable {
             return detail
         case .replyLost(let after):
             return ["after": "\(after)"]
+        case .tubesCounted(let counts, let cause):
+            return ["tubes": PayoutCoinsText.text(Dictionary(uniqueKeysWithValues: counts.enumerated().map { ($0.offset, $0.element) })), "cause": cause]
         }
     }
 }

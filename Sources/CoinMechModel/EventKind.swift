@@ -61,4 +61,20 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     /// POLL reply that never came): coins it held may have been kept without credit. Detail
     /// `after`, the number of the last coin reported before it.
     case acceptorReplyLost = "acceptor_reply_lost"
+    /// A changer's tubes as it counted them, when they moved other than by a coin going in:
+    /// detail `tubes` (count per coin type, `0:17,1:9`, empty tubes left out), `cause`
+    /// (`payout`, `manual dispense`, `count` — a TUBE STATUS that differs, `start`).
+    case tubesCounted = "tubes_counted"
+
+    /// Money out, journalled before any coin moves (docs/LEDGER.md, payouts): a payout asked
+    /// for, detail `request_id`, `amount_minor`, `currency`, `by`, `plan`.
+    case payoutRequested = "payout_requested"
+    /// One DISPENSE about to be sent: detail `request_id`, `step`, `type`, `coin_id`,
+    /// `value_minor`, `count`, `tube_before`.
+    case payoutDispensing = "payout_dispensing"
+    /// A payout ended, by the changer's own count: detail `request_id`, `paid_minor`,
+    /// `debt_minor`, `paid` (coins per type), `reason`, `after_restart`.
+    case payoutDone = "payout_done"
+    case payoutPartial = "payout_partial"
+    case payoutFailed = "payout_failed"
 }

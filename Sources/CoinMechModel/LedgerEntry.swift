@@ -17,4 +17,11 @@ public enum LedgerEntry: Sendable, Equatable {
     /// Closes the cash-box period: records a `collect` event (`by`) with the period's credited
     /// totals and unconfirmed coins as its rows, and resets the current period. Lifetime totals stay.
     case collect(by: String)
+    /// Money out: a payout asked for (its plan, for people), before any coin moves. Refused
+    /// (`LedgerError.precondition`) if its request id is on the ledger already.
+    case payoutRequested(PayoutOrder, source: String, plan: String)
+    /// A DISPENSE of an open payout, before it is sent.
+    case payoutDispensing(requestID: String, step: Int, PayoutStep)
+    /// An open payout's end. Refused if it is not open: a payout is settled once.
+    case payoutSettled(requestID: String, PayoutSettlement)
 }

@@ -234,7 +234,7 @@ struct CCTalkEndToEndTests {
             state_dir: state
             runtime_dir: run
             cache_dir: cache
-            ledger: {max_size_mb: 0.06}
+            ledger: {max_size_mb: 0.0705}
             \(Self.chain)
             """, scenario: """
             seed: 4

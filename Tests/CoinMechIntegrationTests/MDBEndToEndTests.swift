@@ -52,8 +52,8 @@ struct MDBEndToEndTests {
             _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
         }
 
-        func startDaemon() throws -> ChildProcess {
-            try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
+        func startDaemon(environment: [String: String] = [:]) throws -> ChildProcess {
+            try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory], environment: environment)
         }
 
         func ledger() throws -> Ledger { try Ledger(directory: "\(dir)/state") }
@@ -186,7 +186,7 @@ struct MDBEndToEndTests {
     @Test("a full ledger: the changer is held at COIN TYPE 0 and returns every coin; nothing is credited unrecorded or twice")
     func ledgerFull() throws {
         let rig = try Rig("mdb-full", scenario: "name: mdb-full\nseed: 12\ncoins: 120\nrate_per_s: 8\ncurrency: USD\nmix: {nickel: 1, quarter: 1}\n",
-                          simulatorArguments: ["--linger-ms", "500", "--host-timeout", "20"], extra: "ledger: {max_size_mb: 0.06}")
+                          simulatorArguments: ["--linger-ms", "500", "--host-timeout", "20"], extra: "ledger: {max_size_mb: 0.0705}")
         let daemon = try rig.startDaemon()
         var connection: CoinMechConnection?
         try TestSupport.waitUntil("the daemon's socket", timeout: 20) {

@@ -93,6 +93,9 @@ struct FakeLedger {
                 event.collected = []
                 event.collectedUnconfirmed = []
                 outcomes.append(.recorded([event]))
+            case .payoutRequested, .payoutDispensing, .payoutSettled:
+                // The deciding core never journals money out: the loop's payout does.
+                Issue.record("the deciding core wrote a payout entry: \(entry)")
             }
         }
         return AppendResult(outcomes: outcomes, events: outcomes.flatMap { if case .recorded(let e) = $0 { return e }; return [] })

@@ -1,0 +1,176 @@
+import CoinMechModel
+
+/// One payout from its plan to its settlement, with no I/O: what to journal and send next,
+/// and what was paid, by the changer's own tube counts. The shell counts the tubes, journals
+/// each step before it sends the DISPENSE, and reports the tubes counted once the changer
+/// stopped paying.
+///
+/// A step pays the fall of its tube from the count journalled before it, never more than it
+/// asked: the changer is held at COIN TYPE 0 from before the first count to the settlement,
+/// so no coin goes into a tube meanwhile. A step that pays short marks its tube out (jammed or
+/// empty) and the rest is planned again from the other tubes; what no plan can pay exactly is
+/// owed (`payout_partial` with its debt). Nothing is ever dispensed on a guess.
+public struct PayoutRun: Sendable {
+    /// What a plan from the tubes came to.
+    public enum Planned: Sendable, Hashable {
+        /// These coins make the amount; the text is the journal's `plan` (`"2×USD25 1×USD10"`).
+        case exact(String)
+        /// No set of the coins held makes it: nothing is journalled, nothing moves.
+        case cannotPayExact(below: Int64, above: Int64?)
+    }
+
+    /// One DISPENSE pays at most this many coins (MDB's count is four bits).
+    public static let maximumCount = 15
+
+    public let order: PayoutOrder
+    public let coins: [Int: PayoutCoin]
+    /// Steps journalled so far, in order.
+    public private(set) var steps: [PayoutStep] = []
+    /// Coins paid per type, counted.
+    public private(set) var paid: [Int: Int] = [:]
+    /// Why it will not be done (a tube that paid short, a remainder no plan pays).
+    public private(set) var reason: String?
+    /// Planned and not yet journalled, in order (a count above 15 is split as it is taken).
+    private var queue: [PayoutPlanner.Coins] = []
+    /// Tubes that paid short: not planned from again in this payout.
+    private var out: Set<Int> = []
+    /// The last step is sent and not yet counted.
+    public private(set) var awaiting = false
+
+    public init(order: PayoutOrder, coins: [Int: PayoutCoin]) {
+        self.order = order
+        self.coins = coins
+    }
+
+    public var paidMinor: Int64 { paid.reduce(0) { $0 + Int64($1.value) * (coins[$1.key]?.valueMinor ?? 0) } }
+
+    /// The first plan, from the tubes counted with the changer held.
+    public mutating func plan(tubes: [Int]) -> Planned {
+        switch PayoutPlanner.plan(order.amountMinor, from: available(tubes)) {
+        case .exact(let plan):
+            queue = plan
+            return .exact(plan.map { "\($0.count)×\(coins[$0.type]?.coinID ?? "type \($0.type)")" }.joined(separator: " "))
+        case .cannotPayExact(let below, let above):
+            return .cannotPayExact(below: below, above: above)
+        }
+    }
+
+    /// The next DISPENSE to journal and send, its tube counted at `tubes`; nil when there is
+    /// nothing more to pay (or nothing more that can be): then `settlement`.
+    public mutating func nextStep(tubes: [Int]) -> PayoutStep? {
+        precondition(!awaiting, "a step is counted before the next one is taken")
+        guard var head = queue.first else { return nil }
+        let count = min(head.count, Self.maximumCount)
+        head.count -= count
+        if head.count == 0 { queue.removeFirst() } else { queue[0] = head }
+        let step = PayoutStep(type: head.type, coinID: coins[head.type]?.coinID, valueMinor: head.valueMinor, count: count,
+                              tubeBefore: tubes.indices.contains(head.type) ? tubes[head.type] : 0)
+        steps.append(step)
+        awaiting = true
+        return step
+    }
+
+    /// The changer stopped paying the last step and counted its tubes. A short fall is believed
+    /// only where the changer explains it (a jam reported, the tube empty): that tube is left out
+    /// and the rest planned from the others. A fall it does not explain, or a count something
+    /// else may have moved, ends the payout here: paying more on a count that may be wrong
+    /// could pay twice, so what is left is recorded as owed for the operator to check.
+    public mutating func dispensed(_ counted: DispenseCount) {
+        guard awaiting, let step = steps.last else { return }
+        awaiting = false
+        let name = step.coinID ?? "type \(step.type)"
+        guard counted.type == step.type, counted.count == step.count else {
+            queue = []
+            reason = "the changer counted a DISPENSE of \(counted.count) of type \(counted.type), not the step's \(step.count) of \(name): nothing more paid"
+            return
+        }
+        let now = counted.tubes.indices.contains(step.type) ? counted.tubes[step.type] : step.tubeBefore
+        let count = min(max(step.tubeBefore - now, 0), step.count)
+        paid[step.type, default: 0] += count
+        if counted.uncertain {
+            if count < step.count || !queue.isEmpty {
+                queue = []
+                reason = "\(name): \(count) of \(step.count) counted while the tubes may have moved for something else (a deposit, a manual dispense, still paying): nothing more paid on that count"
+            }
+            return
+        }
+        guard count < step.count else { return }
+        guard counted.jammed || now == 0 else {
+            queue = []
+            reason = "\(name): \(count) of \(step.count) paid, with no jam or empty tube reported: not paid again from other tubes (the tube sensor may undercount)"
+            return
+        }
+        out.insert(step.type)
+        let owed = order.amountMinor - paidMinor
+        reason = "\(name): \(count) of \(step.count) paid (\(counted.jammed ? "jam reported" : "tube empty"))"
+        switch PayoutPlanner.plan(owed, from: available(counted.tubes)) {
+        case .exact(let plan):
+            queue = plan
+        case .cannotPayExact:
+            queue = []
+            reason = (reason ?? "") + "; the other tubes cannot pay the remaining \(owed) exactly"
+        }
+    }
+
+    /// The last step was never sent (the changer could not take it): it paid nothing, and the
+    /// payout ends here with the rest owed.
+    public mutating func notSent(_ why: String) {
+        guard awaiting, let step = steps.last else { return }
+        awaiting = false
+        queue = []
+        reason = "\(step.coinID ?? "type \(step.type)"): not sent (\(why))"
+    }
+
+    /// No further step: the daemon is stopping; what was paid is settled, the rest owed.
+    public mutating func stopHere(_ why: String) {
+        guard !queue.isEmpty else { return }
+        queue = []
+        reason = why
+    }
+
+    /// How it ended, once `nextStep` has nothing more.
+    public func settlement(afterRestart: Bool = false) -> PayoutSettlement {
+        Self.settlement(order: order, paidMinor: paidMinor, paid: paid, reason: reason, afterRestart: afterRestart)
+    }
+
+    /// An open payout found at a start (the daemon that began it died): each tube's fall from
+    /// the count journalled before its first step, up to what its steps asked, is what was
+    /// paid. The changer was held since before that count, so nothing else moved its tubes.
+    public static func settle(_ record: PayoutRecord, tubes: [Int]) -> PayoutSettlement {
+        var before: [Int: Int] = [:], asked: [Int: Int] = [:], values: [Int: Int64] = [:]
+        for step in record.steps {
+            if before[step.type] == nil { before[step.type] = step.tubeBefore }
+            asked[step.type, default: 0] += step.count
+            values[step.type] = step.valueMinor
+        }
+        var paid: [Int: Int] = [:]
+        for (type, first) in before {
+            let now = tubes.indices.contains(type) ? tubes[type] : first
+            paid[type] = min(max(first - now, 0), asked[type] ?? 0)
+        }
+        let paidMinor = paid.reduce(Int64(0)) { $0 + Int64($1.value) * (values[$1.key] ?? 0) }
+        var reason = record.steps.isEmpty ? "the daemon stopped before any coin was to move"
+            : paidMinor < record.order.amountMinor ? "the daemon stopped mid-payout; the changer's tubes say what was paid" : nil
+        // A tube above its count before the payout was filled while no daemon watched: what it
+        // paid cannot be told from it, and is counted as nothing.
+        let rose = before.filter { type, first in tubes.indices.contains(type) && tubes[type] > first }.keys.sorted()
+        if !rose.isEmpty, let said = reason {
+            reason = said + "; tube(s) of type \(rose.map(String.init).joined(separator: ", ")) hold more than before the payout (refilled?): counted as not paid from, check the cash"
+        }
+        return settlement(order: record.order, paidMinor: paidMinor, paid: paid, reason: reason, afterRestart: true)
+    }
+
+    private static func settlement(order: PayoutOrder, paidMinor: Int64, paid: [Int: Int], reason: String?, afterRestart: Bool) -> PayoutSettlement {
+        let debt = max(order.amountMinor - paidMinor, 0)
+        let outcome: PayoutSettlement.Outcome = debt == 0 ? .done : paidMinor == 0 ? .failed : .partial
+        return PayoutSettlement(outcome: outcome, paidMinor: paidMinor, debtMinor: debt, paidCoins: paid.filter { $0.value > 0 },
+                                reason: debt == 0 ? nil : reason, afterRestart: afterRestart)
+    }
+
+    private func available(_ tubes: [Int]) -> [PayoutPlanner.Coins] {
+        coins.compactMap { type, coin in
+            guard !out.contains(type), tubes.indices.contains(type), tubes[type] > 0 else { return nil }
+            return PayoutPlanner.Coins(type: type, valueMinor: coin.valueMinor, count: tubes[type])
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import CoinMechModel
+import Foundation
+import GRDB
+
+extension Ledger {
+    /// The payout recorded under `requestID`, nil if none.
+    public func payout(requestID: String) throws(LedgerError) -> PayoutRecord? {
+        try read { db in try Self.payouts(db, where: "p.request_id = ?", [requestID]).first }
+    }
+
+    /// The payouts of `source` that are open: begun by a daemon that did not settle them.
+    public func openPayouts(source: String) throws(LedgerError) -> [PayoutRecord] {
+        try read { db in try Self.payouts(db, where: "p.source = ? AND p.state = 'open'", [source]) }
+    }
+
+    /// Every payout of `source`, oldest first.
+    public func payouts(source: String) throws(LedgerError) -> [PayoutRecord] {
+        try read { db in try Self.payouts(db, where: "p.source = ?", [source]) }
+    }
+
+    private static func payouts(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [PayoutRecord] {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT p.request_id, p.source, p.requested_seq, p.currency, p.amount_minor, p.by, p.state, p.paid_minor, p.debt_minor,
+                   p.settled_seq, e.detail
+            FROM payouts p LEFT JOIN events e ON e.seq = p.settled_seq
+            WHERE \(condition) ORDER BY p.requested_seq
+            """, arguments: arguments)
+        return try rows.map { row in
+            let requestID: String = row["request_id"]
+            let steps = try Row.fetchAll(db, sql: "SELECT type, coin_id, value_minor, count, tube_before FROM payout_steps WHERE request_id = ? ORDER BY step",
+                                         arguments: [requestID]).map { step in
+                PayoutStep(type: step["type"], coinID: step["coin_id"], valueMinor: step["value_minor"], count: step["count"], tubeBefore: step["tube_before"])
+            }
+            let order = PayoutOrder(requestID: requestID, amountMinor: row["amount_minor"], currency: row["currency"], by: row["by"])
+            var settlement: PayoutSettlement?
+            if let state: String = row["state"], state != "open", let outcome = PayoutSettlement.Outcome(rawValue: state) {
+                let detail = (row["detail"] as String?).flatMap(Self.detail) ?? [:]
+                settlement = PayoutSettlement(outcome: outcome, paidMinor: row["paid_minor"], debtMinor: row["debt_minor"],
+                                              paidCoins: detail["paid"].flatMap(PayoutCoinsText.parse) ?? [:], reason: detail["reason"],
+                                              afterRestart: detail["after_restart"] == "true")
+            }
+            return PayoutRecord(order: order, source: row["source"], requestedSeq: row["requested_seq"], settledSeq: row["settled_seq"],
+                                steps: steps, settlement: settlement)
+        }
+    }
+
+    private static func detail(_ json: String) -> [String: String]? {
+        try? JSONDecoder().decode([String: String].self, from: Data(json.utf8))
+    }
+}

@@ -1,0 +1,49 @@
+import CoinMechModel
+import GRDB
+
+/// Money out: the payout journal's three writes. Each runs inside one `append` transaction, so
+/// a step's event and its row land together or not at all.
+extension LedgerWriter {
+    func payoutRequested(_ order: PayoutOrder, source: String, plan: String) throws -> LedgerEvent {
+        // The loop looks the request id up first; this is the guarantee behind it.
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM payouts WHERE request_id = ?", arguments: [order.requestID]) == true {
+            throw LedgerPrecondition(message: "payout request \(order.requestID) is on the ledger already: it is answered from there, never paid again")
+        }
+        let (event, seq) = try insertEvent(kind: .payoutRequested, source: source, detail: [
+            "request_id": order.requestID, "amount_minor": "\(order.amountMinor)", "currency": order.currency, "by": order.by, "plan": plan,
+        ])
+        try db.execute(sql: """
+            INSERT INTO payouts (request_id, source, requested_seq, currency, amount_minor, by, state)
+            VALUES (?, ?, ?, ?, ?, ?, 'open')
+            """, arguments: [order.requestID, source, seq, order.currency, order.amountMinor, order.by])
+        return event
+    }
+
+    func payoutDispensing(requestID: String, step: Int, _ dispense: PayoutStep) throws -> LedgerEvent {
+        guard let source = try String.fetchOne(db, sql: "SELECT source FROM payouts WHERE request_id = ? AND state = 'open'", arguments: [requestID]) else {
+            throw LedgerPrecondition(message: "payout request \(requestID) is not open: no coin may move for it")
+        }
+        var detail = ["request_id": requestID, "step": "\(step)", "type": "\(dispense.type)", "value_minor": "\(dispense.valueMinor)",
+                      "count": "\(dispense.count)", "tube_before": "\(dispense.tubeBefore)"]
+        if let coinID = dispense.coinID { detail["coin_id"] = coinID }
+        let (event, seq) = try insertEvent(kind: .payoutDispensing, source: source, detail: detail)
+        try db.execute(sql: """
+            INSERT INTO payout_steps (request_id, step, dispensing_seq, type, coin_id, value_minor, count, tube_before)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [requestID, step, seq, dispense.type, dispense.coinID, dispense.valueMinor, dispense.count, dispense.tubeBefore])
+        return event
+    }
+
+    func payoutSettled(requestID: String, _ settlement: PayoutSettlement) throws -> LedgerEvent {
+        guard let source = try String.fetchOne(db, sql: "SELECT source FROM payouts WHERE request_id = ? AND state = 'open'", arguments: [requestID]) else {
+            throw LedgerPrecondition(message: "payout request \(requestID) is not open: a payout is settled once")
+        }
+        var detail = ["request_id": requestID, "paid_minor": "\(settlement.paidMinor)", "debt_minor": "\(settlement.debtMinor)",
+                      "paid": PayoutCoinsText.text(settlement.paidCoins), "after_restart": "\(settlement.afterRestart)"]
+        if let reason = settlement.reason { detail["reason"] = reason }
+        let (event, seq) = try insertEvent(kind: settlement.outcome.kind, source: source, detail: detail)
+        try db.execute(sql: "UPDATE payouts SET state = ?, paid_minor = ?, debt_minor = ?, settled_seq = ? WHERE request_id = ?",
+                       arguments: [settlement.outcome.rawValue, settlement.paidMinor, settlement.debtMinor, seq, requestID])
+        return event
+    }
+}

@@ -1,0 +1,22 @@
+/// A changer's DISPENSE, over, as the payout journal needs it: the tubes it counted once it
+/// stopped paying, and what says whether a short fall is to be believed.
+public struct DispenseCount: Sendable, Hashable {
+    public var type: Int
+    public var count: Int
+    /// Coins per coin type, as counted.
+    public var tubes: [Int]
+    /// A jam was reported while paying: a short fall is a jam, and the tube is out.
+    public var jammed: Bool
+    /// Something else moved the tubes meanwhile (a deposit, a manual dispense), or the
+    /// changer was still busy when counted: the fall is not the whole story, so nothing more
+    /// is paid on it.
+    public var uncertain: Bool
+
+    public init(type: Int, count: Int, tubes: [Int], jammed: Bool, uncertain: Bool) {
+        self.type = type
+        self.count = count
+        self.tubes = tubes
+        self.jammed = jammed
+        self.uncertain = uncertain
+    }
+}
