@@ -79,6 +79,7 @@ test-crash: bootstrap
 	$(SWIFT) build
 	$(BIN)/coinmech-crash --bin $(BIN) $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
 	$(BIN)/coinmech-crash --bin $(BIN) --protocol cctalk $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
+	$(BIN)/coinmech-crash --bin $(BIN) --protocol mdb $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
 
 ## The credit protocol model-checked with spin (model/README.md): the windows of the code
 ## before 0.5.0 must be found as counterexamples, the fixed design must pass; about a minute.

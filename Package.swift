@@ -193,7 +193,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechCrash",
             dependencies: [
-                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinSimCore", "CoinMechHarness",
+                "CoinMechAudit", "CoinMechClient", "CoinMechFailpoints", "CoinMechLedger", "CoinMechModel", "CoinMechProtocol", "CoinSimCore", "CoinMechHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"

@@ -65,6 +65,24 @@ public struct MDBChangerDevice: Sendable {
         case tube, cashBox, rejected
     }
 
+    /// A DISPENSE the changer is paying: `left` more coins of `type`.
+    public struct Payout: Sendable, Hashable {
+        public var type: Int
+        public var asked: Int
+        public var left: Int
+        public var paid = 0
+    }
+
+    /// How a payout ended, for the ground truth.
+    public enum PayoutEnd: String, Sendable, Hashable {
+        /// Every coin asked for (or every coin the tube held) paid.
+        case paid
+        /// A coin stuck in the payout path: "tube jam", the rest unpaid.
+        case jam
+        /// A RESET or a power cycle stopped it.
+        case reset
+    }
+
     public let settings: Settings
     /// Coins in each of the 16 tubes.
     public private(set) var tubes: [Int]
@@ -74,6 +92,14 @@ public struct MDBChangerDevice: Sendable {
     /// Events not yet reported, oldest first (each one or two bytes).
     private var events: [[UInt8]] = []
     private var masterMode = false
+    /// The DISPENSE being paid, one coin per `payOne`; while it lasts every POLL reply says
+    /// "payout busy" and another DISPENSE gets no answer.
+    public private(set) var payout: Payout?
+    /// How many bytes its TUBE STATUS replies carry (nil: all 18); fewer plays a changer that
+    /// counts only its first tubes.
+    public var tubeStatusBytes: Int?
+    /// Payouts ended since the last `takeEndedPayouts`, with how.
+    private var endedPayouts: [(Payout, PayoutEnd)] = []
 
     public init(settings: Settings = Settings()) {
         self.settings = settings
@@ -84,6 +110,8 @@ public struct MDBChangerDevice: Sendable {
     /// Power off and on, or a RESET: every coin type disabled, the events gone, and "changer
     /// was reset" waiting for the next POLL.
     public mutating func reset() {
+        if let payout { endedPayouts.append((payout, .reset)) }
+        payout = nil
         enabled = 0
         manualDispense = 0xFFFF
         events = [[MDBChangerStatus.changerWasReset.rawValue]]
@@ -133,10 +161,11 @@ public struct MDBChangerDevice: Sendable {
             return .data([settings.level, UInt8(settings.countryCode >> 8), UInt8(settings.countryCode & 0xFF), settings.scalingFactor,
                                     settings.decimalPlaces, UInt8(settings.tubeRouting >> 8), UInt8(settings.tubeRouting & 0xFF)] + settings.credits)
         case 2:
-            return .data([0, 0] + tubes.map { UInt8(min($0, 255)) })
+            return .data(Array(([0, 0] + tubes.map { UInt8(min($0, 255)) }).prefix(tubeStatusBytes ?? 18)))
         case 3:
-            guard !events.isEmpty else { return .ack }
-            var reply: [UInt8] = []
+            // Payout busy is a state, said in every reply while it lasts, not an event.
+            var reply: [UInt8] = payout == nil ? [] : [MDBChangerStatus.payoutBusy.rawValue]
+            guard !events.isEmpty || !reply.isEmpty else { return .ack }
             while let next = events.first, reply.count + next.count <= 16 {
                 reply += next
                 events.removeFirst()
@@ -148,9 +177,13 @@ public struct MDBChangerDevice: Sendable {
             manualDispense = UInt16(data[2]) << 8 | UInt16(data[3])
             return .ack
         case 5:
-            guard data.count == 1 else { return .noAnswer }
+            // Busy paying: no answer (MDB: a busy changer may not respond). The tube pays what
+            // it holds, one coin per `payOne`.
+            guard data.count == 1, payout == nil else { return .noAnswer }
             let type = Int(data[0] & 0x0F), count = Int(data[0] >> 4)
-            tubes[type] -= min(count, tubes[type])
+            let payable = min(count, tubes[type])
+            payout = Payout(type: type, asked: count, left: payable)
+            if payable == 0 { finishPayout(.paid) }
             return .ack
         case 7 where settings.level >= 3:
             switch data.first {
@@ -165,6 +198,43 @@ public struct MDBChangerDevice: Sendable {
         default:
             return .noAnswer
         }
+    }
+
+    /// One coin of the payout under way leaves its tube (the simulator calls this at the
+    /// changer's pace); nil when none is under way, else the type paid.
+    @discardableResult
+    public mutating func payOne() -> Int? {
+        guard var current = payout else { return nil }
+        tubes[current.type] -= 1
+        current.left -= 1
+        current.paid += 1
+        payout = current
+        if current.left == 0 { finishPayout(.paid) }
+        return current.type
+    }
+
+    /// The payout under way stops with a coin stuck: "tube jam" in the next POLL, the rest unpaid.
+    public mutating func jamPayout() {
+        guard payout != nil else { return }
+        finishPayout(.jam)
+        queue([MDBChangerStatus.tubeJam.rawValue])
+    }
+
+    /// Payouts that ended since the last call, oldest first.
+    public mutating func takeEndedPayouts() -> [(Payout, PayoutEnd)] {
+        defer { endedPayouts.removeAll() }
+        return endedPayouts
+    }
+
+    private mutating func finishPayout(_ end: PayoutEnd) {
+        guard let payout else { return }
+        endedPayouts.append((payout, end))
+        self.payout = nil
+    }
+
+    /// The coin types it takes, as a COIN TYPE would set them (a test's shortcut).
+    public mutating func enable(_ types: UInt16) {
+        enabled = types
     }
 
     /// A slug goes in: returned, and counted in the next POLL.

@@ -25,6 +25,10 @@ public struct MDBGroundTruth: Codable, Sendable {
     /// changer reported (`mdb.faults.status_at`), as their codes.
     public var lostPollReplies = 0
     public var statusesReported: [Int] = []
+    /// Every DISPENSE the changer took, in order, with what it paid; and the value paid out
+    /// per currency: what a correct host's payout journal records, coin for coin.
+    public var payouts: [Payout] = []
+    public var paidOutValue: [String: Int64] = [:]
     /// Lines from the host, and those the adapter could not read.
     public var hostLines = 0
     public var unreadableLines = 0
@@ -48,6 +52,15 @@ public struct MDBGroundTruth: Codable, Sendable {
         public var fate: String
         /// Kept, but the POLL reply that reported it was lost: no host can credit it.
         public var replyLost: Bool?
+    }
+
+    public struct Payout: Codable, Sendable {
+        public var type: Int
+        public var asked: Int
+        public var paid: Int
+        public var valueMinor: Int64
+        /// "paid", "jam" or "reset" (a reset or power cycle stopped it).
+        public var ended: String
     }
 
     public struct Outcomes: Codable, Sendable {

@@ -7,8 +7,13 @@ import CoinMechSettings
 ///       faults:
 ///         lost_poll_reply_at: [5, 12]   # the POLL reply reporting coin 5 never reaches the host
 ///         status_at: {"8": 13}          # after coin 8 the changer reports status 0Dh
+///         payout_jam_after: 3           # the 4th coin paid out sticks: tube jam, the rest unpaid
+///         reset_during_payout_after: 2  # the changer resets (power cycle) after paying 2 coins
+///       pay_interval_ms: 700          # a coin paid out every 700 ms (default 80)
 public struct MDBScenario: Sendable, Hashable {
     public var faults = Faults()
+    /// A coin paid out every so often while a DISPENSE lasts (field changers pay 3 to 10 a second).
+    public var payIntervalMilliseconds = 80
 
     public struct Faults: Sendable, Hashable {
         /// Insertion numbers whose kept coin's POLL reply the adapter loses: the changer has
@@ -16,20 +21,31 @@ public struct MDBScenario: Sendable, Hashable {
         public var lostPollReplyAt: [Int] = []
         /// Insertion number → a status code (`MDBChangerStatus`) the changer reports after it.
         public var statusAt: [Int: MDBChangerStatus] = [:]
+        /// Coins paid out in the session after which the next one jams (the payout stops short).
+        public var payoutJamAfter: Int?
+        /// Coins paid out in the session after which the changer resets, as at a power cycle
+        /// mid-payout: the payout stops, its tube counts stay.
+        public var resetDuringPayoutAfter: Int?
 
         public init() {}
     }
 
     public init() {}
 
-    static let keys: Set<String> = ["faults"]
+    static let keys: Set<String> = ["faults", "pay_interval_ms"]
 
     /// Reads the `mdb` table; errors name the file, the line and the key.
     public static func parse(_ table: SettingsTable) throws(SettingsError) -> MDBScenario {
         try table.rejectUnknownKeys(keys)
         var s = MDBScenario()
+        if let interval = try table.int("pay_interval_ms", in: 10...5_000) { s.payIntervalMilliseconds = interval }
         if let faults = try table.table("faults") {
-            try faults.rejectUnknownKeys(["lost_poll_reply_at", "status_at"])
+            try faults.rejectUnknownKeys(["lost_poll_reply_at", "status_at", "payout_jam_after", "reset_during_payout_after"])
+            for (key, path) in [("payout_jam_after", \Faults.payoutJamAfter), ("reset_during_payout_after", \Faults.resetDuringPayoutAfter)] {
+                guard let count = try faults.int(key) else { continue }
+                guard count >= 0 else { throw faults.error(key, "must be a number of coins paid out, 0 or more") }
+                s.faults[keyPath: path] = count
+            }
             s.faults.lostPollReplyAt = try Scenario.insertionNumbers(faults, "lost_poll_reply_at")
             if let statuses = try faults.table("status_at") {
                 for key in statuses.keys {

@@ -42,6 +42,12 @@ public final class MDBSimulator {
     private var unreported: [Int] = []
     /// Kept coins whose POLL reply is to be lost (`mdb.faults.lost_poll_reply_at`).
     private var loseReplyOf: Set<Int> = []
+    /// When the payout under way pays its next coin; coins paid out in the session.
+    private var nextPayment: UInt64?
+    private var coinsPaidOut = 0
+    /// The scenario's payout faults, each fired once.
+    private var jamAfter: Int?
+    private var resetAfter: Int?
 
     public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) throws(SimulatorError) {
         guard let settings = MDBChangerDevice.Settings(currency: scenario.currency) else {
@@ -55,6 +61,8 @@ public final class MDBSimulator {
         truth = MDBGroundTruth(scenario: scenario.name, seed: scenario.seed, currency: scenario.currency,
                                typeValues: (0..<settings.credits.count).compactMap { settings.valueMinor(ofType: $0) })
         start = Instant.now.nanoseconds
+        jamAfter = scenario.mdb.faults.payoutJamAfter
+        resetAfter = scenario.mdb.faults.resetDuringPayoutAfter
     }
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
@@ -70,7 +78,7 @@ public final class MDBSimulator {
         loop: while true {
             let now = Instant.now.nanoseconds
             var wake = now + (connected ? 1_000_000_000 : 10_000_000)
-            for due in [connected ? nextInsertion : nil, outgoing.first?.deliverAt, end.lingerUntil] {
+            for due in [connected ? nextInsertion : nil, outgoing.first?.deliverAt, end.lingerUntil, nextPayment] {
                 if let due { wake = min(wake, due) }
             }
             let turn = try signals.wait(master: terminal.master, until: wake, now: now)
@@ -98,6 +106,7 @@ public final class MDBSimulator {
                 break loop
             }
             deliverOutgoing()
+            payOut(at: Instant.now.nanoseconds)
             if connected, !end.isStopping, let due = nextInsertion, Instant.now.nanoseconds >= due {
                 if scenario.coins != 0 && truth.sent.insertions >= scenario.coins {
                     nextInsertion = nil
@@ -109,10 +118,45 @@ public final class MDBSimulator {
             }
             if end.isOver(at: Instant.now.nanoseconds, connected: connected, quiet: outgoing.isEmpty) { break loop }
         }
+        recordEndedPayouts()
         truth.tubesAtEnd = changer.tubes
         truth.enabledAtEnd = Int(changer.enabled)
         truth.durationS = Double(Instant.now.nanoseconds - start) / 1e9
         return truth
+    }
+
+    /// Pays the payout under way at the changer's pace, host or no host (a changer pays out
+    /// what it was told whoever polls it), with the scenario's jam and reset.
+    private func payOut(at now: UInt64) {
+        guard changer.payout != nil else {
+            nextPayment = nil
+            return recordEndedPayouts()
+        }
+        guard let due = nextPayment else {
+            nextPayment = now + UInt64(scenario.mdb.payIntervalMilliseconds) * 1_000_000
+            return
+        }
+        guard now >= due else { return }
+        if jamAfter == coinsPaidOut {
+            jamAfter = nil
+            changer.jamPayout()
+        } else if resetAfter == coinsPaidOut {
+            resetAfter = nil
+            changer.reset()
+        } else {
+            changer.payOne()
+            coinsPaidOut += 1
+        }
+        nextPayment = changer.payout == nil ? nil : now + UInt64(scenario.mdb.payIntervalMilliseconds) * 1_000_000
+        recordEndedPayouts()
+    }
+
+    private func recordEndedPayouts() {
+        for (payout, how) in changer.takeEndedPayouts() {
+            let value = changer.settings.valueMinor(ofType: payout.type) ?? 0
+            truth.payouts.append(MDBGroundTruth.Payout(type: payout.type, asked: payout.asked, paid: payout.paid, valueMinor: value, ended: how.rawValue))
+            truth.paidOutValue[scenario.currency, default: 0] += Int64(payout.paid) * value
+        }
     }
 
     private func insertOne() {

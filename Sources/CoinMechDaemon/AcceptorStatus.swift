@@ -48,6 +48,9 @@ public struct AcceptorStatus: Sendable {
         public var level: UInt8?
         /// The number of the last coin it reported.
         public var lastCoin: UInt64
+        /// Held at COIN TYPE 0 for a payout under way, or one left open by a daemon before
+        /// this one (settled once the changer is set up).
+        public var heldForPayout: Bool
     }
 
     init(changer mech: MDBMech, core: AcceptorCore) {
@@ -55,7 +58,8 @@ public struct AcceptorStatus: Sendable {
         let coins = engine.setup?.coinIDs ?? [:]
         let values = coins.keys.reduce(into: [Int: Int64]()) { values, type in values[type] = engine.setup?.valueMinor(ofType: type) }
         changer = Changer(coins: coins, values: values, currency: engine.setup?.currencyCode, tubes: mech.tubes.map(Int.init),
-                          accepting: engine.accepting, identity: engine.identity, level: engine.setup?.level, lastCoin: mech.lastCoin)
+                          accepting: engine.accepting, identity: engine.identity, level: engine.setup?.level, lastCoin: mech.lastCoin,
+                          heldForPayout: mech.isHeldForPayout)
         responding = engine.isResponding
         accepting = engine.accepting.map { $0 != 0 }
         fault = CCTalkFaultCode(code: 0)
@@ -106,6 +110,7 @@ public struct AcceptorStatus: Sendable {
             "kind": "mdb",
             "responding": .bool(responding),
             "held_for_ledger": .bool(heldForLedger),
+            "held_for_payout": .bool(changer.heldForPayout),
             "credited": .int(Int64(counts.credited)), "uncredited": .int(Int64(counts.uncredited)),
             "lost_replies": .int(Int64(counts.lostReplies)), "duplicates": .int(Int64(counts.duplicates)),
             "event_number": .int(Int64(bitPattern: changer.lastCoin)),

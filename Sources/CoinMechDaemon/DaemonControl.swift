@@ -124,6 +124,8 @@ struct DaemonControl: ControlPlane {
         case .teachStart(let currency, let code, let coins): teachStart(currency: currency, code: code, coins: coins, by: peer, completion: completion)
         case .teachCommit: teachCommit(by: peer, completion: completion)
         case .teachAbort: teachAbort(by: peer, completion: completion)
+        case .payout(let amount, let currency, let requestID):
+            loop.submit(.payout(amountMinor: amount, currency: currency, requestID: requestID, by: peer.userName, completion: completion))
         case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan:
             completion(.failure(CommandError(.badRequest, "'\(command.name.rawValue)' is not a control command")))
         }

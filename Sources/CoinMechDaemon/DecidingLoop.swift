@@ -63,6 +63,14 @@ public final class DecidingLoop: @unchecked Sendable {
     var acceptor: AcceptorCore?
     /// The coin positions the operator allows (`source.positions`), for such a source.
     let operatorPositions: CoinPositionMask?
+    /// The payout under way, and payouts a daemon before this one began and did not settle:
+    /// they are settled from the changer's tubes before any coin moves.
+    var payout: PayoutJob?
+    var unsettledPayouts: [PayoutRecord] = []
+    /// The tube count after which the unsettled payouts may be settled (one taken once the
+    /// changer held still).
+    var unsettledCountAfter: UInt64?
+    var isStopping: Bool { stopping.load(ordering: .relaxed) }
     /// Longest sleep in `poll`, so the heartbeat stays fresh for the watchdog.
     public var heartbeatMilliseconds: Int32 = 1000
     /// CLOCK_MONOTONIC ns of the loop's last turn: a stuck loop stops advancing it.
@@ -88,6 +96,8 @@ public final class DecidingLoop: @unchecked Sendable {
         /// Ask the running chain's links to explain a reading (`LiveExplanation`): here, between
         /// two readings, because a plugin's `explain` never runs while it validates.
         case explain(Reading, completion: Completion)
+        /// Pay out from the changer's tubes (`DecidingLoop+Payout`).
+        case payout(amountMinor: Int64, currency: String?, requestID: String, by: String, completion: Completion)
     }
 
     /// The loop's state as `status` shows it.
@@ -128,6 +138,11 @@ public final class DecidingLoop: @unchecked Sendable {
         let made = source.mech.make(context)
         mech = made
         acceptorMech = made as? any AcceptorMech
+        if let paying = made as? any PayingMech {
+            unsettledPayouts = try ledger.openPayouts(source: source.name)
+            // Held from the first COIN TYPE on: its tubes must count only what the payout paid.
+            if !unsettledPayouts.isEmpty { paying.holdForPayout(true) }
+        }
         var settings = DecidingCore.Settings(source: source.name, credit: source.mech.credit, deadline: source.answerDeadline,
                                              line: made.lineTiming)
         settings.confirmationWindow = source.confirmationWindow
@@ -183,13 +198,26 @@ public final class DecidingLoop: @unchecked Sendable {
             heartbeat.store(now.nanoseconds, ordering: .relaxed)
             var events = mech.poll(now: now)
             serviceAcceptor()
+            servicePayout()
             if events.isEmpty { events = waitForEvents(now: now) }
             serviceAcceptor()
+            servicePayout()
             if !events.isEmpty { step(.mech(events)) }
             step(.tick)
             runCommands()
             reviewPluginHealth()
             publishStatus()
+        }
+        // A DISPENSE under way is counted and settled before the changer is let go.
+        runCommands()
+        finishPayoutBeforeStop {
+            let now = Instant.now
+            heartbeat.store(now.nanoseconds, ordering: .relaxed)
+            var events = mech.poll(now: now)
+            serviceAcceptor()
+            if events.isEmpty { events = waitForEvents(now: now) }
+            serviceAcceptor()
+            if !events.isEmpty { step(.mech(events)) }
         }
         // Shutting down: the mech returns coins by itself until the daemon is back.
         let lost = mech.disconnect(reason: "daemon stopping", now: .now)
@@ -210,7 +238,7 @@ public final class DecidingLoop: @unchecked Sendable {
         step(.pluginHealth(inhibit: outcome.inhibit, record: outcome.record))
     }
 
-    private func step(_ input: CoreInput) {
+    func step(_ input: CoreInput) {
         carryOut(core.step(input, at: .now, decide: decide))
     }
 
@@ -332,6 +360,8 @@ public final class DecidingLoop: @unchecked Sendable {
                 step(.teachAbort(by: by, ticket: ticket))
             case .explain(let reading, let completion):
                 completion(.success(LiveExplanation(reading: reading, chain: chain.current).json))
+            case .payout(let amount, let currency, let requestID, let by, let completion):
+                beginPayout(amountMinor: amount, currency: currency, requestID: requestID, by: by, completion: completion)
             }
         }
     }
@@ -387,7 +417,7 @@ public final class DecidingLoop: @unchecked Sendable {
         }
     }
 
-    private func waitForEvents(now: Instant) -> [MechEvent] {
+    func waitForEvents(now: Instant) -> [MechEvent] {
         var descriptors = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0)]
         descriptors.append(pollfd(fd: udev?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
         if let fd = mech.descriptor { descriptors.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }

@@ -39,7 +39,7 @@ public enum MDBDriver: MechDriver {
 
         public func make(_ context: MechContext) -> any Mech {
             MDBMech(path: device, baud: baud, host: hostConfiguration, persisted: context.acceptor?.persisted,
-                    positions: context.acceptor?.positions ?? .all, creditable: context.acceptor?.creditableCoinIDs)
+                    positions: context.acceptor?.positions ?? .all, creditable: context.acceptor?.creditableCoinIDs, failpoints: context.failpoints)
         }
 
         /// What the protocol engine is driven with.

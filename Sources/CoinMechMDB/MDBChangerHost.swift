@@ -30,6 +30,8 @@ public struct MDBChangerHost: Sendable {
     /// The coin types the changer last acknowledged taking; nil when unknown (before the setup,
     /// after a reset or an outage).
     public private(set) var accepting: UInt16?
+    /// The coin types whose manual dispense buttons work, as last acknowledged; nil when unknown.
+    public private(set) var acceptingManual: UInt16?
     /// Whether the changer (not only the adapter) answers.
     public private(set) var isResponding = true
 
@@ -68,6 +70,43 @@ public struct MDBChangerHost: Sendable {
     private var nextPoll: UInt64 = 0
     private var nextTubeStatus: UInt64 = 0
     private var started = false
+    /// The DISPENSE asked for and not yet counted.
+    private var dispensing: Dispensing?
+    /// Held still for a payout: no coin type taken, no manual dispense button working.
+    private var heldForPayout = false
+    /// When the changer acknowledged the hold; since when its POLLs have said nothing.
+    private var holdAcknowledgedAt: UInt64?
+    /// A POLL answered with nothing to report `stillNanoseconds` after the hold was
+    /// acknowledged: no coin still on its way to a tube.
+    public private(set) var isStill = false
+    /// When the drain before the RESET began.
+    private var drainStarted: UInt64 = 0
+
+    /// A DISPENSE from asking to counting. The changer's tubes are its own account of what it
+    /// paid: whatever the line did to the DISPENSE or its answer, the outcome is read from
+    /// TUBE STATUS once the changer is no longer busy paying, never guessed.
+    private struct Dispensing: Sendable, Hashable {
+        var type: Int
+        var count: Int
+        var stage: Stage
+        /// The changer reported a tube or coin jam while paying.
+        var jammed = false
+        /// A coin went into a tube, or a manual dispense paid, while it lasted: its tubes
+        /// moved for something other than the DISPENSE.
+        var disturbed = false
+        /// "Payout busy" lasted past `payoutTimeoutNanoseconds`: counted while it may still pay.
+        var timedOut = false
+
+        enum Stage: Sendable, Hashable {
+            /// Not written yet: after any COIN TYPE change, when the line is free.
+            case waiting
+            /// Written at `since`: the changer may be paying from then on. POLLs run until one
+            /// no longer says "payout busy" (after one did, or `payoutStartNanoseconds`).
+            case paying(since: UInt64, sawBusy: Bool)
+            /// Done paying: the next TUBE STATUS is the outcome.
+            case counting
+        }
+    }
 
     public init(configuration: MDBChangerHostConfiguration = MDBChangerHostConfiguration()) {
         self.configuration = configuration
@@ -76,13 +115,18 @@ public struct MDBChangerHost: Sendable {
     /// Whether the changer is set up and polled.
     public var isRunning: Bool { phase == .running }
 
-    /// The coin types the changer should take: those allowed, with a value, unless inhibited.
+    /// The coin types the changer should take: those allowed, with a value, unless inhibited
+    /// or held for a payout.
     public var wanted: UInt16 {
-        guard !inhibited, let setup else { return 0 }
+        guard !inhibited, !heldForPayout, let setup else { return 0 }
         var mask: UInt16 = 0
         for type in 0..<16 where allowed & (1 << type) != 0 && setup.valueMinor(ofType: type) != nil { mask |= 1 << type }
         return mask
     }
+
+    /// The coin types whose manual dispense buttons may pay: none while held for a payout, so
+    /// that only the payout moves the tubes.
+    public var wantedManual: UInt16 { heldForPayout ? 0 : configuration.manualDispense }
 
     /// When the host next has something to do if no byte arrives.
     public var nextWake: UInt64? {
@@ -134,8 +178,44 @@ public struct MDBChangerHost: Sendable {
             ? [.event(.pollReplyLost)] : []
         outstanding.removeAll()
         accepting = nil
-        let none = MDBChangerCommand.coinType(accept: 0, manualDispense: configuration.manualDispense)
+        let none = MDBChangerCommand.coinType(accept: 0, manualDispense: wantedManual)
         if let transaction = try? none.transaction() { outputs.append(.send(.transaction(transaction))) }
+        return outputs
+    }
+
+    /// Holds the changer still for a payout (COIN TYPE 0, manual dispense off), or lets it go.
+    /// `isStill` says when the hold is acknowledged and the changer has gone quiet.
+    public mutating func holdForPayout(_ on: Bool, now: UInt64) -> [MDBChangerHostOutput] {
+        heldForPayout = on
+        isStill = false
+        // Already at COIN TYPE 0 with the buttons off (an operator's inhibit, a restart's
+        // hold): acknowledged now; otherwise when the COIN TYPE that asks it is.
+        holdAcknowledgedAt = on && accepting == 0 && acceptingManual == 0 ? now : nil
+        var outputs: [MDBChangerHostOutput] = []
+        sendNext(now: now, &outputs)
+        return outputs
+    }
+
+    /// Whether a DISPENSE is asked for and not yet counted (`dispensed` reports it).
+    public var isDispensing: Bool { dispensing != nil }
+
+    /// Pays `count` (1 to 15) coins of `type` from its tube. The outcome comes as `.dispensed`
+    /// with the tubes counted after the changer stopped paying, also across a reset or an
+    /// outage (then from the tubes the new setup reads). One at a time: false while another is
+    /// under way, or for a command the bus cannot carry.
+    public mutating func dispense(type: Int, count: Int, now: UInt64) -> (accepted: Bool, outputs: [MDBChangerHostOutput]) {
+        guard dispensing == nil, (try? MDBChangerCommand.dispense(type: type, count: count).transaction()) != nil else { return (false, []) }
+        dispensing = Dispensing(type: type, count: count, stage: .waiting)
+        var outputs: [MDBChangerHostOutput] = []
+        sendNext(now: now, &outputs)
+        return (true, outputs)
+    }
+
+    /// Counts the tubes (TUBE STATUS) as soon as the line is free; `.tubes` reports it.
+    public mutating func countTubes(now: UInt64) -> [MDBChangerHostOutput] {
+        nextTubeStatus = now
+        var outputs: [MDBChangerHostOutput] = []
+        sendNext(now: now, &outputs)
         return outputs
     }
 
@@ -255,10 +335,13 @@ public struct MDBChangerHost: Sendable {
             guard attempts < 2 else { return skip(to: .tubeStatus, now: now, &outputs) }
             changer(.featureEnable(configuration.features.intersection(identity?.features ?? []).rawValue), now: now, &outputs)
         case .tubeStatus: changer(.tubeStatus, now: now, &outputs)
-        case .coinType: changer(.coinType(accept: wanted, manualDispense: configuration.manualDispense), now: now, &outputs)
+        case .coinType: changer(.coinType(accept: wanted, manualDispense: wantedManual), now: now, &outputs)
         case .running:
-            if accepting != wanted {
-                changer(.coinType(accept: wanted, manualDispense: configuration.manualDispense), now: now, &outputs)
+            if accepting != wanted || acceptingManual != wantedManual {
+                changer(.coinType(accept: wanted, manualDispense: wantedManual), now: now, &outputs)
+            } else if let asked = dispensing, asked.stage == .waiting {
+                changer(.dispense(type: asked.type, count: asked.count), now: now, &outputs)
+                dispensing?.stage = .paying(since: now, sawBusy: false)
             } else if now >= nextTubeStatus {
                 changer(.tubeStatus, now: now, &outputs)
             } else if now >= nextPoll {
@@ -301,6 +384,7 @@ public struct MDBChangerHost: Sendable {
                 return failed(now: now, &outputs)
             }
             if phase == .firstSetup {
+                drainStarted = now
                 enter(.draining(pollsLeft: configuration.justResetPolls), now: now)
             } else {
                 identity = nil
@@ -321,14 +405,20 @@ public struct MDBChangerHost: Sendable {
         case (.featureEnable, .peripheral(.ack)) where code == MDBChangerCommand.expansionCode:
             enter(.tubeStatus, now: now)
         case (.tubeStatus, .peripheral(.data(let bytes))) where code == MDBChangerCommand.tubeStatusCode:
-            readTubes(bytes, now: now, &outputs)
+            guard readTubes(bytes, now: now, &outputs) else { return failed(now: now, &outputs) }
+            // A DISPENSE written before the changer was set up again (a reset, an outage): it
+            // is not paying now (the drain waited out "payout busy"), so these tubes count it.
+            if let asked = dispensing, asked.stage != .waiting { count(asked, now: now, &outputs) }
             enter(.coinType, now: now)
         case (.running, .peripheral(.data(let bytes))) where code == MDBChangerCommand.tubeStatusCode:
-            readTubes(bytes, now: now, &outputs)
+            guard readTubes(bytes, now: now, &outputs) else { return }
             if let tubes { outputs.append(.event(.tubes(tubes))) }
+            if let asked = dispensing, asked.stage == .counting { count(asked, now: now, &outputs) }
+        case (.running, .peripheral(.ack)) where code == MDBChangerCommand.dispenseCode:
+            break  // paying: the POLLs say until when
         case (.coinType, .peripheral(.ack)) where code == MDBChangerCommand.coinTypeCode,
              (.running, .peripheral(.ack)) where code == MDBChangerCommand.coinTypeCode:
-            coinTypeTaken(command, &outputs)
+            coinTypeTaken(command, now: now, &outputs)
             if phase == .coinType, let setup {
                 enter(.running, now: now)
                 outputs.append(.event(.ready(setup, identity, tubes)))
@@ -351,10 +441,43 @@ public struct MDBChangerHost: Sendable {
             if let problem = poll.problem { outputs.append(.event(.replyError(problem))) }
         }
         let wasReset = events.contains(.status(.changerWasReset))
+        let busyPaying = events.contains(.status(.payoutBusy))
         nextPoll = now &+ configuration.pollIntervalNanoseconds
+        // While held, anything that moves a tube other than the DISPENSE is noted, and the
+        // changer is still again only after a quiet POLL.
+        let movedTubes = events.contains { event in
+            switch event {
+            case .deposited(_, let routing, _): routing == .tube
+            case .dispensedManually: true
+            default: false
+            }
+        }
+        if heldForPayout {
+            if movedTubes {
+                isStill = false
+                if holdAcknowledgedAt != nil { holdAcknowledgedAt = now }
+                if dispensing != nil { dispensing?.disturbed = true }
+            } else if answer == .ack, let since = holdAcknowledgedAt, now &- since >= configuration.stillNanoseconds {
+                isStill = true
+            }
+        }
+        if dispensing != nil, events.contains(.status(.tubeJam)) || events.contains(.status(.coinJam)) { dispensing?.jammed = true }
+        if let asked = dispensing, case .paying(let since, let sawBusy) = asked.stage, phase == .running {
+            let elapsed = now &- since
+            if busyPaying && elapsed < configuration.payoutTimeoutNanoseconds {
+                dispensing?.stage = .paying(since: since, sawBusy: true)
+            } else if sawBusy || elapsed >= configuration.payoutStartNanoseconds {
+                if busyPaying { dispensing?.timedOut = true }
+                dispensing?.stage = .counting
+                nextTubeStatus = now
+            }
+        }
         switch phase {
         case .draining(let left):
-            // Drained (nothing more to say) or given up: now the RESET.
+            // Drained (nothing more to say) or given up: now the RESET. A changer still paying
+            // a payout (one a host that died had asked for) is let finish first, so that the
+            // tubes read after the setup count it.
+            if busyPaying, now &- drainStarted < configuration.payoutTimeoutNanoseconds { break }
             if answer == .ack || left <= 1 { enter(.reset, now: now) } else { phase = .draining(pollsLeft: left - 1) }
         case .awaitingReset(let left):
             if wasReset || left <= 1 { enter(.setup, now: now) } else { phase = .awaitingReset(pollsLeft: left - 1) }
@@ -392,26 +515,53 @@ public struct MDBChangerHost: Sendable {
         sendNext(now: now, &outputs)
     }
 
+    /// The tubes just read are the DISPENSE's outcome.
+    private mutating func count(_ asked: Dispensing, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        dispensing = nil
+        guard let tubes else { return }
+        outputs.append(.event(.dispensed(MDBDispense(type: asked.type, count: asked.count, tubes: tubes, jammed: asked.jammed,
+                                                     disturbed: asked.disturbed, timedOut: asked.timedOut))))
+    }
+
     private mutating func forgetAcceptance(_ outputs: inout [MDBChangerHostOutput]) {
+        holdAcknowledgedAt = nil
+        isStill = false
+        acceptingManual = nil
         guard accepting != nil else { return }
         accepting = nil
         outputs.append(.event(.acceptanceUnknown))
     }
 
-    private mutating func readTubes(_ bytes: [UInt8], now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+    /// Takes a TUBE STATUS reply; false (and the next one soon) if it cannot be read, or does
+    /// not count the tube of the DISPENSE being counted.
+    @discardableResult
+    private mutating func readTubes(_ bytes: [UInt8], now: UInt64, _ outputs: inout [MDBChangerHostOutput]) -> Bool {
         nextTubeStatus = now &+ configuration.tubeStatusIntervalNanoseconds
         do throws(MDBReplyError) {
-            tubes = try MDBTubeStatus(reply: bytes)
+            let read = try MDBTubeStatus(reply: bytes)
+            if let asked = dispensing, asked.stage != .waiting, read.reported <= asked.type {
+                outputs.append(.event(.unexpectedReply("TUBE STATUS counts \(read.reported) tubes, not the tube of type \(asked.type) being paid from")))
+                nextTubeStatus = now &+ configuration.pollIntervalNanoseconds
+                return false
+            }
+            tubes = read
+            return true
         } catch {
             outputs.append(.event(.replyError(error)))
+            nextTubeStatus = now &+ configuration.pollIntervalNanoseconds
+            return false
         }
     }
 
     /// The changer acknowledged a COIN TYPE: it takes what the command asked.
-    private mutating func coinTypeTaken(_ command: MDBAdapterCommand, _ outputs: inout [MDBChangerHostOutput]) {
+    private mutating func coinTypeTaken(_ command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        defer {
+            if heldForPayout, accepting == 0, acceptingManual == 0, holdAcknowledgedAt == nil { holdAcknowledgedAt = now }
+        }
         guard case .transaction(let transaction) = command, transaction.data.count == 4 else { return }
         let mask = UInt16(transaction.data[0]) << 8 | UInt16(transaction.data[1])
         accepting = mask
+        acceptingManual = UInt16(transaction.data[2]) << 8 | UInt16(transaction.data[3])
         outputs.append(.event(.accepting(mask)))
     }
 

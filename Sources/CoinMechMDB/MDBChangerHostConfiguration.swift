@@ -18,6 +18,15 @@ public struct MDBChangerHostConfiguration: Sendable, Hashable {
     /// changer seconds of non-response, during a payout for instance). Each unanswered step is
     /// tried again after `pollIntervalNanoseconds`.
     public var nonResponseNanoseconds: UInt64 = 2_000_000_000
+    /// After a DISPENSE, a POLL that does not say "payout busy" ends the payout only once one
+    /// did, or this long after it was written (a changer may start paying a moment later).
+    public var payoutStartNanoseconds: UInt64 = 500_000_000
+    /// "Payout busy" for longer than this is not believed: the tubes are counted anyway
+    /// (15 coins at the slowest field changer's 3 a second, with room).
+    public var payoutTimeoutNanoseconds: UInt64 = 10_000_000_000
+    /// Held for a payout, the changer is still once a POLL says nothing this long after it
+    /// acknowledged COIN TYPE 0: a coin it was validating has reached its tube by then.
+    public var stillNanoseconds: UInt64 = 300_000_000
     /// A changer that stopped answering is set up again from the start this often.
     public var reconnectIntervalNanoseconds: UInt64 = 2_000_000_000
     /// The level-3 features the host switches on where the changer offers them.

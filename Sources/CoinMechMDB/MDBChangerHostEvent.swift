@@ -22,6 +22,8 @@ public enum MDBChangerHostEvent: Sendable, Hashable, CustomStringConvertible {
     case unknownStatus(UInt8)
     /// The tubes as the changer last counted them.
     case tubes(MDBTubeStatus)
+    /// A DISPENSE is over: the tubes counted once the changer stopped paying.
+    case dispensed(MDBDispense)
     /// The changer takes these coin types now (0: none, inhibited).
     case accepting(UInt16)
     /// What the changer takes is unknown until it is set up again (a reset, an outage): it
@@ -53,6 +55,7 @@ public enum MDBChangerHostEvent: Sendable, Hashable, CustomStringConvertible {
         case .status(let status): "status: \(status)"
         case .unknownStatus(let byte): "unknown status \(byte)"
         case .tubes(let tubes): "tubes: \(tubes.counts)"
+        case .dispensed(let dispense): dispense.description
         case .accepting(let mask): "accepting coin types \(String(mask, radix: 16))"
         case .acceptanceUnknown: "what the changer accepts is unknown until it is set up again"
         case .unexpectedReply(let line): "unexpected reply from the MDB adapter: \(line)"

@@ -5,6 +5,8 @@ public struct MDBTubeStatus: Sendable, Hashable {
     public var full: UInt16
     /// Coins per type, 0 to 15.
     public var counts: [Int]
+    /// How many types the reply counted (the rest are 0 because it did not say).
+    public var reported: Int
 
     public static let maximumLength = 2 + 16
 
@@ -12,6 +14,7 @@ public struct MDBTubeStatus: Sendable, Hashable {
         guard bytes.count >= 2 else { throw .tooShort(reply: "TUBE STATUS", bytes: bytes.count, needed: 2) }
         guard bytes.count <= Self.maximumLength else { throw .tooLong(reply: "TUBE STATUS", bytes: bytes.count, maximum: Self.maximumLength) }
         full = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        reported = bytes.count - 2
         counts = bytes.dropFirst(2).map(Int.init) + Array(repeating: 0, count: Self.maximumLength - bytes.count)
     }
 

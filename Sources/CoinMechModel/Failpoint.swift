@@ -23,4 +23,11 @@ public enum Failpoint: String, Sendable, CaseIterable {
     case reloadSwap = "reload-swap"
     /// The cash-box collection committed, before the operator hears of it.
     case collect
+    /// A payout step (`payout_dispensing`) committed, before its DISPENSE is sent.
+    case payoutJournalled = "payout-journalled"
+    /// A DISPENSE written to the changer's line, before the changer is done paying it.
+    case payoutDispensing = "payout-dispensing"
+    /// A DISPENSE counted (the changer stopped paying), before the next step or the
+    /// settlement is journalled.
+    case payoutCounted = "payout-counted"
 }

@@ -31,6 +31,14 @@ public enum ClientProtocol {
     /// Amounts `payout_plan` plans, in minor units: change, not cash withdrawals.
     public static let payoutAmount: ClosedRange<Int64> = 1...100_000
 
+    /// A payout's `request_id`: the asker's name for it, 1 to 64 characters of `A-Z a-z 0-9 .
+    /// _ : -` (a UUID fits).
+    public static func isRequestID(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2E || byte == 0x5F || byte == 0x3A || byte == 0x2D
+        }
+    }
+
     /// The daemon's first line on every connection: the protocol, who speaks it, and the last
     /// recorded event's `seq`.
     public static func hello(version: String, seq: Int64) -> JSON {

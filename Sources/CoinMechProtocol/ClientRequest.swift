@@ -90,19 +90,31 @@ public struct ClientRequest: Sendable, Equatable {
             return .explain(diameter: try figure("diameter", required: true)!, weight: try figure("weight", required: false),
                             thickness: try figure("thickness", required: false))
         case .payoutPlan:
-            guard fields["amount_minor"] != nil, fields["amount_minor"] != .null else {
-                throw Failure(id: id, .badRequest, "\"amount_minor\" is required: the amount in the currency's smallest unit, e.g. 35 for 0.35")
-            }
-            let amount = try integer(fields, "amount_minor", default: 0, range: ClientProtocol.payoutAmount, id: id)
-            var currency: String?
-            if let field = fields["currency"], field != .null {
-                guard let code = field.string, code.count == 3, code.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
-                    throw Failure(id: id, .badRequest, "\"currency\" must be an ISO 4217 code such as \"USD\"")
-                }
-                currency = code
-            }
+            let (amount, currency) = try payoutAmount(fields, id: id)
             return .payoutPlan(amountMinor: amount, currency: currency)
+        case .payout:
+            let (amount, currency) = try payoutAmount(fields, id: id)
+            guard let requestID = fields["request_id"]?.string, ClientProtocol.isRequestID(requestID) else {
+                throw Failure(id: id, .badRequest, "\"request_id\" is required: 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique per payout (a repeat is answered from the ledger, never paid again)")
+            }
+            return .payout(amountMinor: amount, currency: currency, requestID: requestID)
         }
+    }
+
+    /// `amount_minor` (required) and `currency` (optional) of `payout_plan` and `payout`.
+    static func payoutAmount(_ fields: [String: JSON], id: JSON?) throws(Failure) -> (Int64, String?) {
+        guard fields["amount_minor"] != nil, fields["amount_minor"] != .null else {
+            throw Failure(id: id, .badRequest, "\"amount_minor\" is required: the amount in the currency's smallest unit, e.g. 35 for 0.35")
+        }
+        let amount = try integer(fields, "amount_minor", default: 0, range: ClientProtocol.payoutAmount, id: id)
+        var currency: String?
+        if let field = fields["currency"], field != .null {
+            guard let code = field.string, code.count == 3, code.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
+                throw Failure(id: id, .badRequest, "\"currency\" must be an ISO 4217 code such as \"USD\"")
+            }
+            currency = code
+        }
+        return (amount, currency)
     }
 
     static func integer(_ fields: [String: JSON], _ key: String, default value: Int64, range: ClosedRange<Int64>, id: JSON?) throws(Failure) -> Int64 {

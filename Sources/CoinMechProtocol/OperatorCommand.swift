@@ -25,6 +25,10 @@ public enum OperatorCommand: Sendable, Equatable {
     /// `currency` (nil: the changer's) from its tubes, or the nearest amounts it can pay.
     /// Nothing moves.
     case payoutPlan(amountMinor: Int64, currency: String?)
+    /// Pay `amountMinor` of `currency` (nil: the changer's) from the changer's tubes, once per
+    /// `requestID` (`ClientProtocol.isRequestID`): journalled before any coin moves; a repeated
+    /// request id is answered from the ledger.
+    case payout(amountMinor: Int64, currency: String?, requestID: String)
 
     /// A command's `cmd`, and whether it needs control permission.
     public enum Name: String, Sendable, CaseIterable {
@@ -35,11 +39,12 @@ public enum OperatorCommand: Sendable, Equatable {
         case teachAbort = "teach_abort"
         case explain
         case payoutPlan = "payout_plan"
+        case payout
 
         /// Changes state (or could): the peer must be a control user or group.
         public var isControl: Bool {
             switch self {
-            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort: true
+            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout: true
             case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan: false
             }
         }
@@ -61,6 +66,7 @@ public enum OperatorCommand: Sendable, Equatable {
         case .teachAbort: .teachAbort
         case .explain: .explain
         case .payoutPlan: .payoutPlan
+        case .payout: .payout
         }
     }
 
@@ -86,6 +92,10 @@ public enum OperatorCommand: Sendable, Equatable {
             return fields
         case .payoutPlan(let amount, let currency):
             var fields: [String: JSON] = ["amount_minor": .int(amount)]
+            if let currency { fields["currency"] = .string(currency) }
+            return fields
+        case .payout(let amount, let currency, let requestID):
+            var fields: [String: JSON] = ["amount_minor": .int(amount), "request_id": .string(requestID)]
             if let currency { fields["currency"] = .string(currency) }
             return fields
         }

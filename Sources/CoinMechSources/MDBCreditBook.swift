@@ -26,6 +26,9 @@ public struct MDBCreditBook: Sendable {
     public private(set) var lastNumber: UInt64
     private var waiting: [AcceptorBatch.Entry] = []
     private var offered: AcceptorBatch?
+    /// The tubes moved other than by a coin going in, and why: recorded with the next batch,
+    /// or as one of their own (`tubes_counted`).
+    private var tubesMoved: String?
 
     public init(persisted: AcceptorCounter?) {
         recorded = persisted
@@ -47,15 +50,16 @@ public struct MDBCreditBook: Sendable {
     }
 
     /// A tube's count as the changer gave it (TUBE STATUS, coins paid by its own buttons).
-    public mutating func tube(_ type: Int, count: Int) {
+    public mutating func tube(_ type: Int, count: Int, cause: String = "manual dispense") {
         guard (0..<16).contains(type) else { return }
         tubes[type] = UInt8(clamping: count)
+        tubesMoved = cause
     }
 
     /// The changer's tubes after a start: those holding more than the row last recorded (coins
     /// a lost POLL reply took, or a refill by hand). A first start names none.
     public mutating func started(withTubes current: [Int]) -> [String] {
-        let rose = tubesRose(to: current)
+        let rose = tubesRose(to: current, cause: "start")
         return recorded == nil ? [] : rose
     }
 
@@ -65,6 +69,11 @@ public struct MDBCreditBook: Sendable {
         let released = offered != nil && isHeld
         if released { isHeld = false }
         offered = nil
+        // Tubes that moved with no coin to carry them to the ledger go on their own.
+        if waiting.isEmpty, let cause = tubesMoved, tubes != (recorded?.lastResults ?? Self.empty) {
+            waiting = [.record(.tubesCounted(counts: tubes.map(Int.init), cause: cause))]
+        }
+        tubesMoved = nil
         guard !waiting.isEmpty else { return (nil, released) }
         let batch = AcceptorBatch(before: recorded, after: counter(), entries: waiting)
         offered = batch
@@ -119,11 +128,12 @@ public struct MDBCreditBook: Sendable {
     /// The tubes as the changer counts them now, against the book's: those holding more (coins
     /// a lost POLL reply carried, or a refill by hand), as "type n: before → now". The book
     /// takes the new counts.
-    public mutating func tubesRose(to current: [Int]) -> [String] {
+    public mutating func tubesRose(to current: [Int], cause: String = "count") -> [String] {
         let rose = current.prefix(16).enumerated().compactMap { type, count in
             count > Int(tubes[type]) ? "type \(type): \(tubes[type]) → \(count)" : nil
         }
         for (type, count) in current.prefix(16).enumerated() { tubes[type] = UInt8(clamping: count) }
+        tubesMoved = cause
         return rose
     }
 

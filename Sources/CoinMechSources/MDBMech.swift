@@ -1,4 +1,5 @@
 import CoinMechCCTalk
+import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechMDB
 import CoinMechModel
@@ -14,7 +15,7 @@ import CoinMechSupport
 /// them; while it cannot store them the changer is held at COIN TYPE 0.
 ///
 /// Owned by the deciding loop's thread; not thread-safe.
-public final class MDBMech: AcceptorMech {
+public final class MDBMech: PayingMech {
     private let port: ReconnectingPort
     private var host: MDBChangerHost
     private var started = false
@@ -30,10 +31,17 @@ public final class MDBMech: AcceptorMech {
     private var valuedSetup: MDBChangerSetup?
     /// A POLL reply was lost: the next tube counts are compared with the book's.
     private var tubesAfterLoss = false
+    /// Held at COIN TYPE 0 for a payout.
+    private var payoutHold = false
+    /// Tube counts taken since the start (TUBE STATUS, the setup's), and DISPENSEs counted.
+    private var tubeReads: UInt64 = 0
+    private var dispensed: [DispenseCount] = []
+    private let failpoints: Failpoints
 
     /// `persisted`: the ledger's counter row for the changer (nil if none yet).
     public init(path: String, baud: Int, host configuration: MDBChangerHostConfiguration, persisted: AcceptorCounter?,
-                positions: CoinPositionMask = .all, creditable: Set<String>? = nil) {
+                positions: CoinPositionMask = .all, creditable: Set<String>? = nil, failpoints: Failpoints = .none) {
+        self.failpoints = failpoints
         port = ReconnectingPort(path: path, baud: baud)
         host = MDBChangerHost(configuration: configuration)
         book = MDBCreditBook(persisted: persisted)
@@ -60,6 +68,8 @@ public final class MDBMech: AcceptorMech {
     public var lastCoin: UInt64 { book.lastNumber }
     /// A batch the ledger could not store holds the changer at COIN TYPE 0.
     public var isHeldForLedger: Bool { book.isHeld }
+    /// Held at COIN TYPE 0 for a payout.
+    public var isHeldForPayout: Bool { payoutHold }
 
     public func takeReports() -> [AcceptorReport] {
         let (batch, released) = book.take()
@@ -156,7 +166,13 @@ public final class MDBMech: AcceptorMech {
     private func carry(_ outputs: [MDBChangerHostOutput]) {
         for output in outputs {
             switch output {
-            case .send(let command): port.write(command.line)
+            case .send(let command):
+                port.write(command.line)
+                // The DISPENSE is on the line: from here the changer may pay.
+                if case .transaction(let transaction) = command, transaction.address == MDBChangerCommand.address,
+                   transaction.command & 0x07 == MDBChangerCommand.dispenseCode {
+                    failpoints.hit(.payoutDispensing)
+                }
             case .event(let event): take(event)
             }
         }
@@ -178,12 +194,19 @@ public final class MDBMech: AcceptorMech {
         case .ready(let setup, _, let current):
             report(.notice, "MDB: changer ready: level \(setup.level), \(setup.currencyCode ?? "country \(String(setup.countryCode, radix: 16))"), coins \(setup.coinIDs.sorted { $0.key < $1.key }.map(\.value).joined(separator: " "))")
             if let current {
+                tubeReads += 1
                 let rose = book.started(withTubes: current.counts)
                 if !rose.isEmpty {
                     report(.warning, "MDB: tubes hold more than the ledger last recorded (\(rose.joined(separator: ", "))): coins taken while no reply was recorded, or filled by hand")
                 }
             }
+        case .dispensed(let dispense):
+            _ = book.tubesRose(to: dispense.tubes.counts, cause: "payout")
+            dispensed.append(DispenseCount(type: dispense.type, count: dispense.count, tubes: dispense.tubes.counts, jammed: dispense.jammed,
+                                           uncertain: dispense.disturbed || dispense.timedOut))
+            report(dispense.disturbed || dispense.timedOut ? .warning : .notice, "MDB: \(event)")
         case .tubes(let status):
+            tubeReads += 1
             let rose = book.tubesRose(to: status.counts)
             if tubesAfterLoss, !rose.isEmpty {
                 report(.critical, "MDB: after the lost POLL reply the tubes hold more (\(rose.joined(separator: ", "))): coins it carried were kept without credit")
@@ -236,5 +259,44 @@ public final class MDBMech: AcceptorMech {
 
     private func applyInhibit() {
         carry(host.setInhibited(operatorInhibit || book.isHeld, now: Instant.now.nanoseconds))
+    }
+
+    // MARK: Paying out
+
+    public var payableCoins: (currency: String, coins: [Int: PayoutCoin])? {
+        guard let setup = host.setup, let currency = setup.currencyCode else { return nil }
+        var coins: [Int: PayoutCoin] = [:]
+        for (type, id) in setup.coinIDs {
+            if let value = setup.valueMinor(ofType: type) { coins[type] = PayoutCoin(coinID: id, valueMinor: value) }
+        }
+        return (currency, coins)
+    }
+
+    public func holdForPayout(_ on: Bool) {
+        payoutHold = on
+        carry(host.holdForPayout(on, now: Instant.now.nanoseconds))
+    }
+
+    public var isHeldStill: Bool { port.isOpen && host.isRunning && host.isStill && !host.isDispensing }
+
+    public var tubeCounts: (reads: UInt64, counts: [Int])? {
+        guard tubeReads > 0, let tubes = host.tubes else { return nil }
+        return (tubeReads, tubes.counts)
+    }
+
+    public func countTubes() {
+        carry(host.countTubes(now: Instant.now.nanoseconds))
+    }
+
+    public func dispense(type: Int, count: Int) -> Bool {
+        guard port.isOpen else { return false }
+        let (accepted, outputs) = host.dispense(type: type, count: count, now: Instant.now.nanoseconds)
+        carry(outputs)
+        return accepted
+    }
+
+    public func takeDispensed() -> [DispenseCount] {
+        defer { dispensed.removeAll() }
+        return dispensed
     }
 }

@@ -28,7 +28,7 @@ struct CoinCtl: ParsableCommand {
             control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
             error.
             """,
-        subcommands: [Status.self, Totals.self, Tubes.self, PayoutPlan.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
+        subcommands: [Status.self, Totals.self, Tubes.self, PayoutPlan.self, Payout.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {
@@ -46,10 +46,10 @@ struct Common: ParsableArguments {
     }
 
     /// Runs one request and prints its result with `table`, or as JSON.
-    func run(_ command: OperatorCommand, table: (JSON) -> String) throws {
+    func run(_ command: OperatorCommand, timeout: Double = 10, table: (JSON) -> String) throws {
         let connection = try connect()
         do {
-            let result = try connection.request(command)
+            let result = try connection.request(command, timeout: timeout)
             print(json ? result.description : table(result))
         } catch {
             throw fail(error)
@@ -113,6 +113,43 @@ extension CoinCtl {
 
         func run() throws {
             try common.run(.payoutPlan(amountMinor: Self.minorUnits(amount)!, currency: currency?.uppercased())) { Format.payoutPlan($0) }
+        }
+    }
+
+    struct Payout: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pay an amount from an MDB changer's tubes, journalled before any coin moves.",
+            discussion: """
+                The changer pays the fewest coins that make the amount exactly, or nothing moves (the nearest amounts are named). \
+                A request id names the payout: asked again with the same id, it is answered from the ledger and never paid twice. \
+                Without --request-id a new one is made and printed; pass it again to retry safely.
+                """)
+        @OptionGroup var common: Common
+        @Argument(help: "The amount, e.g. 0.35.") var amount: String
+        @Option(help: "Its currency (default: the changer's).") var currency: String?
+        @Option(name: .customLong("request-id"), help: "The payout's id: 1 to 64 of A-Z a-z 0-9 . _ : - (default: a new UUID).") var requestID: String?
+
+        func validate() throws {
+            guard let minor = PayoutPlan.minorUnits(amount), ClientProtocol.payoutAmount.contains(minor) else {
+                throw ValidationError("the amount must be money such as 0.35, from 0.01 to \(Format.money(ClientProtocol.payoutAmount.upperBound, "")), got '\(amount)'")
+            }
+            if let requestID, !ClientProtocol.isRequestID(requestID) {
+                throw ValidationError("--request-id must be 1 to 64 characters of A-Z a-z 0-9 . _ : -, got '\(requestID)'")
+            }
+        }
+
+        func run() throws {
+            let id = requestID ?? UUID().uuidString
+            // Said before anything is sent: whatever becomes of the answer, the payout can be
+            // asked about again under its id, and never paid twice.
+            if requestID == nil { FileHandle.standardError.write(Data("coinctl: payout request id \(id) (ask again with --request-id \(id))\n".utf8)) }
+            do {
+                // A payout answers once the changer has paid and counted: longer than a read.
+                try common.run(.payout(amountMinor: PayoutPlan.minorUnits(amount)!, currency: currency?.uppercased(), requestID: id), timeout: 60) { Format.payout($0) }
+            } catch let exit as ExitCode where exit != .success {
+                FileHandle.standardError.write(Data("coinctl: payout \(id): ask again with --request-id \(id) to learn its outcome; a new id would pay again\n".utf8))
+                throw exit
+            }
         }
     }
 

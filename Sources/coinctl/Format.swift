@@ -83,6 +83,7 @@ enum Format {
         ]
         if let alarm = a["alarm"]?.string { lines.append("            ALARM: \(alarm)") }
         if a["held_for_ledger"]?.bool == true { lines.append("            LEDGER: the changer's coins cannot be recorded (held at COIN TYPE 0)") }
+        if a["held_for_payout"]?.bool == true { lines.append("            PAYOUT: held at COIN TYPE 0 while a payout is paid or settled") }
         return "\n" + lines.joined(separator: "\n")
     }
 
@@ -113,6 +114,29 @@ enum Format {
         }
         let coins = (p["coins"]?.array ?? []).map { "\($0["count"]?.int ?? 0) × \($0["coin_id"]?.string ?? "?")" }
         return "\(amount) would be paid as \(coins.joined(separator: ", "))"
+    }
+
+    static func payout(_ p: JSON) -> String {
+        let currency = p["currency"]?.string ?? "?"
+        let id = p["request_id"]?.string ?? "?"
+        let amount = "\(currency) \(money(p["amount_minor"]?.int ?? 0, currency))"
+        let repeated = p["repeated"]?.bool == true ? " (asked before: from the ledger, not paid again)" : ""
+        switch p["state"]?.string {
+        case "refused":
+            let below = p["nearest_below"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing"
+            let above = p["nearest_above"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing (the tubes hold less)"
+            return "payout \(id): \(amount) cannot be paid exactly from the tubes; nothing moved. The nearest amounts are \(below) below and \(above) above"
+        case "open":
+            return "payout \(id): \(amount) is under way or waits for the changer's count\(repeated)"
+        default:
+            let coins = (p["coins"]?.array ?? []).map { "\($0["count"]?.int ?? 0) × \($0["coin_id"]?.string ?? "?")" }
+            let paid = "\(currency) \(money(p["paid_minor"]?.int ?? 0, currency))"
+            var line = "payout \(id): \(p["state"]?.string ?? "?"), paid \(paid) of \(amount)"
+            if !coins.isEmpty { line += " (\(coins.joined(separator: ", ")))" }
+            if let debt = p["debt_minor"]?.int, debt > 0 { line += "; owed \(currency) \(money(debt, currency))" }
+            if let reason = p["reason"]?.string { line += ": \(reason)" }
+            return line + repeated
+        }
     }
 
     static func totals(_ t: JSON) -> String {

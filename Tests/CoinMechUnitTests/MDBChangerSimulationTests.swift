@@ -100,4 +100,135 @@ struct MDBChangerSimulationTests {
         line.run(until: 2_500 * Self.ms)
         #expect(line.deposits.last?.type == 4 && line.deposits.last?.value == 100)
     }
+
+    /// Runs the line until `time`, the changer paying a coin of its payout every 80 ms (as
+    /// coinsim does), and `fault` given the coins paid so far.
+    private static func pay(_ line: inout Line, until time: UInt64, fault: (Int, inout MDBChangerDevice) -> Void = { _, _ in }) -> Int {
+        var paid = 0
+        var next = line.now + 80 * ms
+        while next <= time {
+            line.run(until: next)
+            if line.changer.payout != nil {
+                fault(paid, &line.changer)
+                if line.changer.payOne() != nil { paid += 1 }
+            }
+            next += 80 * ms
+        }
+        line.run(until: time)
+        return paid
+    }
+
+    private static func dispensed(_ line: Line) -> [(type: Int, count: Int, tubes: [Int], jammed: Bool, disturbed: Bool)] {
+        line.events.compactMap { if case .dispensed(let d) = $0 { (d.type, d.count, d.tubes.counts, d.jammed, d.disturbed) } else { nil } }
+    }
+
+    /// Held for a payout until still: COIN TYPE 0 with the manual buttons off, then a quiet POLL.
+    private static func held() -> Line {
+        var line = Line.running()
+        line.carry(line.host.holdForPayout(true, now: line.now))
+        #expect(!line.host.isStill)
+        line.run(until: line.now + 500 * ms)
+        #expect(line.host.isStill)
+        #expect(line.changer.enabled == 0 && line.changer.manualDispense == 0, "held: no coin type, no manual dispense button")
+        return line
+    }
+
+    @Test("a DISPENSE is counted from the tubes once the changer stops saying payout busy: the fall is what it paid")
+    func dispenseCountedFromTubes() {
+        var line = Self.held()
+        let before = line.changer.tubes[0]
+        let (accepted, outputs) = line.host.dispense(type: 0, count: 7, now: line.now)
+        #expect(accepted)
+        line.carry(outputs)
+        #expect(!line.host.dispense(type: 1, count: 1, now: line.now).accepted, "one DISPENSE at a time")
+        let paid = Self.pay(&line, until: line.now + 2_000 * Self.ms)
+        // The truth: the changer paid 7; the host read its tube afterwards.
+        #expect(paid == 7 && line.changer.tubes[0] == before - 7)
+        let counted = Self.dispensed(line)
+        #expect(counted.count == 1)
+        #expect(counted.first?.type == 0 && counted.first?.count == 7 && counted.first?.tubes[0] == before - 7)
+        #expect(counted.first?.jammed == false && counted.first?.disturbed == false)
+        #expect(!line.host.isDispensing)
+        // Let go: the coin types and the buttons come back.
+        line.carry(line.host.holdForPayout(false, now: line.now))
+        line.run(until: line.now + 200 * Self.ms)
+        #expect(line.changer.enabled == 0x003F && line.changer.manualDispense == 0xFFFF)
+    }
+
+    @Test("a payout that jams is counted short; one a reset stops is counted from the tubes the new setup reads")
+    func jamAndResetMidPayout() {
+        var line = Self.held()
+        let before = line.changer.tubes[1]
+        line.carry(line.host.dispense(type: 1, count: 5, now: line.now).outputs)
+        let paid = Self.pay(&line, until: line.now + 2_000 * Self.ms) { paid, changer in if paid == 2 { changer.jamPayout() } }
+        #expect(paid == 2)
+        #expect(Self.dispensed(line).last?.tubes[1] == before - 2)
+        #expect(Self.dispensed(line).last?.jammed == true, "the jam reported while paying comes with the count")
+        #expect(line.events.contains(.status(.tubeJam)))
+
+        // A reset after 1 coin: the host sets the changer up again and counts the tubes then.
+        let before0 = line.changer.tubes[0]
+        line.carry(line.host.dispense(type: 0, count: 4, now: line.now).outputs)
+        let paidBeforeReset = Self.pay(&line, until: line.now + 3_000 * Self.ms) { paid, changer in if paid == 1 && changer.payout?.paid == 1 { changer.reset() } }
+        #expect(paidBeforeReset == 1)
+        #expect(Self.dispensed(line).count == 2)
+        #expect(Self.dispensed(line).last?.tubes[0] == before0 - 1)
+        #expect(line.host.isRunning)
+    }
+
+    @Test("a DISPENSE whose answer is lost is still counted from the tubes, never sent again")
+    func lostDispenseAnswer() {
+        var line = Self.held()
+        let before = line.changer.tubes[2]
+        var outputs = line.host.dispense(type: 2, count: 3, now: line.now).outputs
+        // The adapter writes the DISPENSE to the changer, and its answer is lost.
+        var sent = 0
+        while let output = outputs.first {
+            outputs.removeFirst()
+            if case .send(let command) = output, command.text.hasPrefix("R,0D") {
+                sent += 1
+                _ = line.changer.handle(command.text[...])
+            } else {
+                line.carry([output])
+            }
+        }
+        #expect(sent == 1)
+        let paid = Self.pay(&line, until: line.now + 3_000 * Self.ms)
+        #expect(paid == 3)
+        #expect(Self.dispensed(line).last?.tubes[2] == before - 3)
+        #expect(line.changer.tubes[2] == before - 3, "paid once: the DISPENSE was not repeated")
+    }
+
+    @Test("a coin that reaches a tube while held breaks the stillness, and one during a DISPENSE marks its count disturbed")
+    func depositWhileHeld() {
+        var line = Self.held()
+        // A coin already in the validator when COIN TYPE 0 came: it lands in its tube.
+        line.changer.enable(0x003F)
+        #expect(line.changer.insert(type: 0) == .tube)
+        line.changer.enable(0)
+        line.run(until: line.now + 60 * Self.ms)
+        #expect(!line.host.isStill, "a tube moved: not still until quiet again")
+        line.run(until: line.now + 500 * Self.ms)
+        #expect(line.host.isStill)
+        line.carry(line.host.dispense(type: 1, count: 2, now: line.now).outputs)
+        line.changer.enable(0x003F)
+        #expect(line.changer.insert(type: 1) == .tube)
+        line.changer.enable(0)
+        _ = Self.pay(&line, until: line.now + 2_000 * Self.ms)
+        #expect(Self.dispensed(line).last?.disturbed == true)
+    }
+
+    @Test("a TUBE STATUS that cannot be read, or that does not count the tube paid from, is not taken as the count")
+    func unreadableTubesNotCounted() {
+        var line = Self.held()
+        let before = line.changer.tubes[2]
+        line.carry(line.host.dispense(type: 2, count: 1, now: line.now).outputs)
+        line.changer.tubeStatusBytes = 3  // counts only the tubes of types 0 and 1
+        _ = Self.pay(&line, until: line.now + 2_000 * Self.ms)
+        #expect(Self.dispensed(line).isEmpty, "counted from a reply that does not say")
+        #expect(line.host.isDispensing)
+        line.changer.tubeStatusBytes = nil
+        line.run(until: line.now + 500 * Self.ms)
+        #expect(Self.dispensed(line).last?.tubes[2] == before - 1)
+    }
 }

@@ -98,4 +98,22 @@ struct MDBCreditBookTests {
         var fresh = MDBCreditBook(persisted: nil)
         #expect(fresh.started(withTubes: [12] + Array(repeating: 0, count: 15)).isEmpty)
     }
+
+    @Test("tubes that move with no coin going in (a payout, a manual dispense, a count that differs) reach the ledger on their own; unchanged ones do not")
+    func tubesOnTheirOwn() {
+        var book = MDBCreditBook(persisted: Self.row(5, tubes: [18, 10, 8, 5] + Array(repeating: 0, count: 12)))
+        _ = book.tubesRose(to: [18, 10, 8, 5] + Array(repeating: 0, count: 12), cause: "count")
+        #expect(book.take().batch == nil, "the same counts: nothing to record")
+        _ = book.tubesRose(to: [17, 9, 7, 5] + Array(repeating: 0, count: 12), cause: "payout")
+        let batch = book.take().batch
+        #expect(batch?.entries == [.record(.tubesCounted(counts: [17, 9, 7, 5] + Array(repeating: 0, count: 12), cause: "payout"))])
+        #expect(batch?.before?.eventNumber == 5 && batch?.after.eventNumber == 5, "no coin numbered")
+        #expect(batch?.after.lastResults.prefix(4) == [17, 9, 7, 5])
+        #expect(AcceptorRecord.tubesCounted(counts: [17, 9, 7, 5], cause: "payout").detail == ["tubes": "0:17,1:9,2:7,3:5", "cause": "payout"])
+        // With a coin in the same batch, the coin's batch carries the tubes: no record of its own.
+        book.tube(1, count: 8)
+        book.kept(type: 0, coinID: "USD5", routing: .tube, tubeCount: 18)
+        let coins = book.take().batch
+        #expect(coins?.entries.count == 1 && coins?.after.lastResults.prefix(2) == [18, 8])
+    }
 }

@@ -25,6 +25,7 @@ struct WireFormatTests {
         (.explain(diameter: 24.26, weight: nil, thickness: nil), #"{"cmd":"explain","diameter":24.26,"id":1}"#),
         (.payoutPlan(amountMinor: 35, currency: "USD"), #"{"amount_minor":35,"cmd":"payout_plan","currency":"USD","id":1}"#),
         (.payoutPlan(amountMinor: 35, currency: nil), #"{"amount_minor":35,"cmd":"payout_plan","id":1}"#),
+        (.payout(amountMinor: 35, currency: "USD", requestID: "sale-1042"), #"{"amount_minor":35,"cmd":"payout","currency":"USD","id":1,"request_id":"sale-1042"}"#),
     ])
     func requests(command: OperatorCommand, line: String) throws {
         #expect(command.request(id: .int(1)).description == line)
@@ -36,7 +37,7 @@ struct WireFormatTests {
     @Test("every command has a wire name, and the read and control sets are the documented ones")
     func names() {
         #expect(ClientProtocol.readCommands == ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain", "payout_plan"])
-        #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort"])
+        #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort", "payout"])
     }
 
     @Test("the example session's hello, reply and error, as PROTOCOL.md prints them")
@@ -50,7 +51,7 @@ struct WireFormatTests {
         let refused = ClientRequest.parse(#"{"cmd":"fly","id":2}"#).flatMap { request in request.command.map { _ in request } }
         guard case .failure(let failure) = refused else { Issue.record("'fly' was taken"); return }
         #expect(ClientProtocol.error(id: failure.id, failure.code, failure.message).description
-            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, inhibit, payout_plan, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
+            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, inhibit, payout, payout_plan, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
     }
 
     @Test("events: a pending accept, its coin, a rejection, a lost source, and how a subscriber gets them")

@@ -12,17 +12,20 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
     /// A ccTalk coin acceptor (`coinsim --protocol cctalk`): it takes coins itself, so the
     /// money is each credit event of its buffer, recorded once with its counter.
     case cctalk
+    /// An MDB coin changer (`coinsim --protocol mdb`): coins in as ccTalk's, and payouts out of
+    /// its tubes, asked for throughout the run.
+    case mdb
 
-    var simulatorArguments: [String] { self == .cctalk ? ["--protocol", "cctalk"] : [] }
+    var simulatorArguments: [String] { self == .serial ? [] : ["--protocol", rawValue] }
 
     /// Whether a daemon on this mech passes `point`: an acceptor is never answered or asked
-    /// about a coin, and its batches pass before-commit, after-commit and published.
+    /// about a coin, and its batches pass before-commit, after-commit and published; only a
+    /// changer pays out.
     func passes(_ point: Failpoints.Point) -> Bool {
-        switch (self, point) {
-        case (.cctalk, .readingParsed), (.cctalk, .answerWritten), (.cctalk, .confirmationReceived), (.cctalk, .confirmationCommitted):
-            false
-        default:
-            true
+        switch point {
+        case .readingParsed, .answerWritten, .confirmationReceived, .confirmationCommitted: self == .serial
+        case .payoutJournalled, .payoutDispensing, .payoutCounted: self == .mdb
+        default: true
         }
     }
 }

@@ -49,7 +49,7 @@ struct Play: ParsableCommand {
     var seed: UInt64?
     @Flag(help: "Keep the scratch directory (ledger, logs, truth) and print its path.")
     var keep = false
-    @Option(name: .customLong("protocol"), help: "The mech: serial (the raw-sensor mech) or cctalk (a ccTalk coin acceptor).")
+    @Option(name: .customLong("protocol"), help: "The mech: serial (the raw-sensor mech), cctalk (a ccTalk coin acceptor) or mdb (an MDB changer, paying out too).")
     var lineProtocol: CrashProtocol = .serial
 
     func run() throws {
@@ -90,18 +90,41 @@ struct Verdict {
     var audit: MoneyAudit
     /// The ccTalk run's audit (then `audit` is empty).
     var cctalk: CCTalkMoneyAudit?
+    /// The MDB run's audit, and its payouts as the payer saw them (then `audit` is empty).
+    var mdb: MDBMoneyAudit?
+    var payer: Payer.State?
 
-    var isClean: Bool { cctalk?.isClean ?? audit.isClean }
+    /// Daemons that died mid-run: each may take one POLL reply's coins with it (MDB).
+    var deaths: Int { failpoints + kills }
+    /// A POLL reply holds the coins of 50 ms; at 2 coins a second, two at most.
+    var skippedAllowed: Int { 2 * deaths }
+
+    var isClean: Bool {
+        if let mdb { return mdb.isClean && mdb.skipped <= skippedAllowed }
+        return cctalk?.isClean ?? audit.isClean
+    }
 
     /// The mech's surprises a serial run must have met for its verdict to mean what CI takes it
     /// to mean; a run that met none of one kind proves nothing about it.
     var unreached: [String] {
+        if let mdb {
+            return [("a payout that jammed", mdb.jams), ("a payout cut by a power cycle", mdb.resetsMidPayout),
+                    ("a payout repeated after a death", payer?.repeats ?? 0)].filter { $0.1 == 0 }.map(\.0)
+        }
         guard cctalk == nil else { return [] }
         return [("a power loss mid-coin", powerLosses), ("a reboot while the daemon was away", rebootsWhileAway),
                 ("a false duplicate", falseDuplicates)].filter { $0.1 == 0 }.map(\.0)
     }
 
     var json: String {
+        if let mdb {
+            return "{\"protocol\": \"mdb\", \"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
+                + "\"kept\": \(mdb.kept), \"credits\": \(mdb.credited), \"skipped\": \(mdb.skipped), \"skipped_allowed\": \(skippedAllowed), "
+                + "\"doubled\": \(mdb.doubled.count), \"phantom\": \(mdb.phantom ? 1 : 0), \"payouts\": \(mdb.payouts), \"dispenses\": \(mdb.dispenses), "
+                + "\"repeats\": \(payer?.repeats ?? 0), \"refused\": \(payer?.refused ?? 0), \"jams\": \(mdb.jams), \"resets_mid_payout\": \(mdb.resetsMidPayout), "
+                + "\"paid_minor\": \(mdb.paidMinor), \"debt_minor\": \(mdb.debtMinor), \"open\": \(mdb.open), "
+                + "\"paid_twice\": \(mdb.paidTwice), \"unpaid_unrecorded\": \(mdb.unpaidUnrecorded), \"inventory_mismatch\": \(mdb.inventoryMismatch.count)}"
+        }
         if let cctalk {
             return "{\"protocol\": \"cctalk\", \"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
                 + "\"credits\": \(cctalk.credits), \"lost\": \(cctalk.lost.count), \"doubled\": \(cctalk.doubled.count), "
@@ -139,9 +162,14 @@ final class Run {
             throw CrashSuiteError("\(bin)/\(tool) not found: build first (swift build), or pass --bin")
         }
         let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
-        if lineProtocol == .cctalk {
+        switch lineProtocol {
+        case .cctalk:
             try writeCCTalkFiles(user: user, seed: seed)
             return
+        case .mdb:
+            try writeMDBFiles(user: user, seed: seed)
+            return
+        case .serial: break
         }
         try """
             log_level: info
@@ -176,6 +204,9 @@ final class Run {
         simulator = sim
         guard sim.readLine(timeout: 20) != nil else { throw CrashSuiteError("coinsim printed no device: see \(dir)/coinsim.log") }
         var verdict = Verdict(audit: MoneyAudit(truths: [], events: [], boots: [:]))
+        // Money out, throughout the run: payouts asked for while the daemon lives and dies.
+        let payer = lineProtocol == .mdb ? Payer(socket: socket, seed: random.next()) : nil
+        payer?.start()
 
         if failpoints {
             for point in Failpoints.Point.allCases where lineProtocol.passes(point) {
@@ -197,7 +228,16 @@ final class Run {
                 verdict.kills += 1
             }
         }
+        verdict.payer = payer?.stop()
         try finish()
+        if lineProtocol == .mdb {
+            verdict.mdb = try mdbAudit()
+            if let audit = verdict.mdb, !verdict.isClean {
+                print(audit.problems)
+                if audit.skipped > verdict.skippedAllowed { print("SKIPPED: \(audit.skipped) kept coins not credited, more than \(verdict.skippedAllowed) for \(verdict.deaths) deaths") }
+            }
+            return verdict
+        }
         if lineProtocol == .cctalk {
             verdict.cctalk = try cctalkAudit()
             if let audit = verdict.cctalk, !audit.isClean { print(audit.problems) }
@@ -249,7 +289,8 @@ final class Run {
     /// a settlement is received or committed), N from 1 to 12. The others come at a random moment.
     private func randomKill() throws {
         killCount += 1
-        let coinSteps: [Failpoints.Point] = [.afterCommit, .answerWritten, .confirmationReceived, .confirmationCommitted].filter { lineProtocol.passes($0) }
+        let coinSteps: [Failpoints.Point] = [.afterCommit, .answerWritten, .confirmationReceived, .confirmationCommitted, .payoutJournalled, .payoutDispensing,
+                                             .payoutCounted].filter { lineProtocol.passes($0) }
         if killCount % 2 == 0, let point = coinSteps.randomElement(using: &random) {
             let hit = Int.random(in: 1...12, using: &random)
             let daemon = try startDaemon(environment: ["COINMECH_FAILPOINTS": "\(point.rawValue)=kill@\(hit)"])

@@ -16,4 +16,12 @@ public enum FixtureChains {
         EU005A: {code: EUR_5c, value: 5}, EU010A: {code: EUR_10c, value: 10}, EU020A: {code: EUR_20c, value: 20}, \
         EU050A: {code: EUR_50c, value: 50}, EU100A: {code: EUR_1, value: 100}, EU200A: {code: EUR_2, value: 200}}}}]
         """
+
+    /// An MDB changer's chain: coin-id crediting the USD coin ids coinsim's changer reports
+    /// (config/mdb.yaml's).
+    public static let usdCoinIDs = """
+        chain: [{name: usd, plugin: coin-id, config: {currency: USD, coins: {\
+        USD5: {code: nickel, value: 5}, USD10: {code: dime, value: 10}, USD25: {code: quarter, value: 25}, \
+        USD50: {code: half_dollar, value: 50}, USD100: {code: dollar, value: 100}}}}]
+        """
 }

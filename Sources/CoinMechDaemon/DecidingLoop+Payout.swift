@@ -1,0 +1,304 @@
+import CoinMechCore
+import CoinMechModel
+import CoinMechProtocol
+import CoinMechPublisher
+import CoinMechSources
+import Logging
+
+/// A payout the deciding loop is running, one at a time.
+struct PayoutJob {
+    enum Stage {
+        /// The changer is asked to hold still; waiting for it to be.
+        case holding(since: Instant)
+        /// Held still; waiting for a tube count newer than `after`.
+        case counting(after: UInt64, since: Instant)
+        /// A step is journalled and its DISPENSE asked for; waiting for its count.
+        case dispensing(PayoutRun, since: Instant)
+        /// Every step counted: the settlement waits for the ledger.
+        case settling(PayoutRun, PayoutSettlement)
+    }
+
+    var order: PayoutOrder
+    /// Nil once the asker has an answer (the outcome, or "open" when a DISPENSE takes long).
+    var completion: DecidingLoop.Completion?
+    var stage: Stage
+    /// Settled (or given up before anything was journalled): the job is over.
+    var done = false
+
+    mutating func answer(_ reply: Result<JSON, CommandError>) {
+        completion?(reply)
+        completion = nil
+    }
+}
+
+/// Money out (docs/LEDGER.md, payouts). Every step is journalled before its coin moves, and
+/// what was paid is read from the changer's own tube counts, never assumed:
+/// 1. the changer is held still (COIN TYPE 0, its buttons off, a quiet POLL since) and its
+///    tubes counted;
+/// 2. the plan is made from that count; if it cannot pay exactly, nothing is journalled;
+/// 3. `payout_requested` and the first `payout_dispensing` commit together, then the DISPENSE
+///    goes out; each further step commits before its DISPENSE;
+/// 4. once the changer stops paying, its tubes say what the step paid (`PayoutRun`);
+/// 5. `payout_done`, `payout_partial` (with the debt) or `payout_failed` settles it, the hold
+///    ends and the asker hears.
+/// A daemon that finds a payout open at its start holds the changer from its setup on and
+/// settles it from a count of the held changer: it never dispenses again on a guess.
+extension DecidingLoop {
+    /// How long the changer may take to hold still, and to count its tubes, before a payout is
+    /// given up with nothing journalled.
+    static let payoutHoldTimeout = Duration.seconds(10)
+    /// How long an asker waits for a DISPENSE before it is answered `open` (the payout goes
+    /// on, and a repeat of its request id answers its outcome once settled).
+    static let payoutAnswerTimeout = Duration.seconds(30)
+    /// How long a stopping daemon waits for the DISPENSE under way to be counted.
+    static let payoutStopTimeout = Duration.seconds(15)
+
+    func beginPayout(amountMinor: Int64, currency: String?, requestID: String, by: String, completion: @escaping Completion) {
+        guard let mech = acceptorMech as? any PayingMech else {
+            return completion(.failure(CommandError(.unavailable, "this mech gives no change: only an MDB changer has tubes to pay from")))
+        }
+        do throws(LedgerError) {
+            if let record = try ledger.payout(requestID: requestID) {
+                // Asked before: answered from the ledger, never paid again.
+                let first = record.order
+                if first.amountMinor != amountMinor || (currency != nil && currency != first.currency) {
+                    return completion(.failure(CommandError(.badRequest, "request id \(requestID) was used for a payout of \(first.amountMinor) \(first.currency): a request id names one payout")))
+                }
+                return completion(.success(Self.payoutReply(record: record, coins: mech.payableCoins?.coins ?? [:], repeated: true)))
+            }
+        } catch {
+            return completion(.failure(CommandError(.unavailable, "the ledger cannot be read, so the payout cannot be checked against earlier ones: nothing paid (\(error))")))
+        }
+        guard !isStopping else {
+            return completion(.failure(CommandError(.unavailable, "the daemon is stopping: nothing paid; ask again with request id \(requestID) once it is back")))
+        }
+        guard payout == nil, unsettledPayouts.isEmpty else {
+            return completion(.failure(CommandError(.unavailable, "another payout is under way or being settled: ask again when it is over")))
+        }
+        guard let payable = mech.payableCoins else {
+            return completion(.failure(CommandError(.unavailable, "the changer is not set up yet: the values of its coins are not known")))
+        }
+        if let currency, currency != payable.currency {
+            return completion(.failure(CommandError(.badRequest, "the changer pays \(payable.currency), not \(currency)")))
+        }
+        let order = PayoutOrder(requestID: requestID, amountMinor: amountMinor, currency: payable.currency, by: by)
+        logger.notice("payout asked for", metadata: ["request_id": "\(requestID)", "amount_minor": "\(amountMinor)", "by": "\(by)"])
+        mech.holdForPayout(true)
+        payout = PayoutJob(order: order, completion: completion, stage: .holding(since: .now))
+    }
+
+    /// Moves the payout on as far as the changer allows; called every turn of the loop.
+    /// `stopping`: no further step is sent; the one under way is counted and settled.
+    func servicePayout(stopping: Bool = false) {
+        guard let mech = acceptorMech as? any PayingMech else { return }
+        if !unsettledPayouts.isEmpty { settleUnsettled(mech) }
+        guard var job = payout else { return }
+        defer { payout = job.done ? nil : job }
+        for counted in mech.takeDispensed() {
+            guard case .dispensing(var run, _) = job.stage, run.awaiting else {
+                logger.warning("a DISPENSE was counted with no payout step waiting for it", metadata: ["type": "\(counted.type)"])
+                continue
+            }
+            failpoints.hit(.payoutCounted)
+            run.dispensed(counted)
+            if stopping { run.stopHere("the daemon stopped mid-payout: no further step was sent") }
+            advance(&job, run: run, tubes: counted.tubes, mech)
+        }
+        guard !job.done else { return }
+        switch job.stage {
+        case .holding(let since):
+            if mech.isHeldStill {
+                mech.countTubes()
+                job.stage = .counting(after: mech.tubeCounts?.reads ?? 0, since: .now)
+            } else if .now - since > Self.payoutHoldTimeout || stopping {
+                giveUp(&job, mech, "the changer did not hold still (COIN TYPE 0 acknowledged, then quiet) within \(Self.payoutHoldTimeout)")
+            }
+        case .counting(let after, let since):
+            guard let tubes = mech.tubeCounts, tubes.reads > after, mech.isHeldStill, let payable = mech.payableCoins else {
+                if .now - since > Self.payoutHoldTimeout || stopping { giveUp(&job, mech, "the changer did not count its tubes within \(Self.payoutHoldTimeout)") }
+                return
+            }
+            start(&job, tubes: tubes.counts, coins: payable.coins, mech)
+        case .dispensing(_, let since):
+            if job.completion != nil, .now - since > Self.payoutAnswerTimeout {
+                // The payout goes on; the asker learns where it stands, and asks again later.
+                job.answer(.success(Self.payoutReply(record: PayoutRecord(order: job.order, source: sourceName, requestedSeq: 0, settledSeq: nil, steps: [],
+                                                                          settlement: nil), coins: [:], repeated: false)))
+            }
+        case .settling(let run, let settlement):
+            settle(&job, run: run, settlement, mech)
+        }
+    }
+
+    /// The first count: the plan, and the first step journalled with the request, or the
+    /// refusal with nothing journalled.
+    private func start(_ job: inout PayoutJob, tubes: [Int], coins: [Int: PayoutCoin], _ mech: any PayingMech) {
+        var run = PayoutRun(order: job.order, coins: coins)
+        switch run.plan(tubes: tubes) {
+        case .cannotPayExact(let below, let above):
+            let result: [String: JSON] = [
+                "request_id": .string(job.order.requestID), "state": "refused", "reason": "cannot_pay_exact", "amount_minor": .int(job.order.amountMinor),
+                "currency": .string(job.order.currency), "paid_minor": .int(0), "nearest_below": .int(below), "nearest_above": above.map(JSON.int) ?? .null,
+                "repeated": false,
+            ]
+            release(&job, mech, .success(.object(result)))
+        case .exact(let plan):
+            guard let step = run.nextStep(tubes: tubes) else { return }
+            let entries: [LedgerEntry] = [.payoutRequested(job.order, source: sourceName, plan: plan),
+                                          .payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)]
+            do throws(LedgerError) {
+                hub.publish(try ledger.append(entries).events)
+            } catch {
+                logger.error("payout not journalled: nothing paid", metadata: ["request_id": "\(job.order.requestID)", "error": "\(error)"])
+                // A commit that landed though the call failed must not stay open: nothing was sent.
+                if (try? ledger.payout(requestID: job.order.requestID)) != nil {
+                    run.notSent("the ledger reported an error for the journal it had written")
+                    return settle(&job, run: run, run.settlement(), mech)
+                }
+                return release(&job, mech, .failure(CommandError(.unavailable, "the ledger cannot journal the payout: nothing paid (\(error))")))
+            }
+            send(step, &job, run: run, tubes: tubes, mech)
+        }
+    }
+
+    /// After a step's count: the next step journalled and sent, or the settlement.
+    private func advance(_ job: inout PayoutJob, run: PayoutRun, tubes: [Int], _ mech: any PayingMech) {
+        var run = run
+        guard let step = run.nextStep(tubes: tubes) else {
+            return settle(&job, run: run, run.settlement(), mech)
+        }
+        do throws(LedgerError) {
+            hub.publish(try ledger.append([.payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)]).events)
+        } catch {
+            // Not sent: the step pays nothing, and the payout ends with the rest owed (a step
+            // that was journalled after all is settled as not paid: its tube did not move).
+            logger.error("payout step not journalled: the payout ends here", metadata: ["request_id": "\(job.order.requestID)", "error": "\(error)"])
+            run.notSent("the ledger could not journal it: \(error)")
+            return settle(&job, run: run, run.settlement(), mech)
+        }
+        send(step, &job, run: run, tubes: tubes, mech)
+    }
+
+    /// A journalled step's DISPENSE. One the changer cannot take now is not sent: it paid
+    /// nothing, and the payout ends with the rest owed.
+    private func send(_ step: PayoutStep, _ job: inout PayoutJob, run: PayoutRun, tubes: [Int], _ mech: any PayingMech) {
+        failpoints.hit(.payoutJournalled)
+        var run = run
+        guard mech.dispense(type: step.type, count: step.count) else {
+            logger.warning("the changer could not take the DISPENSE: not sent", metadata: ["type": "\(step.type)", "count": "\(step.count)"])
+            run.notSent("the changer could not take the DISPENSE")
+            return settle(&job, run: run, run.settlement(), mech)
+        }
+        job.stage = .dispensing(run, since: .now)
+        logger.info("DISPENSE asked for", metadata: ["request_id": "\(job.order.requestID)", "type": "\(step.type)", "count": "\(step.count)", "tube_before": "\(step.tubeBefore)"])
+    }
+
+    /// The settlement journalled, the hold ended, the asker answered. A ledger that cannot
+    /// write keeps the changer held and the settlement waiting: it is tried every turn. One
+    /// that says the payout is settled already is believed, and answered from.
+    private func settle(_ job: inout PayoutJob, run: PayoutRun, _ settlement: PayoutSettlement, _ mech: any PayingMech) {
+        job.stage = .settling(run, settlement)
+        let result: AppendResult
+        do throws(LedgerError) {
+            result = try ledger.append([.payoutSettled(requestID: job.order.requestID, settlement)])
+        } catch .precondition(let message) {
+            logger.error("payout settled already: answered from the ledger", metadata: ["request_id": "\(job.order.requestID)", "why": "\(message)"])
+            let record = try? ledger.payout(requestID: job.order.requestID)
+            return release(&job, mech, record.map { .success(Self.payoutReply(record: $0, coins: run.coins, repeated: false)) }
+                ?? .failure(CommandError(.unavailable, message)))
+        } catch {
+            logger.error("payout settlement not journalled yet: the changer stays held until it is", metadata: ["request_id": "\(job.order.requestID)", "error": "\(error)"])
+            return
+        }
+        hub.publish(result.events)
+        log(settlement, order: job.order)
+        let record = PayoutRecord(order: job.order, source: sourceName, requestedSeq: 0, settledSeq: result.events.first?.seq, steps: run.steps, settlement: settlement)
+        release(&job, mech, .success(Self.payoutReply(record: record, coins: run.coins, repeated: false)))
+    }
+
+    /// Given up before anything was journalled: nothing paid.
+    private func giveUp(_ job: inout PayoutJob, _ mech: any PayingMech, _ why: String) {
+        logger.warning("payout given up, nothing paid: \(why)", metadata: ["request_id": "\(job.order.requestID)"])
+        release(&job, mech, .failure(CommandError(.unavailable, "\(why): nothing paid; ask again with request id \(job.order.requestID)")))
+    }
+
+    private func release(_ job: inout PayoutJob, _ mech: any PayingMech, _ reply: Result<JSON, CommandError>) {
+        mech.holdForPayout(false)
+        job.answer(reply)
+        job.done = true
+    }
+
+    /// The daemon is stopping: a DISPENSE under way is counted and the payout settled here
+    /// (no further step is sent), waiting at most `payoutStopTimeout`; one that is not counted
+    /// by then stays open on the ledger for the next start to settle from the tubes.
+    func finishPayoutBeforeStop(turn: () -> Void) {
+        guard payout != nil else { return }
+        let deadline = Instant.now + Self.payoutStopTimeout
+        while payout != nil, Instant.now < deadline {
+            turn()
+            servicePayout(stopping: true)
+        }
+        guard var job = payout else { return }
+        payout = nil
+        logger.warning("stopping mid-payout: the next start settles it from the changer's tubes", metadata: ["request_id": "\(job.order.requestID)"])
+        job.answer(.failure(CommandError(.unavailable, "the daemon stopped mid-payout: the next start settles it from the changer's own count; ask again with request id \(job.order.requestID) for the outcome")))
+    }
+
+    /// The payouts found open at the start, settled from a tube count of the changer held
+    /// still, before any coin moves.
+    private func settleUnsettled(_ mech: any PayingMech) {
+        guard mech.isHeldStill, let tubes = mech.tubeCounts else { return }
+        guard let after = unsettledCountAfter else {
+            // A count of the held, quiet changer: the one its setup read came before the quiet.
+            unsettledCountAfter = tubes.reads
+            return mech.countTubes()
+        }
+        guard tubes.reads > after else { return }
+        while let record = unsettledPayouts.first {
+            let settlement = PayoutRun.settle(record, tubes: tubes.counts)
+            do throws(LedgerError) {
+                hub.publish(try ledger.append([.payoutSettled(requestID: record.order.requestID, settlement)]).events)
+            } catch .precondition(let message) {
+                logger.error("the payout left open is settled already", metadata: ["request_id": "\(record.order.requestID)", "why": "\(message)"])
+            } catch {
+                return logger.error("could not settle the payout left open: the changer stays held until the ledger can", metadata: ["request_id": "\(record.order.requestID)", "error": "\(error)"])
+            }
+            unsettledPayouts.removeFirst()
+            log(settlement, order: record.order)
+        }
+        if payout == nil { mech.holdForPayout(false) }
+    }
+
+    private func log(_ settlement: PayoutSettlement, order: PayoutOrder) {
+        let metadata: Logger.Metadata = ["request_id": "\(order.requestID)", "paid_minor": "\(settlement.paidMinor)", "debt_minor": "\(settlement.debtMinor)",
+                                         "after_restart": "\(settlement.afterRestart)"]
+        switch settlement.outcome {
+        case .done: logger.notice("payout done", metadata: metadata)
+        case .partial, .failed:
+            logger.critical("payout \(settlement.outcome.rawValue): the customer is owed \(settlement.debtMinor) \(order.currency)\(settlement.reason.map { ": \($0)" } ?? "")", metadata: metadata)
+        }
+    }
+
+    /// The answer to `payout`, from a record (a repeat) or a settlement just journalled;
+    /// `state` `open` for one not settled yet.
+    static func payoutReply(record: PayoutRecord, coins: [Int: PayoutCoin], repeated: Bool) -> JSON {
+        let order = record.order
+        var result: [String: JSON] = ["request_id": .string(order.requestID), "amount_minor": .int(order.amountMinor), "currency": .string(order.currency),
+                                      "repeated": .bool(repeated)]
+        guard let settlement = record.settlement else {
+            result["state"] = "open"
+            return .object(result)
+        }
+        result["state"] = .string(settlement.outcome.rawValue)
+        result["paid_minor"] = .int(settlement.paidMinor)
+        result["debt_minor"] = .int(settlement.debtMinor)
+        result["after_restart"] = .bool(settlement.afterRestart)
+        if let reason = settlement.reason { result["reason"] = .string(reason) }
+        if let seq = record.settledSeq { result["seq"] = .int(seq) }
+        result["coins"] = .array(settlement.paidCoins.sorted { $0.key < $1.key }.map { type, count in
+            ["type": .int(Int64(type)), "coin_id": coins[type]?.coinID.map(JSON.string) ?? .null, "value_minor": .int(coins[type]?.valueMinor ?? 0),
+             "count": .int(Int64(count))]
+        })
+        return .object(result)
+    }
+}

@@ -1,0 +1,22 @@
+import CoinMechModel
+
+/// A mech that gives change from its own tubes (an MDB changer). The deciding loop runs the
+/// payout journal around it (CoinMechCore's `PayoutRun`): it holds the mech, has it count its tubes, journals
+/// a step, asks for the DISPENSE, and settles from the counts the mech reports after.
+public protocol PayingMech: AcceptorMech {
+    /// The coins it pays, by its coin type, and their currency; nil until it is set up.
+    var payableCoins: (currency: String, coins: [Int: PayoutCoin])? { get }
+    /// Holds it still for a payout (taking no coin, its own buttons paying none), or lets it
+    /// go back to what the chain and the operator allow.
+    func holdForPayout(_ on: Bool)
+    /// Set up, confirmed held, quiet since, and not paying: only a payout moves its tubes now,
+    /// so a count taken from here is a payout's starting point.
+    var isHeldStill: Bool { get }
+    /// Tube counts taken since the start, and the latest; `countTubes` asks for a fresh one.
+    var tubeCounts: (reads: UInt64, counts: [Int])? { get }
+    func countTubes()
+    /// Asks it to pay `count` coins of `type`; false if it cannot take the command now.
+    func dispense(type: Int, count: Int) -> Bool
+    /// DISPENSEs that are over, oldest first, with the tubes counted after each.
+    func takeDispensed() -> [DispenseCount]
+}
