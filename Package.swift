@@ -31,6 +31,7 @@ let package = Package(
         .executable(name: "coinsim", targets: ["CoinSim"]),
         .executable(name: "coinmechd", targets: ["coinmechd"]),
         .executable(name: "coinctl", targets: ["coinctl"]),
+        .executable(name: "coinmech-bridge", targets: ["coinmech-bridge"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
         .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
@@ -67,6 +68,8 @@ let package = Package(
         .target(name: "CoinMechSettings", dependencies: [.product(name: "Yams", package: "Yams")]),
         // libgpiod 1.6 (Debian 12) and libudev, the real hardware interfaces.
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
+        // libmosquitto, the Eclipse MQTT client (no Swift MQTT client resolves here): the fleet bridge's link.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         // GPIO coin mechs: edge events in, readings out (pure decoders), and the libgpiod seam.
         .target(name: "CoinMechGPIO", dependencies: ["CGPIOD"]),
@@ -110,6 +113,12 @@ let package = Package(
         ),
         // A blocking client for the socket API (coinctl, tests, scripts in Swift).
         .target(name: "CoinMechClient", dependencies: ["CoinMechProtocol"]),
+        // The fleet bridge: a client of the socket publishing the ledger to MQTT (docs/FLEET.md).
+        .target(name: "CoinMechBridge", dependencies: ["CMosquitto", "CoinMechClient", "CoinMechProtocol", "CoinMechSettings"]),
+        .executableTarget(
+            name: "coinmech-bridge",
+            dependencies: ["CoinMechBridge", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .executableTarget(
             name: "coinctl",
             dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -231,7 +240,7 @@ let package = Package(
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),
@@ -245,7 +254,7 @@ let package = Package(
                 "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSerial", "CoinMechSettings", "CoinSimCore",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechLedger", "CoinMechSources", "CoinMechClient", "CoinMechProtocol",
                 "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechFailpoints", "CoinMechAudit", "CoinMechPluginABI", "CoinMechPluginKit",
-                "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechHarness", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechHarness", "CoinMechBridge", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechIntegrationTests"
         ),

@@ -1,0 +1,97 @@
+import CoinMechSettings
+
+/// `coinmech-bridge.yaml` (docs/FLEET.md, "Running the bridge"): which cabinet this is, where
+/// its daemon's socket and its broker are, and how delivery is paced. Errors name the file, the
+/// line and the key, as the daemon's do.
+public struct BridgeConfiguration: Sendable, Equatable {
+    public var cabinet: String
+    public var site: String
+    public var socketPath = "/run/coinmech/coinmechd.sock"
+    public var stateDirectory = "/var/lib/coinmech-bridge"
+    public var mqtt: MQTT
+    public var delivery = Delivery()
+
+    public struct MQTT: Sendable, Equatable {
+        public var host: String
+        public var port = 8883
+        /// Every topic's start, `{site}` and `{cabinet}` filled in; ends with `/`.
+        public var prefix: String
+        public var clientID: String
+        public var keepaliveSeconds = 30
+        public var maxInflight = 20
+        public var username: String?
+        public var passwordFile: String?
+    }
+
+    public struct Delivery: Sendable, Equatable {
+        /// `required`: the cursor is the consumer's ack; `off`: it follows PUBACK (at most once
+        /// across a broker crash, and said so).
+        public var acksRequired = true
+        public var window = 256
+        public var ackTimeoutSeconds = 30.0
+    }
+
+    /// Cabinet and site ids: 1 to 64 of `a-z 0-9 _ -`, starting with a letter or a digit; a
+    /// cabinet id may not start with `coinmech-` (the fleet's own broker users).
+    public static func isID(_ text: String) -> Bool {
+        guard (1...64).contains(text.utf8.count), let first = text.utf8.first, Self.letterOrDigit(first) else { return false }
+        return text.utf8.allSatisfy { Self.letterOrDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    private static func letterOrDigit(_ byte: UInt8) -> Bool { (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) }
+
+    public static func load(path: String) throws(SettingsError) -> BridgeConfiguration {
+        try parse(try SettingsTable.load(path: path))
+    }
+
+    public static func parse(_ table: SettingsTable) throws(SettingsError) -> BridgeConfiguration {
+        try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery"])
+        func id(_ key: String) throws(SettingsError) -> String {
+            guard let value = try table.string(key) else { throw table.error(key, "is required: 1 to 64 of a-z 0-9 _ -, e.g. c-0042") }
+            guard isID(value) else { throw table.error(key, "'\(value)' is not an id: 1 to 64 of a-z 0-9 _ -, starting with a letter or a digit") }
+            return value
+        }
+        let cabinet = try id("cabinet")
+        guard !cabinet.hasPrefix("coinmech-") else { throw table.error("cabinet", "may not start with 'coinmech-': that prefix is the fleet's own broker users'") }
+        let site = try id("site")
+        guard let mqtt = try table.table("mqtt") else { throw table.error("mqtt", "is required: at least {host: broker.example.net}") }
+        try mqtt.rejectUnknownKeys(["host", "port", "prefix", "client_id", "keepalive_s", "max_inflight", "username", "password_file"])
+        guard let host = try mqtt.string("host"), !host.isEmpty else { throw mqtt.error("host", "is required: the broker's host name or address") }
+        let prefixTemplate = try mqtt.string("prefix") ?? "coinmech/v1/{site}/{cabinet}/"
+        let prefix = prefixTemplate.replacingOccurrences(of: "{site}", with: site).replacingOccurrences(of: "{cabinet}", with: cabinet)
+        guard prefix.hasSuffix("/"), !prefix.contains("+"), !prefix.contains("#"), !prefix.hasPrefix("/") else {
+            throw mqtt.error("prefix", "must end with '/', and hold no '+' or '#' (it is a topic, not a filter)")
+        }
+        var configuration = BridgeConfiguration(cabinet: cabinet, site: site, mqtt: MQTT(host: host, prefix: prefix, clientID: "coinmech-bridge-\(cabinet)"))
+        if let port = try mqtt.int("port", in: 1...65535) { configuration.mqtt.port = port }
+        if let clientID = try mqtt.string("client_id") {
+            guard (1...64).contains(clientID.utf8.count) else { throw mqtt.error("client_id", "must be 1 to 64 characters") }
+            configuration.mqtt.clientID = clientID
+        }
+        if let keepalive = try mqtt.int("keepalive_s", in: 5...3600) { configuration.mqtt.keepaliveSeconds = keepalive }
+        if let inflight = try mqtt.int("max_inflight", in: 1...1000) { configuration.mqtt.maxInflight = inflight }
+        configuration.mqtt.username = try mqtt.string("username")
+        configuration.mqtt.passwordFile = try mqtt.string("password_file")
+        if configuration.mqtt.passwordFile != nil && configuration.mqtt.username == nil {
+            throw mqtt.error("password_file", "needs mqtt.username")
+        }
+        if let socket = try table.table("socket") {
+            try socket.rejectUnknownKeys(["path"])
+            if let path = try socket.string("path") { configuration.socketPath = path }
+        }
+        if let directory = try table.string("state_dir") { configuration.stateDirectory = directory }
+        if let delivery = try table.table("delivery") {
+            try delivery.rejectUnknownKeys(["acks", "window", "ack_timeout_s"])
+            if let acks = try delivery.string("acks") {
+                guard acks == "required" || acks == "off" else { throw delivery.error("acks", "must be required or off, not '\(acks)'") }
+                configuration.delivery.acksRequired = acks == "required"
+            }
+            if let window = try delivery.int("window", in: 1...100_000) { configuration.delivery.window = window }
+            if let timeout = try delivery.double("ack_timeout_s", in: 0.1...3600) { configuration.delivery.ackTimeoutSeconds = timeout }
+        }
+        return configuration
+    }
+
+    /// The topic `name` under the prefix (`event`, `ack`, `state`).
+    public func topic(_ name: String) -> String { mqtt.prefix + name }
+}

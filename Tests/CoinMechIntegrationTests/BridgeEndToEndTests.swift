@@ -1,0 +1,196 @@
+import CoinMechHarness
+import CoinMechLedger
+import CoinMechProtocol
+@testable import CoinMechTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// coinmech-bridge between a real coinmechd and a real mosquitto, with a consumer that stores
+/// events by (cabinet, seq) and acks what it holds: each ledger event reaches it, through a
+/// kill -9 of the bridge and of the broker, and it holds every one of the ledger's seqs.
+@Suite("Fleet bridge: every ledger event reaches a consumer that acks, through kill -9 of the bridge and the broker", .serialized)
+struct BridgeEndToEndTests {
+    /// mosquitto on loopback, persisting to its folder every second (docs/FLEET.md's test setup).
+    final class Broker {
+        let dir: String
+        let port: Int
+        private(set) var process: ChildProcess?
+
+        init(dir: String) throws {
+            self.dir = dir
+            port = try Self.freePort()
+            try """
+                listener \(port) 127.0.0.1
+                allow_anonymous true
+                persistence true
+                persistence_location \(dir)/
+                autosave_interval 1
+                """.write(toFile: "\(dir)/mosquitto.conf", atomically: true, encoding: .utf8)
+            try start()
+        }
+
+        func start() throws {
+            let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", "\(dir)/mosquitto.conf"], absolute: true)
+            process = broker
+            try TestSupport.waitUntil("mosquitto listening on \(port)", timeout: 20) {
+                guard broker.isRunning else { throw TestFailure("mosquitto exited: \(broker.stderr)") }
+                return Self.accepts(port)
+            }
+        }
+
+        func kill() {
+            process?.signal(SIGKILL)
+            _ = process?.wait(timeout: 20)
+        }
+
+        static func accepts(_ port: Int) -> Bool {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+        }
+
+        /// A port the kernel had free a moment ago.
+        static func freePort() throws -> Int {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+
+    /// The fleet's side, small: a persistent session on every cabinet's `event`, each event kept
+    /// once by seq, and the highest contiguous seq acked (retained) on the cabinet's `ack`.
+    final class Consumer {
+        let broker: Broker
+        let cabinet = "c-0042"
+        private var subscriber: ChildProcess?
+        /// seq → (kind, time) of the first copy stored.
+        private(set) var stored: [Int64: (kind: String, time: Double)] = [:]
+        private(set) var copies = 0
+        private(set) var acked: Int64 = 0
+
+        init(broker: Broker) { self.broker = broker }
+
+        /// Reads what arrived for up to `seconds`, acking as it goes; a subscriber the broker's
+        /// death ended is started again (same client id: the broker's session holds what came meanwhile).
+        func read(for seconds: Double) throws {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                if subscriber?.isRunning != true {
+                    _ = subscriber?.wait(timeout: 5)
+                    guard Broker.accepts(broker.port) else {
+                        usleep(100_000)
+                        continue
+                    }
+                    subscriber = try ChildProcess("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-c", "-i", "fleet-test",
+                                                                            "-t", "coinmech/v1/+/+/event"], absolute: true)
+                }
+                guard let line = subscriber?.readLine(timeout: 0.3) else { continue }
+                guard let message = JSON.parse(line), message["v"]?.int == 1, message["cabinet"]?.string == cabinet, let seq = message["seq"]?.int,
+                      let event = message["event"], event["seq"]?.int == seq else {
+                    throw TestFailure("not an event message: \(line)")
+                }
+                copies += 1
+                if stored[seq] == nil { stored[seq] = (event["kind"]?.string ?? "?", event["time"]?.double ?? 0) }
+                var contiguous = acked
+                while stored[contiguous + 1] != nil { contiguous += 1 }
+                if contiguous > acked {
+                    acked = contiguous
+                    let ack = try ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-r",
+                                                                         "-t", "coinmech/v1/test-site/\(cabinet)/ack",
+                                                                         "-m", #"{"v":1,"cabinet":"\#(cabinet)","seq":\#(acked),"time":1}"#], absolute: true)
+                    _ = ack.wait(timeout: 10)
+                }
+            }
+        }
+
+        func stop() {
+            subscriber?.signal(SIGTERM)
+            _ = subscriber?.wait(timeout: 10)
+        }
+    }
+
+    @Test("each ledger event once in the consumer's store, in full, through a kill -9 of the bridge and of the broker; the cursor follows its acks")
+    func exactlyOnceAtTheConsumer() throws {
+        let harness = try DaemonHarness()
+        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"))
+        try """
+            cabinet: c-0042
+            site: test-site
+            socket: {path: \(harness.dir)/run/coinmechd.sock}
+            state_dir: \(harness.dir)/bridge
+            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
+            delivery: {window: 32, ack_timeout_s: 2}
+            """.write(toFile: "\(harness.dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        try harness.startSimulator("coins: 60\nrate_per_s: 8\nseed: 5\nmix: {quarter: 2, dime: 1, nickel: 1}\n")
+        try harness.startDaemon()
+        var bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        let consumer = Consumer(broker: broker)
+        defer {
+            consumer.stop()
+            bridge.signal(SIGKILL)
+            _ = bridge.wait(timeout: 10)
+            broker.kill()
+        }
+        try consumer.read(for: 3)
+        #expect(!consumer.stored.isEmpty, "nothing reached the consumer: \(bridge.stderr)")
+
+        // The bridge dies; a new one starts from its cursor file (or the retained ack).
+        bridge.signal(SIGKILL)
+        #expect(bridge.wait(timeout: 10) == 137)
+        try consumer.read(for: 1)
+        bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        try consumer.read(for: 3)
+
+        // The broker dies with whatever it had PUBACKed and not saved; it comes back from its file.
+        broker.kill()
+        try consumer.read(for: 1)
+        try broker.start()
+        _ = try harness.simulatorTruth()
+        try consumer.read(for: 4)
+        #expect(try harness.stopDaemon() == 0)
+        let events = try harness.ledger().events(since: 0, limit: 100_000)
+        try TestSupport.waitUntil("the consumer holding every seq of the ledger", timeout: 60) {
+            try consumer.read(for: 0.5)
+            return consumer.acked >= events.last?.seq ?? 0
+        }
+
+        // Every seq of the ledger, once, as the ledger has it (kind and time never change in a row).
+        #expect(Set(consumer.stored.keys) == Set(events.map(\.seq)))
+        for event in events {
+            #expect(consumer.stored[event.seq]?.kind == event.kind, "seq \(event.seq)")
+            #expect(abs((consumer.stored[event.seq]?.time ?? 0) - event.time) < 0.001, "seq \(event.seq)")
+        }
+        #expect(consumer.copies >= events.count)
+        // Its cursor follows the consumer's ack: on disk, saved at the clean stop.
+        bridge.signal(SIGTERM)
+        #expect(bridge.wait(timeout: 20) == 0, "\(bridge.stderr)")
+        let cursor = try #require(JSON.parse(try String(contentsOfFile: "\(harness.dir)/bridge/cursor.json", encoding: .utf8)))
+        #expect(cursor["acked"]?.int == consumer.acked && cursor["cabinet"] == "c-0042")
+        // A clean stop says offline (retained), reason stopped.
+        let state = try ChildProcess("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-C", "1", "-W", "10",
+                                                               "-t", "coinmech/v1/test-site/c-0042/state"], absolute: true)
+        let retained = JSON.parse(state.readLine(timeout: 10) ?? "")
+        #expect(retained?["state"] == "offline" && retained?["reason"] == "stopped", "\(String(describing: retained))")
+        #expect(state.wait(timeout: 10) == 0)
+    }
+}
+
+/// What went wrong outside an expectation, said.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

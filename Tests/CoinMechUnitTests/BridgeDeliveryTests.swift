@@ -1,0 +1,156 @@
+import CoinMechBridge
+import CoinMechSettings
+@testable import CoinMechTestSupport
+import Foundation
+import Testing
+
+/// The bridge's delivery rules (docs/FLEET.md B4–B10), its cursor file and its configuration,
+/// each checked against the contract's words.
+@Suite("Fleet bridge: seqs in order from the consumer's cursor, a window at a time, again after a broker reconnect")
+struct BridgeDeliveryTests {
+    static func delivery(cursor: Int64 = 0, window: Int = 4, inflight: Int = 20, acks: Bool = true) -> BridgeDelivery {
+        BridgeDelivery(cursor: cursor, window: window, maxInflight: inflight, acksRequired: acks, ackTimeout: 30, now: 0)
+    }
+
+    @Test("in order without a gap: a duplicate is skipped, a hole is named for reading first (B4)")
+    func order() {
+        var d = Self.delivery(cursor: 10)
+        #expect(d.subscribeFrom == 10, "a start subscribes from the cursor")
+        d.subscribed()
+        #expect(d.take(11) == .publish)
+        #expect(d.take(11) == .duplicate)
+        #expect(d.take(14) == .gap(from: 12, to: 13))
+        #expect(d.take(12) == .publish && d.take(13) == .publish && d.take(14) == .publish)
+    }
+
+    @Test("at most a window beyond the cursor, and at most max_inflight awaiting PUBACK (B6)")
+    func window() {
+        var d = Self.delivery(window: 3, inflight: 2)
+        d.subscribed()
+        for seq in Int64(1)...2 {
+            #expect(d.canPublish)
+            #expect(d.take(seq) == .publish)
+            d.sent(seq, mid: Int32(seq))
+        }
+        #expect(!d.canPublish, "two in flight")
+        d.puback(1, now: 1)
+        #expect(d.canPublish)
+        #expect(d.take(3) == .publish)
+        d.sent(3, mid: 3)
+        d.puback(2, now: 1)
+        d.puback(3, now: 1)
+        #expect(!d.canPublish && d.waitingForAck, "three beyond a cursor of 0: waits for an ack, whatever PUBACK said")
+        let moved = d.acked(2, now: 2)
+        #expect(moved && d.canPublish && d.cursor == 2)
+    }
+
+    @Test("the cursor never goes down; an ack beyond what was published is where to go on from (B5, B8)")
+    func cursor() {
+        var d = Self.delivery(cursor: 5)
+        d.subscribed()
+        let lower = d.acked(4, now: 1), same = d.acked(5, now: 1), ahead = d.acked(40, now: 1)
+        #expect(!lower && !same && ahead)
+        #expect(d.subscribeFrom == 40 && d.published == 40)
+    }
+
+    @Test("a broker reconnect rewinds to the cursor; a lost daemon goes on after the last published (B5)")
+    func rewinds() {
+        var d = Self.delivery(cursor: 3, window: 100)
+        d.subscribed()
+        for seq in Int64(4)...9 { _ = d.take(seq) }
+        d.daemonLost()
+        #expect(d.subscribeFrom == 9)
+        d.subscribed()
+        d.brokerConnected(now: 5)
+        #expect(d.subscribeFrom == 3 && d.published == 3)
+        #expect(d.take(4) == .publish, "everything after the cursor again")
+    }
+
+    @Test("no ack for ack_timeout_s with events unacked: everything after the cursor again, the wait doubling to 10 minutes (B7)")
+    func ackTimeout() {
+        var d = Self.delivery(cursor: 0, window: 100)
+        d.subscribed()
+        _ = d.take(1)
+        d.tick(now: 29)
+        #expect(d.subscribeFrom == nil)
+        d.tick(now: 30)
+        #expect(d.subscribeFrom == 0 && d.rewinds == 1 && d.ackWait == 60)
+        d.subscribed()
+        _ = d.take(1)
+        d.tick(now: 89)
+        #expect(d.subscribeFrom == nil)
+        d.tick(now: 90)
+        #expect(d.rewinds == 2 && d.ackWait == 120)
+        for round in 1...10 {
+            d.subscribed()
+            _ = d.take(1)
+            d.tick(now: 1e6 * Double(round))
+        }
+        #expect(d.ackWait == 600)
+        d.subscribed()
+        _ = d.take(1)
+        let moved = d.acked(1, now: 2e7)
+        #expect(moved && d.rewinds == 0 && d.ackWait == 30, "progress resets the wait")
+    }
+
+    @Test("with acks off the cursor follows PUBACK, in order (B10)")
+    func acksOff() {
+        var d = Self.delivery(acks: false)
+        d.subscribed()
+        for seq in Int64(1)...3 {
+            _ = d.take(seq)
+            d.sent(seq, mid: Int32(100 + seq))
+        }
+        d.puback(102, now: 1)
+        #expect(d.cursor == 0, "2 without 1 is not contiguous")
+        d.puback(101, now: 1)
+        #expect(d.cursor == 2)
+        let taken = d.acked(3, now: 1)
+        #expect(!taken && d.cursor == 2, "acks are not the cursor's when they are off")
+    }
+
+    @Test("the cursor file: written whole or not at all, read back; another cabinet's is ignored (B8)")
+    func cursorFile() throws {
+        let directory = TestSupport.temporaryDirectory("bridge-cursor")
+        let cursor = BridgeCursor(directory: directory, cabinet: "c-0042")
+        #expect(cursor.read().acked == 0 && cursor.read().warning == nil)
+        try cursor.write(1201, time: 1795290001.43)
+        #expect(cursor.read().acked == 1201)
+        let text = try String(contentsOfFile: cursor.path, encoding: .utf8)
+        #expect(text == #"{"acked":1201,"cabinet":"c-0042","time":1795290001.4,"v":1}"# + "\n")
+        #expect(!FileManager.default.fileExists(atPath: cursor.path + ".tmp"))
+        let other = BridgeCursor(directory: directory, cabinet: "c-0043")
+        #expect(other.read().acked == 0 && other.read().warning?.contains("cabinet 'c-0042'") == true)
+        try "{not json".write(toFile: cursor.path, atomically: true, encoding: .utf8)
+        #expect(cursor.read().acked == 0 && cursor.read().warning?.contains("not a cursor file") == true)
+    }
+
+    @Test("the configuration: ids checked, the prefix filled in, each error naming the file, the line and the key", arguments: [
+        ("cabinet: C42\nsite: s\nmqtt: {host: b}\n", "cabinet", 1),
+        ("cabinet: coinmech-1\nsite: s\nmqtt: {host: b}\n", "cabinet", 1),
+        ("cabinet: c1\nmqtt: {host: b}\n", "site", nil),
+        ("cabinet: c1\nsite: s\n", "mqtt", nil),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b, prefix: 'a/+/'}\n", "mqtt.prefix", 3),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b, port: 0}\n", "mqtt.port", 3),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b}\ndelivery: {acks: maybe}\n", "delivery.acks", 4),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b}\nfleet: 1\n", "fleet", 4),
+    ] as [(String, String, Int?)])
+    func configurationErrors(text: String, key: String, line: Int?) {
+        #expect(throws: SettingsError.self) { try BridgeConfiguration.parse(try SettingsTable.parse(text, file: "b.yaml")) }
+        do throws(SettingsError) {
+            _ = try BridgeConfiguration.parse(try SettingsTable.parse(text, file: "b.yaml"))
+        } catch {
+            #expect(error.file == "b.yaml" && error.key == key, "\(error)")
+            if let line { #expect(error.line == line, "\(error)") }
+        }
+    }
+
+    @Test("the defaults and the prefix, as docs/FLEET.md gives them")
+    func defaults() throws {
+        let c = try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c-0042\nsite: paris-nord\nmqtt: {host: broker}\n", file: "b.yaml"))
+        #expect(c.topic("event") == "coinmech/v1/paris-nord/c-0042/event")
+        #expect(c.mqtt.port == 8883 && c.mqtt.clientID == "coinmech-bridge-c-0042" && c.mqtt.keepaliveSeconds == 30 && c.mqtt.maxInflight == 20)
+        #expect(c.delivery.acksRequired && c.delivery.window == 256 && c.delivery.ackTimeoutSeconds == 30)
+        #expect(c.socketPath == "/run/coinmech/coinmechd.sock" && c.stateDirectory == "/var/lib/coinmech-bridge")
+    }
+}
