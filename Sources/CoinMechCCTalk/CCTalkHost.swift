@@ -534,7 +534,12 @@ public struct CCTalkHost: Sendable {
         case (.manufacturer, .text(let text)): draft.manufacturer = text
         case (.productCode, .text(let text)): draft.productCode = text
         case (.softwareRevision, .text(let text)): draft.softwareRevision = text
-        case (.serialNumber, .serialNumber(let number)): draft.serialNumber = number
+        case (.serialNumber, .serialNumber(let number)):
+            draft.serialNumber = number
+            // The device the ledger knows: its buffer is recorded from now on, so it is read at
+            // once, not at the next interval. Events a dead host read and did not record are
+            // in it, and coins the master inhibit returns push them out of its five slots.
+            if phase == .identifying, (identity ?? remembered)?.serialNumber == number { nextPollAt = now }
         case (.commsRevision, .commsRevision(let release, let major, let minor)): draft.commsRevision = [release, major, minor]
         case (.pollingPriority, .pollingPriority(let priority)): draft.pollingPriority = priority
         case (.coinID(let position), .coinID(let id)): draft.coinIDs[position] = id.isEmpty ? nil : id

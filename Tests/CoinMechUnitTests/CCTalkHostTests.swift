@@ -85,6 +85,25 @@ struct CCTalkHostTests {
         expectExactlyOnce(line)
     }
 
+    // Found by `make test-crash-short --protocol cctalk` (seed 974376): daemons killed one after
+    // another a few hundred milliseconds after they started never recorded a credit a dead one
+    // had read; the master inhibit each sent made the acceptor return the coins that came
+    // meanwhile, and their error events pushed the credit out of the five-deep buffer.
+    @Test("a restarted host reads the buffer of a device it remembers as soon as the serial number says it is that device, not a poll interval later")
+    func restartRecordsAtOnce() throws {
+        var line = freshLine()
+        line.start()
+        #expect(line.run(until: 2 * Self.second) { $0.identifiedCount == 1 && $0.acceptor.accepting })
+        line.insert(.coin(position: 3))
+        line.run(for: 20 * CCTalkSimulatedLine.ms)
+        line.restartHost(remembering: true)
+        // 100 ms of quiet, then a poll, master inhibit and the serial number; the next poll
+        // interval would end 300 ms after the start.
+        #expect(line.run(until: 250 * CCTalkSimulatedLine.ms) { $0.ledger.creditKeys.map(\.number) == [1] },
+                "recorded \(line.ledger.creditKeys) by \(line.now / CCTalkSimulatedLine.ms) ms")
+        expectExactlyOnce(line)
+    }
+
     @Test("events in the buffer at the daemon's first start are backlog, never credited; later coins are")
     func backlogAtFirstStart() {
         var line = CCTalkSimulatedLine(acceptor: CCTalkAcceptor(settings: CCTalkSimulatedLine.acceptorSettings(), runningWithCounter: 37))
