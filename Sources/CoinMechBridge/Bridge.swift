@@ -54,6 +54,10 @@ public final class Bridge: Sendable {
         log(.notice, "publishing cabinet \(c.cabinet) of site \(c.site) to \(c.mqtt.host):\(c.mqtt.port) under \(c.mqtt.prefix); cursor \(saved)")
         var connected = false
         var daemon: CoinMechConnection?
+        /// Events read and not yet published: holes read from the ledger, then the live event
+        /// that showed them, published as the window allows (B4, B6).
+        var queued: [(seq: Int64, event: JSON)] = []
+        var daemonProblem: String?
         var written = saved
         var lastWrite = 0.0
         var ledgerBehindSaid = 0.0
@@ -79,9 +83,14 @@ public final class Bridge: Sendable {
                 case .message(let topic, let payload, _):
                     guard topic == c.topic("ack") else { continue }
                     take(ack: payload, &delivery, now: now)
+                case .connectFailed(let why):
+                    log(.warning, "cannot reach the broker at \(c.mqtt.host):\(c.mqtt.port): \(why); trying again")
+                case .loopEnded(let code):
+                    // libmosquitto gave up for good (a protocol or TLS error): start afresh.
+                    link.stop(waiting: 0)
+                    throw .mqtt("libmosquitto's network loop ended (\(code)): exiting so that the bridge starts afresh")
                 }
             }
-            delivery.tick(now: now)
             if delivery.cursor != written, now - lastWrite >= 1 {
                 do throws(BridgeError) {
                     try cursorFile.write(delivery.cursor, time: now)
@@ -95,7 +104,13 @@ public final class Bridge: Sendable {
                 usleep(20_000)
                 continue
             }
-            if delivery.subscribeFrom != nil { daemon = nil }
+            if delivery.tick(now: now) {
+                log(.warning, "no ack moved the cursor for \(Int(delivery.ackWait / 2)) s: publishing again after seq \(delivery.cursor) (rewind \(delivery.rewinds))")
+            }
+            if delivery.subscribeFrom != nil {
+                daemon = nil
+                queued.removeAll()
+            }
             if daemon == nil {
                 do throws(ClientError) {
                     let connection = try CoinMechConnection(path: c.socketPath)
@@ -117,13 +132,22 @@ public final class Bridge: Sendable {
                         _ = link.publish(c.topic("state"), state("online", reason: nil, hello: daemonHello, timed: true), retain: true)
                     }
                     daemon = connection
+                    if daemonProblem != nil { log(.notice, "reading the daemon again") }
+                    daemonProblem = nil
                 } catch {
+                    if daemonProblem != "\(error)" { log(.warning, "cannot read the daemon: \(error); trying again") }
+                    daemonProblem = "\(error)"
                     usleep(200_000)
                     continue
                 }
             }
             guard delivery.canPublish, let connection = daemon else {
                 usleep(5_000)
+                continue
+            }
+            if !queued.isEmpty {
+                let (seq, event) = queued.removeFirst()
+                send(ifDue: seq, event, &delivery, link, now: now)
                 continue
             }
             do throws(ClientError) {
@@ -135,19 +159,36 @@ public final class Bridge: Sendable {
                     delivery.daemonLost()
                     continue
                 }
-                try publish(seq, event, connection, &delivery, link)
+                switch delivery.take(seq, now: now) {
+                case .duplicate:
+                    break
+                case .publish:
+                    send(seq, event, &delivery, link)
+                case .gap(let from, let to):
+                    log(.warning, "seqs \(from)…\(to) did not come on the subscription: reading them from the ledger")
+                    queued = try read(from: from, to: to, connection) + [(seq, event)]
+                }
             } catch {
                 log(.warning, "lost the daemon (\(error)); subscribing again after seq \(delivery.published)")
                 daemon = nil
+                queued.removeAll()
                 delivery.daemonLost()
                 usleep(100_000)
             }
         }
+        // The cursor first: a stop that takes long below must not lose it.
+        if delivery.cursor != written { try cursorFile.write(delivery.cursor, time: Self.now()) }
         // A clean stop: `offline` said (and PUBACKed, briefly waited for), the cursor saved.
         if connected, let mid = link.publish(c.topic("state"), state("offline", reason: "stopped", hello: daemonHello, timed: true), retain: true) {
             let deadline = Self.now() + 2
             waiting: while Self.now() < deadline {
-                for incoming in link.take() { if case .published(mid) = incoming { break waiting } }
+                for incoming in link.take() {
+                    switch incoming {
+                    case .published(mid): break waiting
+                    case .message(let topic, let payload, _) where topic == c.topic("ack"): take(ack: payload, &delivery, now: Self.now())
+                    default: break
+                    }
+                }
                 usleep(10_000)
             }
         }
@@ -156,21 +197,34 @@ public final class Bridge: Sendable {
         log(.notice, "stopped; cursor \(delivery.cursor)")
     }
 
-    /// One event to `event`, after any seqs missing before it (B4), read from the ledger.
-    private func publish(_ seq: Int64, _ event: JSON, _ connection: CoinMechConnection, _ delivery: inout BridgeDelivery, _ link: MQTTLink) throws(ClientError) {
-        switch delivery.take(seq) {
-        case .duplicate:
+    /// Seqs `from`…`to` from the ledger, in pages (B4). One the ledger does not have comes back
+    /// as `.null`: it is stepped past when its turn comes, and said.
+    private func read(from: Int64, to: Int64, _ connection: CoinMechConnection) throws(ClientError) -> [(seq: Int64, event: JSON)] {
+        var found: [Int64: JSON] = [:]
+        var since = from - 1
+        while since < to {
+            let page = try connection.request(.events(since: since, limit: min(to - since, 1000)))["events"]?.array ?? []
+            for event in page { if let seq = event["seq"]?.int, seq <= to { found[seq] = event } }
+            guard let last = page.last?["seq"]?.int, last > since else { break }
+            since = last
+        }
+        return (from...to).map { ($0, found[$0] ?? .null) }
+    }
+
+    /// A queued event: published if it is the next, skipped (said) if the ledger lacks it.
+    private func send(ifDue seq: Int64, _ event: JSON, _ delivery: inout BridgeDelivery, _ link: MQTTLink, now: Double) {
+        guard event != .null else {
+            log(.error, "seq \(seq) is not in the daemon's ledger: stepped past; the consumer will see the hole")
+            delivery.skip(through: seq)
             return
+        }
+        switch delivery.take(seq, now: now) {
+        case .publish: send(seq, event, &delivery, link)
+        case .duplicate: break
         case .gap(let from, let to):
-            log(.warning, "seqs \(from)…\(to) did not come on the subscription: reading them from the ledger")
-            let missing = try connection.request(.events(since: from - 1, limit: min(to - from + 1, 1000)))
-            for earlier in missing["events"]?.array ?? [] {
-                guard let earlierSeq = earlier["seq"]?.int, earlierSeq < seq, delivery.take(earlierSeq) == .publish else { continue }
-                send(earlierSeq, earlier, &delivery, link)
-            }
-            if delivery.take(seq) == .publish { send(seq, event, &delivery, link) }
-        case .publish:
-            send(seq, event, &delivery, link)
+            log(.error, "seqs \(from)…\(to) are not in the daemon's ledger: stepped past; the consumer will see the hole")
+            delivery.skip(through: to)
+            if delivery.take(seq, now: now) == .publish { send(seq, event, &delivery, link) }
         }
     }
 

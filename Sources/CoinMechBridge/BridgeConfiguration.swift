@@ -13,7 +13,8 @@ public struct BridgeConfiguration: Sendable, Equatable {
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
-        public var port = 8883
+        /// 1883, MQTT without TLS: the bridge speaks no TLS yet (8883 comes with it).
+        public var port = 1883
         /// Every topic's start, `{site}` and `{cabinet}` filled in; ends with `/`.
         public var prefix: String
         public var clientID: String
@@ -87,7 +88,7 @@ public struct BridgeConfiguration: Sendable, Equatable {
                 configuration.delivery.acksRequired = acks == "required"
             }
             if let window = try delivery.int("window", in: 1...100_000) { configuration.delivery.window = window }
-            if let timeout = try delivery.double("ack_timeout_s", in: 0.1...3600) { configuration.delivery.ackTimeoutSeconds = timeout }
+            if let timeout = try delivery.double("ack_timeout_s", in: 0.1...600) { configuration.delivery.ackTimeoutSeconds = timeout }
         }
         return configuration
     }

@@ -22,7 +22,10 @@ public struct BridgeCursor: Sendable {
     /// What the file says; 0 when there is none. A file of another cabinet, or one that is not
     /// a cursor, counts as none, with the reason.
     public func read() -> (acked: Int64, warning: String?) {
-        guard let data = FileManager.default.contents(atPath: path) else { return (0, nil) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let exists = FileManager.default.fileExists(atPath: path)
+            return (0, exists ? "\(path) cannot be read (\(String(cString: strerror(EACCES)))?): starting from the retained ack, or seq 1" : nil)
+        }
         guard let json = JSON.parse(String(decoding: data, as: UTF8.self)), json["v"]?.int == 1, let acked = json["acked"]?.int, acked >= 0 else {
             return (0, "\(path) is not a cursor file: starting from the retained ack, or seq 1")
         }

@@ -49,12 +49,22 @@ public struct BridgeDelivery: Sendable {
         case gap(from: Int64, to: Int64)
     }
 
-    /// The daemon's next event: publish it, or why not.
-    public mutating func take(_ seq: Int64) -> Take {
+    /// The daemon's next event: publish it, or why not. The first one unacked starts the
+    /// wait for an ack (B7): a quiet spell before it is no reason to resend.
+    public mutating func take(_ seq: Int64, now: Double) -> Take {
         if seq <= published { return .duplicate }
         if seq != published + 1 { return .gap(from: published + 1, to: seq - 1) }
+        if published == cursor { lastProgress = now }
         published = seq
         return .publish
+    }
+
+    /// Seqs up to `seq` that the ledger does not have (B4's read found none): stepped past,
+    /// never published. The consumer sees the hole and asks; the bridge's reply names them.
+    public mutating func skip(through seq: Int64) {
+        guard seq > published else { return }
+        if published == cursor && !acksRequired { cursor = seq }
+        published = seq
     }
 
     /// `seq` was handed to the broker as message `mid`.
@@ -87,8 +97,9 @@ public struct BridgeDelivery: Sendable {
     }
 
     /// Connected (again) to the broker: it may have lost what it PUBACKed, so everything after
-    /// the cursor goes again (B5).
+    /// the cursor goes again (B5), and the wait for an ack starts afresh.
     public mutating func brokerConnected(now: Double) {
+        rewinds = 0
         rewind(now)
     }
 
@@ -101,11 +112,14 @@ public struct BridgeDelivery: Sendable {
     /// The subscription asked for is in place.
     public mutating func subscribed() { subscribeFrom = nil }
 
-    /// B7: events unacked and no ack for the wait: everything after the cursor again.
-    public mutating func tick(now: Double) {
-        guard acksRequired, published > cursor, now - lastProgress >= ackWait else { return }
+    /// B7: events unacked and no ack for the wait: everything after the cursor again (true
+    /// when it rewound). Called only while connected to the broker.
+    @discardableResult
+    public mutating func tick(now: Double) -> Bool {
+        guard acksRequired, published > cursor, now - lastProgress >= ackWait else { return false }
         rewinds += 1
         rewind(now)
+        return true
     }
 
     /// The wait before the next rewind: `ackTimeout`, doubled per rewind without progress.

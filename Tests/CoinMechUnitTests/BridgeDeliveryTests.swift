@@ -17,10 +17,10 @@ struct BridgeDeliveryTests {
         var d = Self.delivery(cursor: 10)
         #expect(d.subscribeFrom == 10, "a start subscribes from the cursor")
         d.subscribed()
-        #expect(d.take(11) == .publish)
-        #expect(d.take(11) == .duplicate)
-        #expect(d.take(14) == .gap(from: 12, to: 13))
-        #expect(d.take(12) == .publish && d.take(13) == .publish && d.take(14) == .publish)
+        #expect(d.take(11, now: 0) == .publish)
+        #expect(d.take(11, now: 0) == .duplicate)
+        #expect(d.take(14, now: 0) == .gap(from: 12, to: 13))
+        #expect(d.take(12, now: 0) == .publish && d.take(13, now: 0) == .publish && d.take(14, now: 0) == .publish)
     }
 
     @Test("at most a window beyond the cursor, and at most max_inflight awaiting PUBACK (B6)")
@@ -29,13 +29,13 @@ struct BridgeDeliveryTests {
         d.subscribed()
         for seq in Int64(1)...2 {
             #expect(d.canPublish)
-            #expect(d.take(seq) == .publish)
+            #expect(d.take(seq, now: 0) == .publish)
             d.sent(seq, mid: Int32(seq))
         }
         #expect(!d.canPublish, "two in flight")
         d.puback(1, now: 1)
         #expect(d.canPublish)
-        #expect(d.take(3) == .publish)
+        #expect(d.take(3, now: 0) == .publish)
         d.sent(3, mid: 3)
         d.puback(2, now: 1)
         d.puback(3, now: 1)
@@ -57,40 +57,68 @@ struct BridgeDeliveryTests {
     func rewinds() {
         var d = Self.delivery(cursor: 3, window: 100)
         d.subscribed()
-        for seq in Int64(4)...9 { _ = d.take(seq) }
+        for seq in Int64(4)...9 { _ = d.take(seq, now: 0) }
         d.daemonLost()
         #expect(d.subscribeFrom == 9)
         d.subscribed()
         d.brokerConnected(now: 5)
         #expect(d.subscribeFrom == 3 && d.published == 3)
-        #expect(d.take(4) == .publish, "everything after the cursor again")
+        #expect(d.take(4, now: 0) == .publish, "everything after the cursor again")
     }
 
     @Test("no ack for ack_timeout_s with events unacked: everything after the cursor again, the wait doubling to 10 minutes (B7)")
     func ackTimeout() {
         var d = Self.delivery(cursor: 0, window: 100)
         d.subscribed()
-        _ = d.take(1)
+        _ = d.take(1, now: 0)
         d.tick(now: 29)
         #expect(d.subscribeFrom == nil)
         d.tick(now: 30)
         #expect(d.subscribeFrom == 0 && d.rewinds == 1 && d.ackWait == 60)
         d.subscribed()
-        _ = d.take(1)
+        _ = d.take(1, now: 30)
         d.tick(now: 89)
         #expect(d.subscribeFrom == nil)
         d.tick(now: 90)
         #expect(d.rewinds == 2 && d.ackWait == 120)
         for round in 1...10 {
             d.subscribed()
-            _ = d.take(1)
-            d.tick(now: 1e6 * Double(round))
+            _ = d.take(1, now: 1e6 * Double(round))
+            d.tick(now: 1e6 * Double(round) + 700)
         }
         #expect(d.ackWait == 600)
         d.subscribed()
-        _ = d.take(1)
+        _ = d.take(1, now: 0)
         let moved = d.acked(1, now: 2e7)
         #expect(moved && d.rewinds == 0 && d.ackWait == 30, "progress resets the wait")
+    }
+
+    @Test("a quiet spell is no reason to resend: the wait for an ack starts with the first event unacked")
+    func quietSpell() {
+        var d = Self.delivery(cursor: 0, window: 100)
+        d.subscribed()
+        _ = d.take(1, now: 1)
+        let moved = d.acked(1, now: 5)
+        // Nothing for a long while, then a coin.
+        let taken = d.take(2, now: 1000)
+        let early = d.tick(now: 1000) || d.tick(now: 1029)
+        #expect(moved && taken == .publish && !early, "resent at once after a quiet spell")
+        let due = d.tick(now: 1030)
+        #expect(due && d.subscribeFrom == 1)
+        // A broker reconnect starts the back-off afresh.
+        d.brokerConnected(now: 2000)
+        #expect(d.rewinds == 0 && d.ackWait == 30)
+    }
+
+    @Test("seqs the ledger does not have are stepped past, never published (B4)")
+    func skipHole() {
+        var d = Self.delivery(cursor: 0, window: 100)
+        d.subscribed()
+        let first = d.take(1, now: 0), hole = d.take(4, now: 0)
+        #expect(first == .publish && hole == .gap(from: 2, to: 3))
+        d.skip(through: 3)
+        let after = d.take(4, now: 0)
+        #expect(after == .publish && d.published == 4 && d.cursor == 0, "the cursor stays the consumer's")
     }
 
     @Test("with acks off the cursor follows PUBACK, in order (B10)")
@@ -98,7 +126,7 @@ struct BridgeDeliveryTests {
         var d = Self.delivery(acks: false)
         d.subscribed()
         for seq in Int64(1)...3 {
-            _ = d.take(seq)
+            _ = d.take(seq, now: 0)
             d.sent(seq, mid: Int32(100 + seq))
         }
         d.puback(102, now: 1)
@@ -149,7 +177,7 @@ struct BridgeDeliveryTests {
     func defaults() throws {
         let c = try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c-0042\nsite: paris-nord\nmqtt: {host: broker}\n", file: "b.yaml"))
         #expect(c.topic("event") == "coinmech/v1/paris-nord/c-0042/event")
-        #expect(c.mqtt.port == 8883 && c.mqtt.clientID == "coinmech-bridge-c-0042" && c.mqtt.keepaliveSeconds == 30 && c.mqtt.maxInflight == 20)
+        #expect(c.mqtt.port == 1883 && c.mqtt.clientID == "coinmech-bridge-c-0042" && c.mqtt.keepaliveSeconds == 30 && c.mqtt.maxInflight == 20)
         #expect(c.delivery.acksRequired && c.delivery.window == 256 && c.delivery.ackTimeoutSeconds == 30)
         #expect(c.socketPath == "/run/coinmech/coinmechd.sock" && c.stateDirectory == "/var/lib/coinmech-bridge")
     }
