@@ -58,6 +58,8 @@ public final class Bridge: Sendable {
         /// that showed them, published as the window allows (B4, B6).
         var queued: [(seq: Int64, event: JSON)] = []
         var daemonProblem: String?
+        var reporter = Reporter()
+        var ledgerBehind = false
         var written = saved
         var lastWrite = 0.0
         var ledgerBehindSaid = 0.0
@@ -73,6 +75,7 @@ public final class Bridge: Sendable {
                     }
                     connected = true
                     delivery.brokerConnected(now: now)
+                    reporter.connected()
                     _ = link.publish(c.topic("state"), state("online", reason: nil, hello: daemonHello, timed: true), retain: true)
                     log(.notice, "connected to the broker; publishing again after the cursor \(delivery.cursor)")
                 case .disconnected(let code):
@@ -80,9 +83,11 @@ public final class Bridge: Sendable {
                     if code != 0 { log(.warning, "lost the broker (code \(code)); reconnecting") }
                 case .published(let mid):
                     delivery.puback(mid, now: now)
+                    reporter.acked(through: delivery.cursor)
                 case .message(let topic, let payload, _):
                     guard topic == c.topic("ack") else { continue }
                     take(ack: payload, &delivery, now: now)
+                    reporter.acked(through: delivery.cursor)
                 case .connectFailed(let why):
                     log(.warning, "cannot reach the broker at \(c.mqtt.host):\(c.mqtt.port): \(why); trying again")
                 case .loopEnded(let code):
@@ -104,6 +109,7 @@ public final class Bridge: Sendable {
                 usleep(20_000)
                 continue
             }
+            report(&reporter, delivery, ledgerBehind: ledgerBehind, link, now: now)
             if delivery.tick(now: now) {
                 log(.warning, "no ack moved the cursor for \(Int(delivery.ackWait / 2)) s: publishing again after seq \(delivery.cursor) (rewind \(delivery.rewinds))")
             }
@@ -115,6 +121,7 @@ public final class Bridge: Sendable {
                 do throws(ClientError) {
                     let connection = try CoinMechConnection(path: c.socketPath)
                     let last = connection.hello["seq"]?.int ?? 0
+                    ledgerBehind = delivery.cursor > last
                     guard delivery.cursor <= last else {
                         // B9: the fleet acked seqs this ledger does not have.
                         if now - ledgerBehindSaid >= 60 {
@@ -159,6 +166,7 @@ public final class Bridge: Sendable {
                     delivery.daemonLost()
                     continue
                 }
+                reporter.saw(event)
                 switch delivery.take(seq, now: now) {
                 case .duplicate:
                     break
@@ -195,6 +203,92 @@ public final class Bridge: Sendable {
         link.stop()
         if delivery.cursor != written { try cursorFile.write(delivery.cursor, time: Self.now()) }
         log(.notice, "stopped; cursor \(delivery.cursor)")
+    }
+
+    /// What `status` and `totals` need between turns of the loop.
+    struct Reporter {
+        var poller: CoinMechConnection?
+        var nextPoll = 0.0
+        var statusSoon = true
+        var totalsSoon = true
+        var lastStable: JSON?
+        var lastPublished = 0.0
+        var lastTotals = 0.0
+        var unconfirmed: Int64 = 0
+        /// When each published, unacked event was recorded: `lag_s`.
+        var unackedTimes: [Int64: Double] = [:]
+        var highestSeen: Int64 = 0
+
+        /// A broker connection: both go out again (they are retained, and the broker may have lost them).
+        mutating func connected() {
+            statusSoon = true
+            totalsSoon = true
+            lastStable = nil
+        }
+
+        mutating func saw(_ event: JSON) {
+            guard let kind = event["kind"]?.string else { return }
+            if let seq = event["seq"]?.int {
+                highestSeen = max(highestSeen, seq)
+                unackedTimes[seq] = event["time"]?.double
+            }
+            if BridgeStatus.statusEvents.contains(kind) { statusSoon = true }
+            if BridgeStatus.totalsEvents.contains(kind) { totalsSoon = true }
+        }
+
+        mutating func acked(through cursor: Int64) {
+            unackedTimes = unackedTimes.filter { $0.key > cursor }
+        }
+    }
+
+    /// `status` when it changed (or is due for a refresh), `totals` after money moved: read on
+    /// a connection of their own, so the event stream is never held up by them.
+    private func report(_ reporter: inout Reporter, _ delivery: BridgeDelivery, ledgerBehind: Bool, _ link: MQTTLink, now: Double) {
+        let c = configuration
+        let statusDue = reporter.statusSoon || now >= reporter.nextPoll
+        let totalsDue = reporter.totalsSoon && now - reporter.lastTotals >= c.totalsMinimumInterval
+        guard statusDue || totalsDue else { return }
+        var unreachable: String?
+        var status: JSON?
+        var teaching = false
+        do throws(ClientError) {
+            let poller: CoinMechConnection
+            if let open = reporter.poller { poller = open } else { poller = try CoinMechConnection(path: c.socketPath) }
+            reporter.poller = poller
+            if totalsDue || statusDue {
+                let totals = try poller.request(.totals)
+                reporter.unconfirmed = BridgeStatus.unconfirmed(totals)
+                if totalsDue {
+                    _ = link.publish(c.topic("totals"), BridgeStatus.totals(cabinet: c.cabinet, site: c.site, totals: totals,
+                                                                            asOfSeq: reporter.highestSeen, now: now).description, retain: true)
+                    reporter.totalsSoon = false
+                    reporter.lastTotals = now
+                }
+            }
+            if statusDue {
+                status = try poller.request(.status)
+                teaching = (try poller.request(.teachStatus))["teaching"]?.bool ?? false
+            }
+        } catch {
+            reporter.poller = nil
+            unreachable = "\(error)"
+        }
+        guard statusDue else { return }
+        reporter.statusSoon = false
+        reporter.nextPoll = now + c.statusPollSeconds
+        let guarantee = !delivery.acksRequired ? "at_most_once" : ledgerBehind ? "ledger_behind"
+            : delivery.waitingForAck(now: now) ? "waiting_for_ack" : "end_to_end"
+        let oldest = reporter.unackedTimes[delivery.cursor + 1].map { max(now - $0, 0) } ?? 0
+        let payload = BridgeStatus.payload(cabinet: c.cabinet, site: c.site, daemon: status, unreachable: unreachable, teaching: teaching,
+                                           unconfirmed: reporter.unconfirmed,
+                                           delivery: .init(guarantee: guarantee, ackedSeq: delivery.cursor, publishedSeq: delivery.published, lagSeconds: oldest),
+                                           now: now)
+        let stable = BridgeStatus.stable(payload)
+        guard stable != reporter.lastStable || now - reporter.lastPublished >= c.statusRefreshSeconds else { return }
+        if link.publish(c.topic("status"), payload.description, retain: true) != nil {
+            reporter.lastStable = stable
+            reporter.lastPublished = now
+        }
     }
 
     /// Seqs `from`…`to` from the ledger, in pages (B4). One the ledger does not have comes back

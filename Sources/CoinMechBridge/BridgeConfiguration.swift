@@ -10,6 +10,11 @@ public struct BridgeConfiguration: Sendable, Equatable {
     public var stateDirectory = "/var/lib/coinmech-bridge"
     public var mqtt: MQTT
     public var delivery = Delivery()
+    /// `status`: the daemon read every `statusPollSeconds`, republished at least every
+    /// `statusRefreshSeconds`; `totals` at most every `totalsMinimumInterval` (B2).
+    public var statusPollSeconds = 5.0
+    public var statusRefreshSeconds = 60.0
+    public var totalsMinimumInterval = 1.0
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
@@ -46,7 +51,7 @@ public struct BridgeConfiguration: Sendable, Equatable {
     }
 
     public static func parse(_ table: SettingsTable) throws(SettingsError) -> BridgeConfiguration {
-        try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery"])
+        try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery", "status", "totals"])
         func id(_ key: String) throws(SettingsError) -> String {
             guard let value = try table.string(key) else { throw table.error(key, "is required: 1 to 64 of a-z 0-9 _ -, e.g. c-0042") }
             guard isID(value) else { throw table.error(key, "'\(value)' is not an id: 1 to 64 of a-z 0-9 _ -, starting with a letter or a digit") }
@@ -89,6 +94,15 @@ public struct BridgeConfiguration: Sendable, Equatable {
             }
             if let window = try delivery.int("window", in: 1...100_000) { configuration.delivery.window = window }
             if let timeout = try delivery.double("ack_timeout_s", in: 0.1...600) { configuration.delivery.ackTimeoutSeconds = timeout }
+        }
+        if let status = try table.table("status") {
+            try status.rejectUnknownKeys(["poll_s", "refresh_s"])
+            if let poll = try status.double("poll_s", in: 0.5...3600) { configuration.statusPollSeconds = poll }
+            if let refresh = try status.double("refresh_s", in: 1...86_400) { configuration.statusRefreshSeconds = refresh }
+        }
+        if let totals = try table.table("totals") {
+            try totals.rejectUnknownKeys(["min_interval_s"])
+            if let interval = try totals.double("min_interval_s", in: 0.1...3600) { configuration.totalsMinimumInterval = interval }
         }
         return configuration
     }

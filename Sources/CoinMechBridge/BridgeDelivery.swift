@@ -112,6 +112,9 @@ public struct BridgeDelivery: Sendable {
     /// The subscription asked for is in place.
     public mutating func subscribed() { subscribeFrom = nil }
 
+    /// Events are unacked and no ack has come for `ackTimeout`: `status` says `waiting_for_ack`.
+    public func waitingForAck(now: Double) -> Bool { acksRequired && published > cursor && now - lastProgress >= ackTimeout }
+
     /// B7: events unacked and no ack for the wait: everything after the cursor again (true
     /// when it rewound). Called only while connected to the broker.
     @discardableResult

@@ -1,3 +1,4 @@
+import CoinMechClient
 import CoinMechHarness
 import CoinMechLedger
 import CoinMechProtocol
@@ -132,6 +133,14 @@ struct BridgeEndToEndTests {
                                                    "-t", "coinmech/v1/test-site/c-0042/state"], absolute: true)
     }
 
+    /// The retained message of the cabinet's `name` topic.
+    static func retained(_ broker: Broker, _ name: String) -> JSON? {
+        guard let sub = try? ChildProcess("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-C", "1", "-W", "5",
+                                                                    "-t", "coinmech/v1/test-site/c-0042/\(name)"], absolute: true) else { return nil }
+        defer { _ = sub.wait(timeout: 10) }
+        return JSON.parse(sub.readLine(timeout: 5) ?? "")
+    }
+
     @Test("each ledger event once in the consumer's store, in full, through a kill -9 of the bridge and of the broker; the will says the bridge is gone; the cursor follows the acks")
     func exactlyOnceAtTheConsumer() throws {
         let harness = try DaemonHarness()
@@ -196,6 +205,20 @@ struct BridgeEndToEndTests {
         }
         // Resent from the cursor, not from the start: at most a window again per start and reconnect.
         #expect(consumer.copies >= events.count && consumer.copies <= events.count + 3 * window, "\(consumer.copies) copies of \(events.count)")
+        // `totals` is the daemon's, retained; `status` says at once why coins are returned.
+        let daemon = try CoinMechConnection(path: "\(harness.dir)/run/coinmechd.sock")
+        let totals = try daemon.request(.totals)
+        try TestSupport.waitUntil("the retained totals at the daemon's", timeout: 10) {
+            Self.retained(broker, "totals")?["totals"]?["current_value"] == totals["current_value"]
+        }
+        // coinsim has played its coins and gone: the source is why coins are returned now.
+        #expect(Self.retained(broker, "status")?["inhibited_by"] == ["source"], "\(String(describing: Self.retained(broker, "status")))")
+        try daemon.request(.inhibit(true))
+        try TestSupport.waitUntil("status saying the operator inhibited the cabinet", timeout: 10) {
+            Self.retained(broker, "status")?["inhibited_by"] == ["operator", "source"]
+        }
+        #expect(Self.retained(broker, "status")?["delivery"]?["guarantee"] == "end_to_end")
+        try daemon.request(.inhibit(false))
         // The cursor on disk follows the consumer's ack (written within a second), and a clean
         // stop says offline (retained), reason stopped.
         try TestSupport.waitUntil("cursor.json at the last ack", timeout: 10) {

@@ -1,4 +1,5 @@
 import CoinMechBridge
+import CoinMechProtocol
 import CoinMechSettings
 @testable import CoinMechTestSupport
 import Foundation
@@ -180,5 +181,57 @@ struct BridgeDeliveryTests {
         #expect(c.mqtt.port == 1883 && c.mqtt.clientID == "coinmech-bridge-c-0042" && c.mqtt.keepaliveSeconds == 30 && c.mqtt.maxInflight == 20)
         #expect(c.delivery.acksRequired && c.delivery.window == 256 && c.delivery.ackTimeoutSeconds == 30)
         #expect(c.socketPath == "/run/coinmech/coinmechd.sock" && c.stateDirectory == "/var/lib/coinmech-bridge")
+    }
+}
+
+/// `status` and `totals` as docs/FLEET.md gives them, from the daemon's own replies.
+@Suite("Fleet bridge: status says why coins are returned; volatile fields alone never make a new one")
+struct BridgeStatusTests {
+    static let delivery = BridgeStatus.Delivery(guarantee: "end_to_end", ackedSeq: 1201, publishedSeq: 1215, lagSeconds: 0.94)
+
+    static let daemon: JSON = [
+        "source": ["kind": "serial", "device": "/dev/coinmech0", "state": "connected"], "inhibited": false,
+        "plugin_inhibit": "link 'third-party' is quarantined: crashed 3 times within 60 s",
+        "link_problems": [["link": "third-party", "state": "quarantined", "cause": "crashes", "reason": "crashed 3 times within 60 s", "since": 1795287001.2]],
+        "pending": 0, "ledger": "ok", "chain_generation": 7, "plugin_errors": [], "plugin_lies": [], "last_seq": 1215, "version": "0.5.0",
+        "counters": ["readings": 5], "uptime_s": 12.5,
+    ]
+
+    @Test("the example of docs/FLEET.md: a quarantined plugin inhibits, delivery lags 14 events")
+    func example() {
+        let status = BridgeStatus.payload(cabinet: "c-0042", site: "paris-nord", daemon: Self.daemon, unreachable: nil, teaching: false, unconfirmed: 1,
+                                          delivery: Self.delivery, now: 1795290065.0)
+        #expect(status.description == #"{"acceptor":null,"cabinet":"c-0042","chain_generation":7,"daemon":"connected","daemon_version":"0.5.0","delivery":{"acked_seq":1201,"guarantee":"end_to_end","lag_events":14,"lag_s":0.9,"published_seq":1215},"inhibited":false,"inhibited_by":["plugin"],"last_seq":1215,"ledger":"ok","link_problems":[{"cause":"crashes","link":"third-party","reason":"crashed 3 times within 60 s","since":1795287001.2,"state":"quarantined"}],"pending":0,"plugin_errors":[],"plugin_inhibit":"link 'third-party' is quarantined: crashed 3 times within 60 s","plugin_lies":[],"site":"paris-nord","source":{"device":"/dev/coinmech0","kind":"serial","state":"connected"},"time":1795290065.0,"unconfirmed":1,"v":1}"#)
+    }
+
+    @Test("every reason coins are returned, named; an unreachable daemon is one")
+    func reasons() {
+        var daemon = Self.daemon.object!
+        daemon["inhibited"] = true
+        daemon["ledger"] = "failing"
+        daemon["source"] = ["kind": "cctalk", "device": "/dev/ttyUSB0", "state": "disconnected", "reason": "device removed"]
+        daemon["acceptor"] = ["responding": false, "accepting": false, "fault": .null, "kind": "mdb", "held_for_payout": true, "tubes": ["USD5": 3]]
+        let status = BridgeStatus.payload(cabinet: "c", site: "s", daemon: .object(daemon), unreachable: nil, teaching: true, unconfirmed: 0,
+                                          delivery: Self.delivery, now: 1)
+        #expect(status["inhibited_by"] == ["operator", "plugin", "ledger", "teaching", "source", "acceptor"])
+        #expect(status["acceptor"]?["held_for_payout"] == true && status["acceptor"]?["tubes"] == nil, "the acceptor's at-a-glance part only")
+        let gone = BridgeStatus.payload(cabinet: "c", site: "s", daemon: nil, unreachable: "coinmechd is not running", teaching: false, unconfirmed: 0,
+                                        delivery: Self.delivery, now: 1)
+        #expect(gone["daemon"] == "unreachable" && gone["inhibited_by"] == ["daemon"] && gone["daemon_reason"] == "coinmechd is not running")
+    }
+
+    @Test("pending, last_seq, the time and delivery's figures are volatile: alone they make no new status (B2)")
+    func volatileFields() {
+        var busier = Self.daemon.object!
+        busier["pending"] = 3
+        busier["last_seq"] = 1299
+        let first = BridgeStatus.payload(cabinet: "c", site: "s", daemon: Self.daemon, unreachable: nil, teaching: false, unconfirmed: 1,
+                                         delivery: Self.delivery, now: 1)
+        let later = BridgeStatus.payload(cabinet: "c", site: "s", daemon: .object(busier), unreachable: nil, teaching: false, unconfirmed: 1,
+                                         delivery: .init(guarantee: "end_to_end", ackedSeq: 1290, publishedSeq: 1299, lagSeconds: 3), now: 50)
+        #expect(BridgeStatus.stable(first) == BridgeStatus.stable(later))
+        let waiting = BridgeStatus.payload(cabinet: "c", site: "s", daemon: Self.daemon, unreachable: nil, teaching: false, unconfirmed: 2,
+                                           delivery: Self.delivery, now: 1)
+        #expect(BridgeStatus.stable(first) != BridgeStatus.stable(waiting), "an unconfirmed coin is news")
     }
 }
