@@ -87,14 +87,12 @@ public struct PayoutRun: Sendable {
         let now = counted.tubes.indices.contains(step.type) ? counted.tubes[step.type] : step.tubeBefore
         let count = min(max(step.tubeBefore - now, 0), step.count)
         paid[step.type, default: 0] += count
+        guard count < step.count else { return }
         if counted.uncertain {
-            if count < step.count || !queue.isEmpty {
-                queue = []
-                reason = "\(name): \(count) of \(step.count) counted while the tubes may have moved for something else (a deposit, a manual dispense, still paying): nothing more paid on that count"
-            }
+            queue = []
+            reason = "\(name): \(count) of \(step.count) counted while the tubes may have moved for something else (a deposit, a manual dispense, a reset, still paying): nothing more paid on that count"
             return
         }
-        guard count < step.count else { return }
         guard counted.jammed || now == 0 else {
             queue = []
             reason = "\(name): \(count) of \(step.count) paid, with no jam or empty tube reported: not paid again from other tubes (the tube sensor may undercount)"
@@ -136,7 +134,20 @@ public struct PayoutRun: Sendable {
     /// An open payout found at a start (the daemon that began it died): each tube's fall from
     /// the count journalled before its first step, up to what its steps asked, is what was
     /// paid. The changer was held since before that count, so nothing else moved its tubes.
-    public static func settle(_ record: PayoutRecord, tubes: [Int]) -> PayoutSettlement {
+    /// Only the same changer's count says so: another changer at the address (`device`
+    /// differs), or a count that does not cover a tube paid from, settles nothing as paid, and
+    /// says that the cash must be checked before the debt is paid.
+    public static func settle(_ record: PayoutRecord, tubes: [Int], reported: Int = 16, device: String? = nil) -> PayoutSettlement {
+        let unverified: String? = if let paid = record.device, let now = device, paid != now {
+            "the changer at the address is not the one that paid (it was \(paid), it is \(now)): its tubes cannot say what was paid; check the cash before paying the debt"
+        } else if let type = record.steps.map(\.type).first(where: { $0 >= reported }) {
+            "the changer's count does not cover the tube of type \(type) paid from: what was paid cannot be told; check the cash before paying the debt"
+        } else {
+            nil
+        }
+        if let unverified {
+            return settlement(order: record.order, paidMinor: 0, paid: [:], reason: unverified, afterRestart: true)
+        }
         var before: [Int: Int] = [:], asked: [Int: Int] = [:], values: [Int: Int64] = [:]
         for step in record.steps {
             if before[step.type] == nil { before[step.type] = step.tubeBefore }

@@ -15,7 +15,10 @@ struct PayoutJob {
         /// A step is journalled and its DISPENSE asked for; waiting for its count.
         case dispensing(PayoutRun, since: Instant)
         /// Every step counted: the settlement waits for the ledger.
-        case settling(PayoutRun, PayoutSettlement)
+        case settling(PayoutRun, PayoutSettlement, since: Instant)
+        /// The first journal write failed, and whether it committed all the same is not known
+        /// yet: the changer stays held until the ledger says (nothing was sent either way).
+        case journalUnknown(PayoutRun)
     }
 
     var order: PayoutOrder
@@ -52,6 +55,9 @@ extension DecidingLoop {
     static let payoutAnswerTimeout = Duration.seconds(30)
     /// How long a stopping daemon waits for the DISPENSE under way to be counted.
     static let payoutStopTimeout = Duration.seconds(15)
+    /// A DISPENSE not counted by then (the changer gone, its replies unreadable) is left to
+    /// the settlement of payouts left open: the changer stays held until a count settles it.
+    static let payoutCountTimeout = Duration.seconds(120)
 
     func beginPayout(amountMinor: Int64, currency: String?, requestID: String, by: String, completion: @escaping Completion) {
         guard let mech = acceptorMech as? any PayingMech else {
@@ -107,27 +113,57 @@ extension DecidingLoop {
         guard !job.done else { return }
         switch job.stage {
         case .holding(let since):
-            if mech.isHeldStill {
+            if stopping {
+                giveUp(&job, mech, "the daemon is stopping")
+            } else if mech.isHeldStill {
                 mech.countTubes()
                 job.stage = .counting(after: mech.tubeCounts?.reads ?? 0, since: .now)
-            } else if .now - since > Self.payoutHoldTimeout || stopping {
+            } else if .now - since > Self.payoutHoldTimeout {
                 giveUp(&job, mech, "the changer did not hold still (COIN TYPE 0 acknowledged, then quiet) within \(Self.payoutHoldTimeout)")
             }
         case .counting(let after, let since):
-            guard let tubes = mech.tubeCounts, tubes.reads > after, mech.isHeldStill, let payable = mech.payableCoins else {
-                if .now - since > Self.payoutHoldTimeout || stopping { giveUp(&job, mech, "the changer did not count its tubes within \(Self.payoutHoldTimeout)") }
+            if stopping { return giveUp(&job, mech, "the daemon is stopping") }
+            // A tube moved since (a coin that was on its way): held still again, counted again.
+            guard mech.isHeldStill else { return job.stage = .holding(since: since) }
+            guard let tubes = mech.tubeCounts, tubes.reads > after, let payable = mech.payableCoins else {
+                if .now - since > Self.payoutHoldTimeout { giveUp(&job, mech, "the changer did not count its tubes within \(Self.payoutHoldTimeout)") }
                 return
             }
             start(&job, tubes: tubes.counts, coins: payable.coins, mech)
         case .dispensing(_, let since):
-            if job.completion != nil, .now - since > Self.payoutAnswerTimeout {
-                // The payout goes on; the asker learns where it stands, and asks again later.
-                job.answer(.success(Self.payoutReply(record: PayoutRecord(order: job.order, source: sourceName, requestedSeq: 0, settledSeq: nil, steps: [],
-                                                                          settlement: nil), coins: [:], repeated: false)))
+            answerOpenAfterTimeout(&job, since: since)
+            if .now - since > Self.payoutCountTimeout, let record = try? ledger.payout(requestID: job.order.requestID) {
+                // Never counted: left open, for a count of the held changer to settle.
+                logger.critical("a DISPENSE was not counted within \(Self.payoutCountTimeout): the payout stays open and the changer held until its tubes can be counted",
+                                metadata: ["request_id": "\(job.order.requestID)"])
+                unsettledPayouts.append(record)
+                unsettledCountAfter = nil
+                job.answer(.success(Self.payoutReply(record: record, coins: [:], repeated: false)))
+                job.done = true
             }
-        case .settling(let run, let settlement):
+        case .settling(let run, let settlement, let since):
+            answerOpenAfterTimeout(&job, since: since)
             settle(&job, run: run, settlement, mech)
+        case .journalUnknown(var run):
+            do throws(LedgerError) {
+                if try ledger.payout(requestID: job.order.requestID) != nil {
+                    run.notSent("the ledger reported an error for the journal it had written")
+                    settle(&job, run: run, run.settlement(), mech)
+                } else {
+                    release(&job, mech, .failure(CommandError(.unavailable, "the ledger could not journal the payout: nothing paid")))
+                }
+            } catch {
+                answerOpenAfterTimeout(&job, since: .now)
+            }
         }
+    }
+
+    /// An asker waiting longer than `payoutAnswerTimeout` hears `open`: the payout goes on, and a
+    /// repeat of its request id answers its outcome once settled.
+    private func answerOpenAfterTimeout(_ job: inout PayoutJob, since: Instant) {
+        guard job.completion != nil, .now - since > Self.payoutAnswerTimeout else { return }
+        job.answer(.success(Self.payoutReply(record: PayoutRecord(order: job.order, source: sourceName, requestedSeq: 0, settledSeq: nil, steps: [],
+                                                                  settlement: nil), coins: [:], repeated: false)))
     }
 
     /// The first count: the plan, and the first step journalled with the request, or the
@@ -144,18 +180,16 @@ extension DecidingLoop {
             release(&job, mech, .success(.object(result)))
         case .exact(let plan):
             guard let step = run.nextStep(tubes: tubes) else { return }
-            let entries: [LedgerEntry] = [.payoutRequested(job.order, source: sourceName, plan: plan),
+            let entries: [LedgerEntry] = [.payoutRequested(job.order, source: sourceName, plan: plan, device: mech.deviceIdentity),
                                           .payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)]
             do throws(LedgerError) {
                 hub.publish(try ledger.append(entries).events)
             } catch {
                 logger.error("payout not journalled: nothing paid", metadata: ["request_id": "\(job.order.requestID)", "error": "\(error)"])
-                // A commit that landed though the call failed must not stay open: nothing was sent.
-                if (try? ledger.payout(requestID: job.order.requestID)) != nil {
-                    run.notSent("the ledger reported an error for the journal it had written")
-                    return settle(&job, run: run, run.settlement(), mech)
-                }
-                return release(&job, mech, .failure(CommandError(.unavailable, "the ledger cannot journal the payout: nothing paid (\(error))")))
+                // A commit that landed though the call failed must not stay open: nothing was
+                // sent, and the changer stays held until the ledger says which it was.
+                job.stage = .journalUnknown(run)
+                return
             }
             send(step, &job, run: run, tubes: tubes, mech)
         }
@@ -197,7 +231,7 @@ extension DecidingLoop {
     /// write keeps the changer held and the settlement waiting: it is tried every turn. One
     /// that says the payout is settled already is believed, and answered from.
     private func settle(_ job: inout PayoutJob, run: PayoutRun, _ settlement: PayoutSettlement, _ mech: any PayingMech) {
-        job.stage = .settling(run, settlement)
+        if case .settling = job.stage {} else { job.stage = .settling(run, settlement, since: .now) }
         let result: AppendResult
         do throws(LedgerError) {
             result = try ledger.append([.payoutSettled(requestID: job.order.requestID, settlement)])
@@ -248,6 +282,7 @@ extension DecidingLoop {
     /// still, before any coin moves.
     private func settleUnsettled(_ mech: any PayingMech) {
         guard mech.isHeldStill, let tubes = mech.tubeCounts else { return }
+        // Settled only on a count taken once the changer held still: not one its setup read.
         guard let after = unsettledCountAfter else {
             // A count of the held, quiet changer: the one its setup read came before the quiet.
             unsettledCountAfter = tubes.reads
@@ -255,7 +290,7 @@ extension DecidingLoop {
         }
         guard tubes.reads > after else { return }
         while let record = unsettledPayouts.first {
-            let settlement = PayoutRun.settle(record, tubes: tubes.counts)
+            let settlement = PayoutRun.settle(record, tubes: tubes.counts, reported: tubes.reported, device: mech.deviceIdentity)
             do throws(LedgerError) {
                 hub.publish(try ledger.append([.payoutSettled(requestID: record.order.requestID, settlement)]).events)
             } catch .precondition(let message) {

@@ -48,6 +48,8 @@ public final class DecidingLoop: @unchecked Sendable {
     private let wakePipe = WakePipe()
     private let stopping = Atomic<Bool>(false)
     private let commands = Mutex<[Command]>([])
+    /// The loop has run its last commands: `submit` answers at once.
+    private let finished = Atomic<Bool>(false)
     /// Commands waiting for the core's reply, with the chain a reload would swap in.
     private var tickets: [Ticket: (completion: Completion, chain: Chain?)] = [:]
     /// Which links' problems are recorded; hands the core what changed.
@@ -98,6 +100,16 @@ public final class DecidingLoop: @unchecked Sendable {
         case explain(Reading, completion: Completion)
         /// Pay out from the changer's tubes (`DecidingLoop+Payout`).
         case payout(amountMinor: Int64, currency: String?, requestID: String, by: String, completion: Completion)
+
+        /// Who hears how it went.
+        var completion: Completion {
+            switch self {
+            case .inhibit(_, _, let completion), .collect(_, let completion), .install(_, let completion), .reloadFailed(_, let completion),
+                 .teachStart(_, _, let completion), .teachCommit(_, let completion), .teachAbort(_, let completion), .explain(_, let completion),
+                 .payout(_, _, _, _, let completion):
+                completion
+            }
+        }
     }
 
     /// The loop's state as `status` shows it.
@@ -176,9 +188,15 @@ public final class DecidingLoop: @unchecked Sendable {
         wakePipe.wake()
     }
 
-    /// Queues `command` for the loop; its completion runs on the loop's thread.
+    /// Queues `command` for the loop; its completion runs on the loop's thread. Once the loop
+    /// has finished, nothing would run it: it is answered `unavailable` at once.
     public func submit(_ command: Command) {
-        commands.withLock { $0.append(command) }
+        let queued = commands.withLock { queue in
+            guard !finished.load(ordering: .sequentiallyConsistent) else { return false }
+            queue.append(command)
+            return true
+        }
+        guard queued else { return command.completion(.failure(CommandError(.unavailable, "the daemon is stopping: nothing was done; ask again once it is back"))) }
         wakePipe.wake()
     }
 
@@ -209,6 +227,8 @@ public final class DecidingLoop: @unchecked Sendable {
             publishStatus()
         }
         // A DISPENSE under way is counted and settled before the changer is let go.
+        runCommands()
+        commands.withLock { _ in finished.store(true, ordering: .sequentiallyConsistent) }
         runCommands()
         finishPayoutBeforeStop {
             let now = Instant.now

@@ -21,7 +21,7 @@ extension Ledger {
     private static func payouts(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [PayoutRecord] {
         let rows = try Row.fetchAll(db, sql: """
             SELECT p.request_id, p.source, p.requested_seq, p.currency, p.amount_minor, p.by, p.state, p.paid_minor, p.debt_minor,
-                   p.settled_seq, e.detail
+                   p.settled_seq, p.device, e.detail
             FROM payouts p LEFT JOIN events e ON e.seq = p.settled_seq
             WHERE \(condition) ORDER BY p.requested_seq
             """, arguments: arguments)
@@ -39,8 +39,10 @@ extension Ledger {
                                               paidCoins: detail["paid"].flatMap(PayoutCoinsText.parse) ?? [:], reason: detail["reason"],
                                               afterRestart: detail["after_restart"] == "true")
             }
-            return PayoutRecord(order: order, source: row["source"], requestedSeq: row["requested_seq"], settledSeq: row["settled_seq"],
-                                steps: steps, settlement: settlement)
+            var record = PayoutRecord(order: order, source: row["source"], requestedSeq: row["requested_seq"], settledSeq: row["settled_seq"],
+                                      steps: steps, settlement: settlement)
+            record.device = row["device"]
+            return record
         }
     }
 

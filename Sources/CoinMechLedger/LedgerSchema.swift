@@ -155,7 +155,8 @@ enum LedgerSchema {
                     state TEXT NOT NULL CHECK (state = 'open' OR state = 'done' OR state = 'partial' OR state = 'failed'),
                     paid_minor INTEGER NOT NULL DEFAULT 0,
                     debt_minor INTEGER NOT NULL DEFAULT 0,
-                    settled_seq INTEGER REFERENCES events(seq)
+                    settled_seq INTEGER REFERENCES events(seq),
+                    device TEXT
                 ) WITHOUT ROWID;
                 CREATE INDEX payouts_open ON payouts(source) WHERE state = 'open';
                 CREATE TABLE payout_steps (

@@ -19,8 +19,8 @@ struct LedgerWriter {
             return .recorded([try insertNote(occurrence)])
         case .collect(let by):
             return .recorded([try collect(by: by)])
-        case .payoutRequested(let order, let source, let plan):
-            return .recorded([try payoutRequested(order, source: source, plan: plan)])
+        case .payoutRequested(let order, let source, let plan, let device):
+            return .recorded([try payoutRequested(order, source: source, plan: plan, device: device)])
         case .payoutDispensing(let requestID, let step, let dispense):
             return .recorded([try payoutDispensing(requestID: requestID, step: step, dispense)])
         case .payoutSettled(let requestID, let settlement):

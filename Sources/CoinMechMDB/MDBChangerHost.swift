@@ -94,8 +94,11 @@ public struct MDBChangerHost: Sendable {
         /// A coin went into a tube, or a manual dispense paid, while it lasted: its tubes
         /// moved for something other than the DISPENSE.
         var disturbed = false
-        /// "Payout busy" lasted past `payoutTimeoutNanoseconds`: counted while it may still pay.
+        /// "Payout busy" lasted past `payoutTimeoutNanoseconds`, or was never said: counted while
+        /// it may still pay.
         var timedOut = false
+        /// Counted by a new setup (after a reset or an outage), not in the flow of the DISPENSE.
+        var acrossSetup = false
 
         enum Stage: Sendable, Hashable {
             /// Not written yet: after any COIN TYPE change, when the line is free.
@@ -178,6 +181,9 @@ public struct MDBChangerHost: Sendable {
             ? [.event(.pollReplyLost)] : []
         outstanding.removeAll()
         accepting = nil
+        acceptingManual = nil
+        holdAcknowledgedAt = nil
+        isStill = false
         let none = MDBChangerCommand.coinType(accept: 0, manualDispense: wantedManual)
         if let transaction = try? none.transaction() { outputs.append(.send(.transaction(transaction))) }
         return outputs
@@ -286,6 +292,10 @@ public struct MDBChangerHost: Sendable {
     /// `nonResponseNanoseconds` without a usable answer the changer counts as gone.
     private mutating func lostReply(to command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
         if Self.code(command) == MDBChangerCommand.pollCode {
+            // Whatever it carried (a deposit, a jam) is unknown: not still, and a DISPENSE under
+            // way is not believed if it counts short.
+            if heldForPayout { isStill = false }
+            if dispensing != nil { dispensing?.disturbed = true }
             // The coins it reported are gone with it (POLL is destructive); the tube counts are
             // what trace is left, so they are read next.
             outputs.append(.event(.pollReplyLost))
@@ -408,7 +418,12 @@ public struct MDBChangerHost: Sendable {
             guard readTubes(bytes, now: now, &outputs) else { return failed(now: now, &outputs) }
             // A DISPENSE written before the changer was set up again (a reset, an outage): it
             // is not paying now (the drain waited out "payout busy"), so these tubes count it.
-            if let asked = dispensing, asked.stage != .waiting { count(asked, now: now, &outputs) }
+            if var asked = dispensing, asked.stage != .waiting {
+                // A reset, an outage or a drain that ran out came between: the changer may not be
+                // the one that paid, or may not be done. Counted, but not believed if short.
+                asked.acrossSetup = true
+                count(asked, now: now, &outputs)
+            }
             enter(.coinType, now: now)
         case (.running, .peripheral(.data(let bytes))) where code == MDBChangerCommand.tubeStatusCode:
             guard readTubes(bytes, now: now, &outputs) else { return }
@@ -461,13 +476,16 @@ public struct MDBChangerHost: Sendable {
                 isStill = true
             }
         }
-        if dispensing != nil, events.contains(.status(.tubeJam)) || events.contains(.status(.coinJam)) { dispensing?.jammed = true }
+        // A tube jam while paying explains a short count; a coin jam is the acceptor's, not the payout's.
+        if let asked = dispensing, case .paying = asked.stage, events.contains(.status(.tubeJam)) { dispensing?.jammed = true }
         if let asked = dispensing, case .paying(let since, let sawBusy) = asked.stage, phase == .running {
             let elapsed = now &- since
             if busyPaying && elapsed < configuration.payoutTimeoutNanoseconds {
                 dispensing?.stage = .paying(since: since, sawBusy: true)
             } else if sawBusy || elapsed >= configuration.payoutStartNanoseconds {
-                if busyPaying { dispensing?.timedOut = true }
+                // Still busy past the timeout, or never said busy at all (a changer that starts
+                // late would still be paying): the count may be short of what it pays.
+                if busyPaying || !sawBusy { dispensing?.timedOut = true }
                 dispensing?.stage = .counting
                 nextTubeStatus = now
             }
@@ -520,7 +538,7 @@ public struct MDBChangerHost: Sendable {
         dispensing = nil
         guard let tubes else { return }
         outputs.append(.event(.dispensed(MDBDispense(type: asked.type, count: asked.count, tubes: tubes, jammed: asked.jammed,
-                                                     disturbed: asked.disturbed, timedOut: asked.timedOut))))
+                                                     disturbed: asked.disturbed || asked.acrossSetup, timedOut: asked.timedOut))))
     }
 
     private mutating func forgetAcceptance(_ outputs: inout [MDBChangerHostOutput]) {
@@ -556,7 +574,15 @@ public struct MDBChangerHost: Sendable {
     /// The changer acknowledged a COIN TYPE: it takes what the command asked.
     private mutating func coinTypeTaken(_ command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
         defer {
-            if heldForPayout, accepting == 0, acceptingManual == 0, holdAcknowledgedAt == nil { holdAcknowledgedAt = now }
+            if heldForPayout {
+                if accepting == 0, acceptingManual == 0 {
+                    if holdAcknowledgedAt == nil { holdAcknowledgedAt = now }
+                } else {
+                    // A COIN TYPE sent before the hold, acknowledged after it: not held yet.
+                    holdAcknowledgedAt = nil
+                    isStill = false
+                }
+            }
         }
         guard case .transaction(let transaction) = command, transaction.data.count == 4 else { return }
         let mask = UInt16(transaction.data[0]) << 8 | UInt16(transaction.data[1])

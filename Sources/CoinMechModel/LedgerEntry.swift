@@ -19,7 +19,9 @@ public enum LedgerEntry: Sendable, Equatable {
     case collect(by: String)
     /// Money out: a payout asked for (its plan, for people), before any coin moves. Refused
     /// (`LedgerError.precondition`) if its request id is on the ledger already.
-    case payoutRequested(PayoutOrder, source: String, plan: String)
+    /// `device`: the changer that pays it (its serial number and coin table), so that a payout a
+    /// crash leaves open is settled only from that changer's tubes.
+    case payoutRequested(PayoutOrder, source: String, plan: String, device: String?)
     /// A DISPENSE of an open payout, before it is sent.
     case payoutDispensing(requestID: String, step: Int, PayoutStep)
     /// An open payout's end. Refused if it is not open: a payout is settled once.

@@ -8,6 +8,8 @@ public struct PayoutRecord: Sendable, Hashable {
     public var settledSeq: Int64?
     public var steps: [PayoutStep]
     public var settlement: PayoutSettlement?
+    /// The changer that paid it (serial number and coin table), as journalled.
+    public var device: String?
 
     public init(order: PayoutOrder, source: String, requestedSeq: Int64, settledSeq: Int64?, steps: [PayoutStep], settlement: PayoutSettlement?) {
         self.order = order

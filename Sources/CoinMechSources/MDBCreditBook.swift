@@ -106,9 +106,12 @@ public struct MDBCreditBook: Sendable {
         let row = counter?.eventNumber ?? 0
         let entries = batch.entries + waiting
         if (batch.before?.eventNumber ?? 0)...batch.after.eventNumber ~= row {
-            waiting = entries.filter { entry in
-                if case .credit(let credit) = entry { credit.number > row } else { true }
-            }
+            // The batch's records went with it when the row holds all of it (a tubes-only
+            // batch moves no number: then the row's tubes say whether it was stored).
+            let stored = counter == batch.after
+            waiting = batch.entries.filter { entry in
+                if case .credit(let credit) = entry { credit.number > row } else { !stored }
+            } + waiting
             lastNumber = max(lastNumber, row)
         } else {
             var number = row

@@ -4,6 +4,7 @@ import CoinMechHotplug
 import CoinMechMDB
 import CoinMechModel
 import CoinMechSupport
+import Foundation
 
 /// An MDB coin changer behind a USB/serial master adapter: the I/O shell around
 /// `MDBChangerHost`. It opens the port (reconnecting with backoff), writes the host's lines,
@@ -279,9 +280,16 @@ public final class MDBMech: PayingMech {
 
     public var isHeldStill: Bool { port.isOpen && host.isRunning && host.isStill && !host.isDispensing }
 
-    public var tubeCounts: (reads: UInt64, counts: [Int])? {
+    public var tubeCounts: (reads: UInt64, counts: [Int], reported: Int)? {
         guard tubeReads > 0, let tubes = host.tubes else { return nil }
-        return (tubeReads, tubes.counts)
+        return (tubeReads, tubes.counts, tubes.reported)
+    }
+
+    public var deviceIdentity: String? {
+        guard let setup = host.setup else { return nil }
+        let who = host.identity.map { "\($0.manufacturer.trimmingCharacters(in: .whitespaces)) \($0.serialNumber.trimmingCharacters(in: .whitespaces))" } ?? "level \(setup.level)"
+        let coins = setup.coinIDs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+        return "\(who); \(coins)"
     }
 
     public func countTubes() {

@@ -12,8 +12,12 @@ public protocol PayingMech: AcceptorMech {
     /// Set up, confirmed held, quiet since, and not paying: only a payout moves its tubes now,
     /// so a count taken from here is a payout's starting point.
     var isHeldStill: Bool { get }
-    /// Tube counts taken since the start, and the latest; `countTubes` asks for a fresh one.
-    var tubeCounts: (reads: UInt64, counts: [Int])? { get }
+    /// Tube counts taken since the start, and the latest (with how many tubes that reply
+    /// counted); `countTubes` asks for a fresh one.
+    var tubeCounts: (reads: UInt64, counts: [Int], reported: Int)? { get }
+    /// Who it is, as the payout journal records it (serial number and coin table): a payout
+    /// left open is settled from the tubes only of the changer that paid it.
+    var deviceIdentity: String? { get }
     func countTubes()
     /// Asks it to pay `count` coins of `type`; false if it cannot take the command now.
     func dispense(type: Int, count: Int) -> Bool

@@ -199,6 +199,14 @@ struct MDBChangerSimulationTests {
         #expect(line.changer.tubes[2] == before - 3, "paid once: the DISPENSE was not repeated")
     }
 
+    @Test("a coin jam while paying is the acceptor's, not the payout's: a short count is not explained by it")
+    func coinJamIsNotATubeJam() {
+        var line = Self.held()
+        line.carry(line.host.dispense(type: 0, count: 3, now: line.now).outputs)
+        _ = Self.pay(&line, until: line.now + 2_000 * Self.ms) { paid, changer in if paid == 1 && changer.payout?.paid == 1 { changer.report(.coinJam) } }
+        #expect(Self.dispensed(line).last?.jammed == false)
+    }
+
     @Test("a coin that reaches a tube while held breaks the stillness, and one during a DISPENSE marks its count disturbed")
     func depositWhileHeld() {
         var line = Self.held()

@@ -136,13 +136,27 @@ struct PayoutRunTests {
         #expect(settlement.paidMinor == value && settlement.debtMinor == 530 - value && settlement.afterRestart)
     }
 
+    @Test("after a crash, only the same changer's count settles: another changer, or a count short of a tube paid from, settles nothing as paid")
+    func settleUnverified() {
+        var record = PayoutRecord(order: Self.order(25), source: "mdb", requestedSeq: 1, settledSeq: nil, steps: [
+            PayoutStep(type: 2, coinID: "USD25", valueMinor: 25, count: 1, tubeBefore: 8),
+        ], settlement: nil)
+        record.device = "CMS 000000000001; 0=USD5,1=USD10,2=USD25"
+        let same = PayoutRun.settle(record, tubes: [9, 9, 7], reported: 16, device: record.device)
+        #expect(same.outcome == .done && same.paidMinor == 25)
+        let other = PayoutRun.settle(record, tubes: [9, 9, 7], reported: 16, device: "CMS 000000000002; 0=USD5,1=USD10,2=USD25")
+        #expect(other.paidMinor == 0 && other.debtMinor == 25 && other.reason?.contains("not the one that paid") == true)
+        let short = PayoutRun.settle(record, tubes: [9, 9, 0], reported: 2, device: record.device)
+        #expect(short.paidMinor == 0 && short.reason?.contains("does not cover the tube of type 2") == true)
+    }
+
     @Test("the journal: a request id is taken once, a step needs an open payout, a payout is settled once")
     func journalOnce() throws {
         let ledger = try Ledger(directory: TestSupport.temporaryDirectory("payout-journal"))
         let step = PayoutStep(type: 2, coinID: "USD25", valueMinor: 25, count: 2, tubeBefore: 7)
-        try ledger.append([.payoutRequested(Self.order(50), source: "mdb", plan: "2×USD25"), .payoutDispensing(requestID: "r1", step: 1, step)])
+        try ledger.append([.payoutRequested(Self.order(50), source: "mdb", plan: "2×USD25", device: "CMS 1; 2=USD25"), .payoutDispensing(requestID: "r1", step: 1, step)])
         #expect(try ledger.openPayouts(source: "mdb").map(\.order.requestID) == ["r1"])
-        #expect(throws: LedgerError.self) { try ledger.append([.payoutRequested(Self.order(50), source: "mdb", plan: "2×USD25")]) }
+        #expect(throws: LedgerError.self) { try ledger.append([.payoutRequested(Self.order(50), source: "mdb", plan: "2×USD25", device: "CMS 1; 2=USD25")]) }
         let done = PayoutSettlement(outcome: .done, paidMinor: 50, debtMinor: 0, paidCoins: [2: 2], reason: nil, afterRestart: false)
         try ledger.append([.payoutSettled(requestID: "r1", done)])
         #expect(throws: LedgerError.self) { try ledger.append([.payoutSettled(requestID: "r1", done)]) }
