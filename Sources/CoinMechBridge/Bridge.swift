@@ -13,7 +13,7 @@ public final class Bridge: Sendable {
     public static let version = "0.6.0"
 
     public let configuration: BridgeConfiguration
-    private let log: @Sendable (Level, String) -> Void
+    let log: @Sendable (Level, String) -> Void
     private let stopping = Atomic<Bool>(false)
 
     public enum Level: Sendable { case info, notice, warning, error }
@@ -25,7 +25,7 @@ public final class Bridge: Sendable {
 
     public func stop() { stopping.store(true, ordering: .relaxed) }
 
-    private static func now() -> Double { Date().timeIntervalSince1970 }
+    static func now() -> Double { Date().timeIntervalSince1970 }
 
     public func run() throws(BridgeError) {
         let c = configuration
@@ -49,7 +49,7 @@ public final class Bridge: Sendable {
         var daemonHello: JSON?
         let link = try MQTTLink(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
                                 maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password,
-                                will: (c.topic("state"), state("offline", reason: "lost", hello: nil, timed: false)), subscriptions: [c.topic("ack")])
+                                will: (c.topic("state"), state("offline", reason: "lost", hello: nil, timed: false)), subscriptions: [c.topic("ack"), c.topic("cmd/+")])
         try link.start(keepalive: c.mqtt.keepaliveSeconds)
         log(.notice, "publishing cabinet \(c.cabinet) of site \(c.site) to \(c.mqtt.host):\(c.mqtt.port) under \(c.mqtt.prefix); cursor \(saved)")
         var connected = false
@@ -63,6 +63,7 @@ public final class Bridge: Sendable {
         var written = saved
         var lastWrite = 0.0
         var ledgerBehindSaid = 0.0
+        var commands = makeCommands()
 
         while !stopping.load(ordering: .relaxed) {
             let now = Self.now()
@@ -75,6 +76,7 @@ public final class Bridge: Sendable {
                     }
                     connected = true
                     delivery.brokerConnected(now: now)
+                    commands.job?.brokerLost()
                     reporter.connected()
                     _ = link.publish(c.topic("state"), state("online", reason: nil, hello: daemonHello, timed: true), retain: true)
                     log(.notice, "connected to the broker; publishing again after the cursor \(delivery.cursor)")
@@ -82,9 +84,14 @@ public final class Bridge: Sendable {
                     connected = false
                     if code != 0 { log(.warning, "lost the broker (code \(code)); reconnecting") }
                 case .published(let mid):
+                    if commands.job?.puback(mid) == true { continue }
                     delivery.puback(mid, now: now)
                     reporter.acked(through: delivery.cursor)
-                case .message(let topic, let payload, _):
+                case .message(let topic, let payload, let retained):
+                    if topic.hasPrefix(c.topic("cmd/")) {
+                        received(command: topic, payload, retained: retained, &commands, link, now: now)
+                        continue
+                    }
                     guard topic == c.topic("ack") else { continue }
                     take(ack: payload, &delivery, now: now)
                     reporter.acked(through: delivery.cursor)
@@ -110,6 +117,7 @@ public final class Bridge: Sendable {
                 continue
             }
             report(&reporter, delivery, ledgerBehind: ledgerBehind, link, now: now)
+            runCommands(&commands, liveInFlight: delivery.inFlightCount, link, now: now)
             if delivery.tick(now: now) {
                 log(.warning, "no ack moved the cursor for \(Int(delivery.ackWait / 2)) s: publishing again after seq \(delivery.cursor) (rewind \(delivery.rewinds))")
             }
@@ -148,7 +156,7 @@ public final class Bridge: Sendable {
                     continue
                 }
             }
-            guard delivery.canPublish, let connection = daemon else {
+            guard delivery.canPublish, delivery.inFlightCount + commands.inFlight < c.mqtt.maxInflight, let connection = daemon else {
                 usleep(5_000)
                 continue
             }
@@ -323,13 +331,18 @@ public final class Bridge: Sendable {
     }
 
     private func send(_ seq: Int64, _ event: JSON, _ delivery: inout BridgeDelivery, _ link: MQTTLink) {
-        let payload: JSON = ["v": 1, "cabinet": .string(configuration.cabinet), "site": .string(configuration.site), "seq": .int(seq),
-                             "published": .double((Self.now() * 1000).rounded() / 1000), "event": event]
-        guard let mid = link.publish(configuration.topic("event"), payload.description) else {
+        guard let mid = link.publish(configuration.topic("event"), eventPayload(seq, event)) else {
             // Not taken (the connection just dropped): the reconnect rewinds to the cursor.
             return
         }
         delivery.sent(seq, mid: mid)
+    }
+
+    /// An `event` message: the daemon's event, unchanged, with the cabinet's identity.
+    func eventPayload(_ seq: Int64, _ event: JSON) -> String {
+        let payload: JSON = ["v": 1, "cabinet": .string(configuration.cabinet), "site": .string(configuration.site), "seq": .int(seq),
+                             "published": .double((Self.now() * 1000).rounded() / 1000), "event": event]
+        return payload.description
     }
 
     /// B8: the consumer's ack for this cabinet moves the cursor up, never down.

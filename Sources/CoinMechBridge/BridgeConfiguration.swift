@@ -15,6 +15,7 @@ public struct BridgeConfiguration: Sendable, Equatable {
     public var statusPollSeconds = 5.0
     public var statusRefreshSeconds = 60.0
     public var totalsMinimumInterval = 1.0
+    public var commands = Commands()
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
@@ -37,6 +38,15 @@ public struct BridgeConfiguration: Sendable, Equatable {
         public var ackTimeoutSeconds = 30.0
     }
 
+    /// B11, B12: which fleet commands run, how far ahead a deadline may be, how long the daemon
+    /// may take to answer one.
+    public struct Commands: Sendable, Equatable {
+        /// Read-only, and the repair delivery needs: `inhibit` and `reload` are the operator's to add.
+        public var allow: Set<FleetCommand.Name> = [.status, .totals, .resend]
+        public var maxAheadSeconds = 600.0
+        public var answerTimeoutSeconds = 60.0
+    }
+
     /// Cabinet and site ids: 1 to 64 of `a-z 0-9 _ -`, starting with a letter or a digit; a
     /// cabinet id may not start with `coinmech-` (the fleet's own broker users).
     public static func isID(_ text: String) -> Bool {
@@ -51,7 +61,7 @@ public struct BridgeConfiguration: Sendable, Equatable {
     }
 
     public static func parse(_ table: SettingsTable) throws(SettingsError) -> BridgeConfiguration {
-        try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery", "status", "totals"])
+        try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery", "status", "totals", "commands"])
         func id(_ key: String) throws(SettingsError) -> String {
             guard let value = try table.string(key) else { throw table.error(key, "is required: 1 to 64 of a-z 0-9 _ -, e.g. c-0042") }
             guard isID(value) else { throw table.error(key, "'\(value)' is not an id: 1 to 64 of a-z 0-9 _ -, starting with a letter or a digit") }
@@ -103,6 +113,21 @@ public struct BridgeConfiguration: Sendable, Equatable {
         if let totals = try table.table("totals") {
             try totals.rejectUnknownKeys(["min_interval_s"])
             if let interval = try totals.double("min_interval_s", in: 0.1...3600) { configuration.totalsMinimumInterval = interval }
+        }
+        if let commands = try table.table("commands") {
+            try commands.rejectUnknownKeys(["allow", "max_ahead_s", "answer_timeout_s"])
+            if let names = try commands.strings("allow") {
+                var allow: Set<FleetCommand.Name> = []
+                for name in names {
+                    guard let known = FleetCommand.Name(rawValue: name) else {
+                        throw commands.error("allow", "'\(name)' is not a command of v1 (\(FleetCommand.Name.allCases.map(\.rawValue).joined(separator: ", ")))")
+                    }
+                    allow.insert(known)
+                }
+                configuration.commands.allow = allow
+            }
+            if let ahead = try commands.double("max_ahead_s", in: 1...86_400) { configuration.commands.maxAheadSeconds = ahead }
+            if let timeout = try commands.double("answer_timeout_s", in: 1...3600) { configuration.commands.answerTimeoutSeconds = timeout }
         }
         return configuration
     }

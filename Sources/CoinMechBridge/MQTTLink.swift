@@ -35,8 +35,10 @@ final class MQTTLink: @unchecked Sendable {
     init(clientID: String, host: String, port: Int, keepalive: Int, maxInflight: Int, username: String?, password: String?,
          will: (topic: String, payload: String), subscriptions: [String]) throws(BridgeError) {
         mosquitto_lib_init()
-        // A persistent session: the broker keeps the QoS 1 messages in flight across a reconnect.
-        guard let made = mosquitto_new(clientID, false, nil) else { throw .mqtt("cannot make a client (out of memory, or a bad client id '\(clientID)')") }
+        // A clean session (B13): commands sent while the bridge was away must not arrive late,
+        // and nothing else needs the broker to remember it: every reconnect resends from the
+        // cursor, and the retained `ack` comes with the subscription.
+        guard let made = mosquitto_new(clientID, true, nil) else { throw .mqtt("cannot make a client (out of memory, or a bad client id '\(clientID)')") }
         handle = made
         self.host = host
         self.port = port

@@ -163,6 +163,8 @@ struct BridgeDeliveryTests {
         ("cabinet: c1\nsite: s\nmqtt: {host: b, port: 0}\n", "mqtt.port", 3),
         ("cabinet: c1\nsite: s\nmqtt: {host: b}\ndelivery: {acks: maybe}\n", "delivery.acks", 4),
         ("cabinet: c1\nsite: s\nmqtt: {host: b}\nfleet: 1\n", "fleet", 4),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b}\ncommands: {allow: [status, collect]}\n", "commands.allow", 4),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b}\ncommands: {max_ahead_s: 0}\n", "commands.max_ahead_s", 4),
     ] as [(String, String, Int?)])
     func configurationErrors(text: String, key: String, line: Int?) {
         #expect(throws: SettingsError.self) { try BridgeConfiguration.parse(try SettingsTable.parse(text, file: "b.yaml")) }
@@ -181,6 +183,8 @@ struct BridgeDeliveryTests {
         #expect(c.mqtt.port == 1883 && c.mqtt.clientID == "coinmech-bridge-c-0042" && c.mqtt.keepaliveSeconds == 30 && c.mqtt.maxInflight == 20)
         #expect(c.delivery.acksRequired && c.delivery.window == 256 && c.delivery.ackTimeoutSeconds == 30)
         #expect(c.socketPath == "/run/coinmech/coinmechd.sock" && c.stateDirectory == "/var/lib/coinmech-bridge")
+        #expect(c.commands.allow == [.status, .totals, .resend] && c.commands.maxAheadSeconds == 600 && c.commands.answerTimeoutSeconds == 60,
+                "B11: read-only by default; inhibit and reload are the operator's to add")
     }
 }
 
