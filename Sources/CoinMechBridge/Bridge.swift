@@ -47,10 +47,11 @@ public final class Bridge: Sendable {
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         var daemonHello: JSON?
-        let link = try MQTTLink(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
-                                maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password,
-                                will: (c.topic("state"), state("offline", reason: "lost", hello: nil, timed: false)), subscriptions: [c.topic("ack"), c.topic("cmd/+")])
-        try link.start(keepalive: c.mqtt.keepaliveSeconds)
+        let link = try MQTTLink(.init(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
+                                      maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password,
+                                      will: (c.topic("state"), state("offline", reason: "lost", hello: nil, timed: false)),
+                                      subscriptions: [c.topic("ack"), c.topic("cmd/+")]))
+        link.start()
         log(.notice, "publishing cabinet \(c.cabinet) of site \(c.site) to \(c.mqtt.host):\(c.mqtt.port) under \(c.mqtt.prefix); cursor \(saved)")
         var connected = false
         var daemon: CoinMechConnection?
@@ -97,10 +98,6 @@ public final class Bridge: Sendable {
                     reporter.acked(through: delivery.cursor)
                 case .connectFailed(let why):
                     log(.warning, "cannot reach the broker at \(c.mqtt.host):\(c.mqtt.port): \(why); trying again")
-                case .loopEnded(let code):
-                    // libmosquitto gave up for good (a protocol or TLS error): start afresh.
-                    link.stop(waiting: 0)
-                    throw .mqtt("libmosquitto's network loop ended (\(code)): exiting so that the bridge starts afresh")
                 }
             }
             if delivery.cursor != written, now - lastWrite >= 1 {

@@ -2,14 +2,21 @@ import CMosquitto
 import Foundation
 import Synchronization
 
-/// One connection to the broker through libmosquitto, the Eclipse reference client: a network
-/// thread of its own runs `mosquitto_loop_forever`, which connects, reconnects with back-off
-/// and reports here; the bridge's thread takes what happened with `take()` and publishes.
-/// libmosquitto's loop gives up for good on some errors (protocol, TLS, out of memory): that is
-/// reported too (`loopEnded`), and the bridge stops so that systemd starts it afresh.
+/// One connection at a time to the broker through libmosquitto, the Eclipse reference client.
+/// A network thread of its own connects, runs `mosquitto_loop` while the connection lives, and
+/// after it is lost starts the client afresh (`mosquitto_reinitialise`) before connecting again,
+/// backing off from 1 s to 5 minutes; the bridge's thread takes what happened with `take()` and
+/// publishes.
 ///
-/// @unchecked Sendable: `handle` is libmosquitto's, whose calls used here are safe from any
-/// thread while its loop runs; `inbox` and `stopping` are a Mutex and an Atomic.
+/// Why afresh: libmosquitto keeps the messages of a lost connection and sends them first on the
+/// next one, before the bridge can rewind to its cursor. A message handed over after a seq that
+/// the dead broker had PUBACKed and lost would then reach the fleet ahead of that seq. Started
+/// clean, each connection carries only what the bridge publishes on it, in seq order from the
+/// cursor (B5). For the same reason nothing is accepted while no connection is up.
+///
+/// @unchecked Sendable: `handle` is libmosquitto's; publishing and reinitialising take `client`
+/// (a Mutex), the network thread alone runs the loop, and libmosquitto's own locks (threaded
+/// mode) let a publish and the loop meet. `inbox`, `up` and `stopping` are a Mutex and Atomics.
 final class MQTTLink: @unchecked Sendable {
     enum Incoming: Sendable {
         case connected(code: Int32)
@@ -17,50 +24,70 @@ final class MQTTLink: @unchecked Sendable {
         /// The broker PUBACKed message `mid`.
         case published(mid: Int32)
         case message(topic: String, payload: [UInt8], retained: Bool)
-        /// The network thread ended: after `stop`, or given up with this libmosquitto code.
-        case loopEnded(code: Int32)
-        /// The first connection failed with this libmosquitto code (and errno); retried.
+        /// A connection attempt failed (the reason); retried after the back-off.
         case connectFailed(String)
     }
 
+    struct Options: Sendable {
+        var clientID: String
+        var host: String
+        var port: Int
+        var keepalive: Int
+        var maxInflight: Int
+        var username: String?
+        var password: String?
+        var will: (topic: String, payload: String)
+        var subscriptions: [String]
+    }
+
     private let handle: OpaquePointer
+    private let options: Options
+    private let client = Mutex<Void>(())
     private let inbox = Mutex<[Incoming]>([])
     private let stopping = Atomic<Bool>(false)
     private let ended = Atomic<Bool>(false)
-    private let subscriptions: [String]
-    let host: String
-    let port: Int
+    /// A connection is up (CONNACK accepted) and not yet lost.
+    private let up = Atomic<Bool>(false)
+    /// Connections the broker accepted: one that was resets the back-off.
+    private let accepted = Atomic<Int>(0)
+    var host: String { options.host }
+    var port: Int { options.port }
 
-    /// `will`: the retained message the broker publishes if this connection dies.
-    init(clientID: String, host: String, port: Int, keepalive: Int, maxInflight: Int, username: String?, password: String?,
-         will: (topic: String, payload: String), subscriptions: [String]) throws(BridgeError) {
+    init(_ options: Options) throws(BridgeError) {
         mosquitto_lib_init()
         // A clean session (B13): commands sent while the bridge was away must not arrive late,
-        // and nothing else needs the broker to remember it: every reconnect resends from the
+        // and nothing else needs the broker to remember it: every connection resends from the
         // cursor, and the retained `ack` comes with the subscription.
-        guard let made = mosquitto_new(clientID, true, nil) else { throw .mqtt("cannot make a client (out of memory, or a bad client id '\(clientID)')") }
+        guard let made = mosquitto_new(options.clientID, true, nil) else { throw .mqtt("cannot make a client (out of memory, or a bad client id '\(options.clientID)')") }
         handle = made
-        self.host = host
-        self.port = port
-        self.subscriptions = subscriptions
+        self.options = options
+        try configure()
+    }
+
+    /// Everything `mosquitto_reinitialise` resets: options, credentials, the will, callbacks.
+    private func configure() throws(BridgeError) {
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-        _ = mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(maxInflight))
-        // 1 s, growing to 5 minutes while the broker stays away (docs/FLEET.md).
-        mosquitto_reconnect_delay_set(handle, 1, 300, true)
-        if let username { try Self.check(mosquitto_username_pw_set(handle, username, password), "username") }
-        let willBytes = Array(will.payload.utf8)
-        try Self.check(mosquitto_will_set(handle, will.topic, Int32(willBytes.count), willBytes, 1, true), "last will")
+        // The bridge publishes from its own thread while this one runs the loop.
+        _ = mosquitto_threaded_set(handle, true)
+        _ = mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(options.maxInflight))
+        if let username = options.username { try Self.check(mosquitto_username_pw_set(handle, username, options.password), "username") }
+        let willBytes = Array(options.will.payload.utf8)
+        try Self.check(mosquitto_will_set(handle, options.will.topic, Int32(willBytes.count), willBytes, 1, true), "last will")
         mosquitto_connect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
             if code == 0 {
-                for topic in link.subscriptions { mosquitto_subscribe(link.handle, nil, topic, 1) }
+                for topic in link.options.subscriptions { mosquitto_subscribe(link.handle, nil, topic, 1) }
+                link.up.store(true, ordering: .releasing)
+                link.accepted.add(1, ordering: .releasing)
             }
             link.inbox.withLock { $0.append(.connected(code: code)) }
         }
         mosquitto_disconnect_callback_set(handle) { _, object, code in
             guard let object else { return }
-            Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue().inbox.withLock { $0.append(.disconnected(code: code)) }
+            let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
+            link.up.store(false, ordering: .releasing)
+            link.inbox.withLock { $0.append(.disconnected(code: code)) }
         }
         mosquitto_publish_callback_set(handle) { _, object, mid in
             guard let object else { return }
@@ -76,41 +103,63 @@ final class MQTTLink: @unchecked Sendable {
         }
     }
 
-    /// Starts the network thread; it connects (and reconnects) on its own. A first connect that
-    /// fails for want of the broker or of DNS (at boot) is retried there; only arguments
-    /// libmosquitto refuses are an error here.
-    func start(keepalive: Int) throws(BridgeError) {
-        let code = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
-        if code == MOSQ_ERR_INVAL.rawValue || code == MOSQ_ERR_NOMEM.rawValue {
-            throw .mqtt("cannot connect to \(host):\(port): \(String(cString: mosquitto_strerror(code)))")
-        }
+    /// Starts the network thread: connect, loop while the connection lives, start afresh, back
+    /// off, connect again, until `stop`. A broker or DNS that is not there yet (at boot) is
+    /// retried like a lost connection.
+    func start() {
         let thread = Thread { [self] in
-            var first = code
-            var delay: UInt32 = 1
-            // Until a first connection is made (the loop reconnects by itself after that).
-            while first != MOSQ_ERR_SUCCESS.rawValue && !stopping.load(ordering: .relaxed) {
-                let why = first == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(first))
-                inbox.withLock { $0.append(.connectFailed(why)) }
-                sleep(delay)
+            var delay = 1.0
+            while !stopping.load(ordering: .relaxed) {
+                let acceptedBefore = accepted.load(ordering: .acquiring)
+                let code = mosquitto_connect(handle, options.host, Int32(options.port), Int32(options.keepalive))
+                if code == MOSQ_ERR_SUCCESS.rawValue {
+                    var result = MOSQ_ERR_SUCCESS.rawValue
+                    while !stopping.load(ordering: .relaxed) && result == MOSQ_ERR_SUCCESS.rawValue {
+                        result = mosquitto_loop(handle, 100, 1)
+                    }
+                    // The disconnect callback has said it, unless the loop ended without it.
+                    if up.exchange(false, ordering: .acquiringAndReleasing) {
+                        inbox.withLock { $0.append(.disconnected(code: result)) }
+                    }
+                    if accepted.load(ordering: .acquiring) != acceptedBefore {
+                        delay = 1
+                    } else if !stopping.load(ordering: .relaxed) {
+                        // Lost before the broker accepted it (refused, or the link died at once).
+                        inbox.withLock { $0.append(.connectFailed(Self.describe(result))) }
+                    }
+                } else {
+                    inbox.withLock { $0.append(.connectFailed(Self.describe(code))) }
+                }
+                if stopping.load(ordering: .relaxed) { break }
+                // What libmosquitto still holds for the lost connection goes with it.
+                client.withLock { _ in
+                    _ = mosquitto_reinitialise(handle, options.clientID, true, nil)
+                    try? configure()
+                }
+                // A connection the broker accepted reset the back-off; a failed or refused one grows it.
+                let wait = delay
                 delay = min(delay * 2, 300)
-                first = mosquitto_reconnect(handle)
+                let until = Date().addingTimeInterval(wait)
+                while Date() < until && !stopping.load(ordering: .relaxed) { usleep(50_000) }
             }
-            let result = stopping.load(ordering: .relaxed) ? MOSQ_ERR_SUCCESS.rawValue : mosquitto_loop_forever(handle, -1, 1)
-            ended.store(true, ordering: .relaxed)
-            inbox.withLock { $0.append(.loopEnded(code: result)) }
+            ended.store(true, ordering: .releasing)
         }
         thread.name = "mqtt"
         thread.start()
     }
 
-    /// Hands a message to libmosquitto (QoS 1): its message id, or nil when it refused it.
-    /// Not connected (NO_CONN), libmosquitto has queued it all the same and sends it after the
-    /// reconnect: that is a message id too.
+    private static func describe(_ code: Int32) -> String {
+        code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
+    }
+
+    /// Hands a message to libmosquitto (QoS 1): its message id, or nil when no connection is up
+    /// or libmosquitto refused it. Nothing is queued for a connection to come.
     func publish(_ topic: String, _ payload: String, retain: Bool = false) -> Int32? {
+        guard up.load(ordering: .acquiring) else { return nil }
         var mid: Int32 = 0
         let bytes = Array(payload.utf8)
-        let code = mosquitto_publish(handle, &mid, topic, Int32(bytes.count), bytes, 1, retain)
-        return code == MOSQ_ERR_SUCCESS.rawValue || code == MOSQ_ERR_NO_CONN.rawValue ? mid : nil
+        let code = client.withLock { _ in mosquitto_publish(handle, &mid, topic, Int32(bytes.count), bytes, 1, retain) }
+        return code == MOSQ_ERR_SUCCESS.rawValue ? mid : nil
     }
 
     func take() -> [Incoming] {
@@ -125,10 +174,10 @@ final class MQTTLink: @unchecked Sendable {
     /// frees it: a thread stuck in a connect to an unreachable broker must not hold the stop).
     func stop(waiting seconds: Double = 3) {
         stopping.store(true, ordering: .relaxed)
-        mosquitto_disconnect(handle)
+        client.withLock { _ in _ = mosquitto_disconnect(handle) }
         let deadline = Date().addingTimeInterval(seconds)
-        while !ended.load(ordering: .relaxed) && Date() < deadline { usleep(10_000) }
-        if ended.load(ordering: .relaxed) { mosquitto_destroy(handle) }
+        while !ended.load(ordering: .acquiring) && Date() < deadline { usleep(10_000) }
+        if ended.load(ordering: .acquiring) { mosquitto_destroy(handle) }
     }
 
     private static func check(_ code: Int32, _ what: String) throws(BridgeError) {
