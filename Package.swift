@@ -33,6 +33,7 @@ let package = Package(
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-bridge", targets: ["coinmech-bridge"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
+        .executable(name: "coinmech-bridge-chaos", targets: ["CoinMechBridgeChaos"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
         .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
         .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
@@ -206,6 +207,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
+        ),
+        // `make test-bridge`: the bridge, the broker, the daemon and a consumer killed at random
+        // while coins flow; then the consumer's store against the ledger, seq by seq.
+        .executableTarget(
+            name: "CoinMechBridgeChaos",
+            dependencies: [
+                "CoinMechClient", "CoinMechHarness", "CoinMechLedger", "CoinMechProtocol", "CoinSimCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/BridgeChaos"
         ),
         // The fuzz targets (serial frames, socket requests, configuration, scenarios, MDB adapter lines) and their
         // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
