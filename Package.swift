@@ -45,6 +45,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
@@ -115,7 +116,16 @@ let package = Package(
         // A blocking client for the socket API (coinctl, tests, scripts in Swift).
         .target(name: "CoinMechClient", dependencies: ["CoinMechProtocol"]),
         // The fleet bridge: a client of the socket publishing the ledger to MQTT (docs/FLEET.md).
-        .target(name: "CoinMechBridge", dependencies: ["CMosquitto", "CoinMechClient", "CoinMechProtocol", "CoinMechSettings"]),
+        .target(
+            name: "CoinMechBridge",
+            dependencies: [
+                "CMosquitto", "CoinMechClient", "CoinMechProtocol", "CoinMechSettings",
+                // `/metrics`: the text format by swift-prometheus, served over HTTP/1 by SwiftNIO.
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "coinmech-bridge",
             dependencies: ["CoinMechBridge", .product(name: "ArgumentParser", package: "swift-argument-parser")]

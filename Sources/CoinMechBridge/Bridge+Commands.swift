@@ -10,6 +10,9 @@ extension Bridge {
         var book: FleetCommandBook
         var connection: CoinMechConnection?
         var job: ResendJob?
+        /// Replies sent, by command and outcome; copies `resend` published.
+        var answered: [BridgeFigures.Pair: Int] = [:]
+        var resendCopies = 0
         /// Copies the running resend has awaiting PUBACK: they share `max_inflight` with events.
         var inFlight: Int { job?.inFlightCount ?? 0 }
     }
@@ -26,7 +29,7 @@ extension Bridge {
         case .queued:
             break
         case .reply(let id, let reply):
-            answer(id, reply, link)
+            answer(id, reply, link, &commands)
         case .ignored(let why):
             log(.warning, why)
         }
@@ -43,7 +46,7 @@ extension Bridge {
             return
         case .reply(let id, let reply):
             log(.warning, "command \(id) waited past its deadline: refused, not run")
-            answer(id, reply, link)
+            answer(id, reply, link, &commands)
         case .run(let command):
             log(.notice, "command \(command.name.rawValue) (id \(command.id)\(command.by.map { ", by \($0)" } ?? ""))")
             let request: OperatorCommand
@@ -58,7 +61,8 @@ extension Bridge {
             case .reload: request = .reload
             }
             let result = ask(request, &commands)
-            answer(command.id, commands.book.finish(command, result, now: Self.now()), link)
+            let reply = commands.book.finish(command, result, now: Self.now())
+            answer(command.id, reply, link, &commands)
         }
     }
 
@@ -74,6 +78,7 @@ extension Bridge {
                     break
                 }
                 job.sent(seq, mid: mid)
+                commands.resendCopies += 1
                 continue
             }
             guard let page = job.wantsPage else { break }
@@ -83,7 +88,8 @@ extension Bridge {
             case .failure(let failure):
                 log(.warning, "resend \(job.command.id): \(failure.message)")
                 let partial = FleetCommand.Failure(failure.code, "\(failure.message); \(job.resent) seqs from \(job.from) on were resent before it")
-                answer(job.command.id, commands.book.finish(job.command, .failure(partial), now: now), link)
+                let reply = commands.book.finish(job.command, .failure(partial), now: now)
+                answer(job.command.id, reply, link, &commands)
                 return
             }
         }
@@ -98,7 +104,8 @@ extension Bridge {
             result = .success(job.result)
             log(.notice, "resend \(job.command.id): \(job.result)")
         }
-        answer(job.command.id, commands.book.finish(job.command, result, now: now), link)
+        let reply = commands.book.finish(job.command, result, now: now)
+        answer(job.command.id, reply, link, &commands)
     }
 
     /// The daemon's answer to `request` on the commands' own connection, or the failure the
@@ -132,7 +139,8 @@ extension Bridge {
         }
     }
 
-    private func answer(_ id: String, _ reply: JSON, _ link: MQTTLink) {
+    private func answer(_ id: String, _ reply: JSON, _ link: MQTTLink, _ commands: inout Commands) {
+        commands.answered[BridgeFigures.Pair(reply["cmd"]?.string ?? "?", reply["ok"] == true ? "ok" : reply["error"]?["code"]?.string ?? "?"), default: 0] += 1
         if link.publish(configuration.topic("reply/\(id)"), reply.description) == nil {
             log(.warning, "the reply to command \(id) could not be handed to the broker (the link is down): the fleet will ask again")
         }

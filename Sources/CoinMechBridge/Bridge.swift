@@ -52,6 +52,15 @@ public final class Bridge: Sendable {
                                       will: (c.topic("state"), state("offline", reason: "lost", hello: nil, timed: false)),
                                       subscriptions: [c.topic("ack"), c.topic("cmd/+")]))
         link.start()
+        let metrics: MetricsServer?
+        if let listen = c.metricsListen {
+            let server = try MetricsServer(host: listen.host, port: listen.port)
+            log(.notice, "serving /metrics on \(server.address)")
+            metrics = server
+        } else {
+            metrics = nil
+        }
+        defer { metrics?.stop() }
         log(.notice, "publishing cabinet \(c.cabinet) of site \(c.site) to \(c.mqtt.host):\(c.mqtt.port) under \(c.mqtt.prefix); cursor \(saved)")
         var connected = false
         var daemon: CoinMechConnection?
@@ -76,6 +85,8 @@ public final class Bridge: Sendable {
                         continue
                     }
                     connected = true
+                    reporter.figures.brokerConnected = true
+                    reporter.figures.brokerConnects += 1
                     delivery.brokerConnected(now: now)
                     commands.job?.brokerLost()
                     reporter.connected()
@@ -83,6 +94,7 @@ public final class Bridge: Sendable {
                     log(.notice, "connected to the broker; publishing again after the cursor \(delivery.cursor)")
                 case .disconnected(let code):
                     connected = false
+                    reporter.figures.brokerConnected = false
                     if code != 0 { log(.warning, "lost the broker (code \(code)); reconnecting") }
                 case .published(let mid):
                     if commands.job?.puback(mid) == true { continue }
@@ -94,7 +106,7 @@ public final class Bridge: Sendable {
                         continue
                     }
                     guard topic == c.topic("ack") else { continue }
-                    take(ack: payload, &delivery, now: now)
+                    if take(ack: payload, &delivery, now: now) { reporter.figures.lastAckTime = now }
                     reporter.acked(through: delivery.cursor)
                 case .connectFailed(let why):
                     log(.warning, "cannot reach the broker at \(c.mqtt.host):\(c.mqtt.port): \(why); trying again")
@@ -109,11 +121,12 @@ public final class Bridge: Sendable {
                 }
                 lastWrite = now
             }
+            // Polled with the broker away too: `/metrics` says so, and status is ready for its return.
+            report(&reporter, delivery, commands, ledgerBehind: ledgerBehind, link, metrics, now: now)
             guard connected else {
                 usleep(20_000)
                 continue
             }
-            report(&reporter, delivery, ledgerBehind: ledgerBehind, link, now: now)
             runCommands(&commands, liveInFlight: delivery.inFlightCount, link, now: now)
             if delivery.tick(now: now) {
                 log(.warning, "no ack moved the cursor for \(Int(delivery.ackWait / 2)) s: publishing again after seq \(delivery.cursor) (rewind \(delivery.rewinds))")
@@ -144,6 +157,8 @@ public final class Bridge: Sendable {
                         _ = link.publish(c.topic("state"), state("online", reason: nil, hello: daemonHello, timed: true), retain: true)
                     }
                     daemon = connection
+                    reporter.figures.daemonConnected = true
+                    reporter.figures.daemonConnects += 1
                     if daemonProblem != nil { log(.notice, "reading the daemon again") }
                     daemonProblem = nil
                 } catch {
@@ -168,6 +183,7 @@ public final class Bridge: Sendable {
                     // Overflow: the daemon cut the subscription off; it goes on after what was published.
                     log(.warning, "the daemon cut the subscription off (\(message["type"]?.string ?? "?")): subscribing again after seq \(delivery.published)")
                     daemon = nil
+                    reporter.figures.daemonConnected = false
                     delivery.daemonLost()
                     continue
                 }
@@ -184,6 +200,7 @@ public final class Bridge: Sendable {
             } catch {
                 log(.warning, "lost the daemon (\(error)); subscribing again after seq \(delivery.published)")
                 daemon = nil
+                reporter.figures.daemonConnected = false
                 queued.removeAll()
                 delivery.daemonLost()
                 usleep(100_000)
@@ -223,6 +240,9 @@ public final class Bridge: Sendable {
         /// When each published, unacked event was recorded: `lag_s`.
         var unackedTimes: [Int64: Double] = [:]
         var highestSeen: Int64 = 0
+        /// The bridge's own counts, and the daemon's last answers, for `/metrics`.
+        var figures = BridgeFigures()
+        var answers = BridgeMetrics.Daemon()
 
         /// A broker connection: both go out again (they are retained, and the broker may have lost them).
         mutating func connected() {
@@ -237,6 +257,15 @@ public final class Bridge: Sendable {
                 highestSeen = max(highestSeen, seq)
                 unackedTimes[seq] = event["time"]?.double
             }
+            // Returns and rejections, each seq once per run (a rewind reads them again).
+            if let seq = event["seq"]?.int, seq > figures.countedThrough {
+                figures.countedThrough = seq
+                if kind == "coin_returned" {
+                    figures.returned[.init(event["currency"]?.string ?? "?", event["denomination"]?.string ?? "?"), default: 0] += 1
+                } else if kind == "decision", event["verdict"]?.string == "reject" {
+                    figures.rejects[.init(event["link"]?.string ?? "terminal", event["reason"]?.string ?? "?"), default: 0] += 1
+                }
+            }
             if BridgeStatus.statusEvents.contains(kind) { statusSoon = true }
             if BridgeStatus.totalsEvents.contains(kind) { totalsSoon = true }
         }
@@ -248,7 +277,8 @@ public final class Bridge: Sendable {
 
     /// `status` when it changed (or is due for a refresh), `totals` after money moved: read on
     /// a connection of their own, so the event stream is never held up by them.
-    private func report(_ reporter: inout Reporter, _ delivery: BridgeDelivery, ledgerBehind: Bool, _ link: MQTTLink, now: Double) {
+    private func report(_ reporter: inout Reporter, _ delivery: BridgeDelivery, _ commands: Commands, ledgerBehind: Bool, _ link: MQTTLink,
+                        _ metrics: MetricsServer?, now: Double) {
         let c = configuration
         let statusDue = reporter.statusSoon || now >= reporter.nextPoll
         let totalsDue = reporter.totalsSoon && now - reporter.lastTotals >= c.totalsMinimumInterval
@@ -273,10 +303,12 @@ public final class Bridge: Sendable {
             if statusDue {
                 status = try poller.request(.status)
                 teaching = (try poller.request(.teachStatus))["teaching"]?.bool ?? false
+                reporter.answers = .init(status: status, totals: try poller.request(.totals), chain: try poller.request(.chain), teaching: teaching)
             }
         } catch {
             reporter.poller = nil
             unreachable = "\(error)"
+            if statusDue { reporter.answers = .init() }
         }
         guard statusDue else { return }
         reporter.statusSoon = false
@@ -284,6 +316,16 @@ public final class Bridge: Sendable {
         let guarantee = !delivery.acksRequired ? "at_most_once" : ledgerBehind ? "ledger_behind"
             : delivery.waitingForAck(now: now) ? "waiting_for_ack" : "end_to_end"
         let oldest = reporter.unackedTimes[delivery.cursor + 1].map { max(now - $0, 0) } ?? 0
+        if let metrics {
+            var figures = reporter.figures
+            figures.eventsPublished = delivery.copiesSent + commands.resendCopies
+            figures.eventsResent = delivery.resent
+            figures.eventsResent["resend"] = commands.resendCopies
+            figures.commands = commands.answered
+            figures.inFlight = delivery.inFlightCount + commands.inFlight
+            metrics.publish(BridgeMetrics.render(cabinet: c.cabinet, site: c.site, bridgeVersion: Self.version, daemon: reporter.answers, figures: figures,
+                                                 delivery: .init(guarantee: guarantee, ackedSeq: delivery.cursor, publishedSeq: delivery.published, lagSeconds: oldest)))
+        }
         let payload = BridgeStatus.payload(cabinet: c.cabinet, site: c.site, daemon: status, unreachable: unreachable, teaching: teaching,
                                            unconfirmed: reporter.unconfirmed,
                                            delivery: .init(guarantee: guarantee, ackedSeq: delivery.cursor, publishedSeq: delivery.published, lagSeconds: oldest),
@@ -343,14 +385,18 @@ public final class Bridge: Sendable {
     }
 
     /// B8: the consumer's ack for this cabinet moves the cursor up, never down.
-    private func take(ack payload: [UInt8], _ delivery: inout BridgeDelivery, now: Double) {
+    /// True when the cursor moved.
+    @discardableResult
+    private func take(ack payload: [UInt8], _ delivery: inout BridgeDelivery, now: Double) -> Bool {
         guard let ack = JSON.parse(String(decoding: payload, as: UTF8.self)), ack["v"]?.int == 1, let seq = ack["seq"]?.int, seq >= 0 else {
-            return log(.warning, "an ack that is not one (v 1, cabinet, seq): ignored")
+            log(.warning, "an ack that is not one (v 1, cabinet, seq): ignored")
+            return false
         }
         guard ack["cabinet"]?.string == configuration.cabinet else {
-            return log(.warning, "an ack for cabinet '\(ack["cabinet"]?.string ?? "?")' on this cabinet's topic: ignored")
+            log(.warning, "an ack for cabinet '\(ack["cabinet"]?.string ?? "?")' on this cabinet's topic: ignored")
+            return false
         }
-        delivery.acked(seq, now: now)
+        return delivery.acked(seq, now: now)
     }
 
     private func state(_ state: String, reason: String?, hello: JSON?, timed: Bool) -> String {

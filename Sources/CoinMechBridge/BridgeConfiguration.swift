@@ -1,9 +1,10 @@
+import Foundation
 import CoinMechSettings
 
 /// `coinmech-bridge.yaml` (docs/FLEET.md, "Running the bridge"): which cabinet this is, where
 /// its daemon's socket and its broker are, and how delivery is paced. Errors name the file, the
 /// line and the key, as the daemon's do.
-public struct BridgeConfiguration: Sendable, Equatable {
+public struct BridgeConfiguration: Sendable {
     public var cabinet: String
     public var site: String
     public var socketPath = "/run/coinmech/coinmechd.sock"
@@ -16,6 +17,8 @@ public struct BridgeConfiguration: Sendable, Equatable {
     public var statusRefreshSeconds = 60.0
     public var totalsMinimumInterval = 1.0
     public var commands = Commands()
+    /// `/metrics` on this host and port; nil: not served (`metrics.listen: off`).
+    public var metricsListen: (host: String, port: Int)? = ("127.0.0.1", 9786)
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
@@ -61,7 +64,7 @@ public struct BridgeConfiguration: Sendable, Equatable {
     }
 
     public static func parse(_ table: SettingsTable) throws(SettingsError) -> BridgeConfiguration {
-        try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery", "status", "totals", "commands"])
+        try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery", "status", "totals", "commands", "metrics"])
         func id(_ key: String) throws(SettingsError) -> String {
             guard let value = try table.string(key) else { throw table.error(key, "is required: 1 to 64 of a-z 0-9 _ -, e.g. c-0042") }
             guard isID(value) else { throw table.error(key, "'\(value)' is not an id: 1 to 64 of a-z 0-9 _ -, starting with a letter or a digit") }
@@ -128,6 +131,21 @@ public struct BridgeConfiguration: Sendable, Equatable {
             }
             if let ahead = try commands.double("max_ahead_s", in: 1...86_400) { configuration.commands.maxAheadSeconds = ahead }
             if let timeout = try commands.double("answer_timeout_s", in: 1...3600) { configuration.commands.answerTimeoutSeconds = timeout }
+        }
+        if let metrics = try table.table("metrics") {
+            try metrics.rejectUnknownKeys(["listen"])
+            if let listen = try metrics.string("listen") {
+                if listen == "off" {
+                    configuration.metricsListen = nil
+                } else {
+                    guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
+                          colon != listen.startIndex else {
+                        throw metrics.error("listen", "'\(listen)' is not host:port (e.g. 127.0.0.1:9786, [::1]:9786), or off")
+                    }
+                    let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+                    configuration.metricsListen = (host, port)
+                }
+            }
         }
         return configuration
     }

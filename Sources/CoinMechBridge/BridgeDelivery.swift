@@ -18,6 +18,12 @@ public struct BridgeDelivery: Sendable {
     public private(set) var subscribeFrom: Int64?
     /// Rewinds without progress since the cursor last moved (B7's back-off).
     public private(set) var rewinds = 0
+    /// Every publish on `event` of the live stream, copies included, and the copies of seqs
+    /// published before, by the rewind that sent them again (`broker_reconnect`, `ack_timeout`).
+    public private(set) var copiesSent = 0
+    public private(set) var resent: [String: Int] = [:]
+    private var highestSent: Int64 = 0
+    private var rewindCause = "broker_reconnect"
     private var inFlight: [Int32: Int64] = [:]
     private var pubacked: Set<Int64> = []
     private var lastProgress: Double
@@ -68,7 +74,12 @@ public struct BridgeDelivery: Sendable {
     }
 
     /// `seq` was handed to the broker as message `mid`.
-    public mutating func sent(_ seq: Int64, mid: Int32) { inFlight[mid] = seq }
+    public mutating func sent(_ seq: Int64, mid: Int32) {
+        inFlight[mid] = seq
+        copiesSent += 1
+        if seq <= highestSent { resent[rewindCause, default: 0] += 1 }
+        highestSent = max(highestSent, seq)
+    }
 
     /// The broker PUBACKed `mid`.
     public mutating func puback(_ mid: Int32, now: Double) {
@@ -100,6 +111,7 @@ public struct BridgeDelivery: Sendable {
     /// the cursor goes again (B5), and the wait for an ack starts afresh.
     public mutating func brokerConnected(now: Double) {
         rewinds = 0
+        rewindCause = "broker_reconnect"
         rewind(now)
     }
 
@@ -121,6 +133,7 @@ public struct BridgeDelivery: Sendable {
     public mutating func tick(now: Double) -> Bool {
         guard acksRequired, published > cursor, now - lastProgress >= ackWait else { return false }
         rewinds += 1
+        rewindCause = "ack_timeout"
         rewind(now)
         return true
     }

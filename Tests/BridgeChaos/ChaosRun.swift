@@ -66,6 +66,7 @@ final class ChaosRun {
             site: \(site)
             socket: {path: \(socket)}
             state_dir: \(dir)/bridge
+            metrics: {listen: "127.0.0.1:0"}
             mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
             delivery: {window: 64, ack_timeout_s: 3, acks: \(acksOff ? "off" : "required")}
             """.write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)

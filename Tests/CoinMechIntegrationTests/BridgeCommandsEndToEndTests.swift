@@ -63,6 +63,7 @@ struct BridgeCommandsEndToEndTests {
             site: test-site
             socket: {path: \(harness.dir)/run/coinmechd.sock}
             state_dir: \(harness.dir)/bridge
+            metrics: {listen: "127.0.0.1:0"}
             mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
             delivery: {acks: off}
             commands: {allow: [status, totals, resend, inhibit]}

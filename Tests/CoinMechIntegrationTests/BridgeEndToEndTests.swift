@@ -154,6 +154,7 @@ struct BridgeEndToEndTests {
             site: test-site
             socket: {path: \(harness.dir)/run/coinmechd.sock}
             state_dir: \(harness.dir)/bridge
+            metrics: {listen: "127.0.0.1:0"}
             mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
             delivery: {window: \(window), ack_timeout_s: 300}
             """.write(toFile: "\(harness.dir)/bridge.yaml", atomically: true, encoding: .utf8)

@@ -165,6 +165,8 @@ struct BridgeDeliveryTests {
         ("cabinet: c1\nsite: s\nmqtt: {host: b}\nfleet: 1\n", "fleet", 4),
         ("cabinet: c1\nsite: s\nmqtt: {host: b}\ncommands: {allow: [status, collect]}\n", "commands.allow", 4),
         ("cabinet: c1\nsite: s\nmqtt: {host: b}\ncommands: {max_ahead_s: 0}\n", "commands.max_ahead_s", 4),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b}\nmetrics: {listen: 9786}\n", "metrics.listen", 4),
+        ("cabinet: c1\nsite: s\nmqtt: {host: b}\nmetrics: {listen: 'localhost:http'}\n", "metrics.listen", 4),
     ] as [(String, String, Int?)])
     func configurationErrors(text: String, key: String, line: Int?) {
         #expect(throws: SettingsError.self) { try BridgeConfiguration.parse(try SettingsTable.parse(text, file: "b.yaml")) }
@@ -185,6 +187,9 @@ struct BridgeDeliveryTests {
         #expect(c.socketPath == "/run/coinmech/coinmechd.sock" && c.stateDirectory == "/var/lib/coinmech-bridge")
         #expect(c.commands.allow == [.status, .totals, .resend] && c.commands.maxAheadSeconds == 600 && c.commands.answerTimeoutSeconds == 60,
                 "B11: read-only by default; inhibit and reload are the operator's to add")
+        #expect(c.metricsListen?.host == "127.0.0.1" && c.metricsListen?.port == 9786, "loopback by default")
+        let off = try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c1\nsite: s\nmqtt: {host: b}\nmetrics: {listen: off}\n", file: "b.yaml"))
+        #expect(off.metricsListen == nil)
     }
 }
 
@@ -237,5 +242,52 @@ struct BridgeStatusTests {
         let waiting = BridgeStatus.payload(cabinet: "c", site: "s", daemon: Self.daemon, unreachable: nil, teaching: false, unconfirmed: 2,
                                            delivery: Self.delivery, now: 1)
         #expect(BridgeStatus.stable(first) != BridgeStatus.stable(waiting), "an unconfirmed coin is news")
+    }
+}
+
+/// `/metrics` made from the daemon's answers (docs/FLEET.md, "Metrics"): flags 0 or 1, one series
+/// per state, the daemon's totals as they are.
+@Suite("Fleet bridge metrics: every flag 0 or 1, one series per state, the daemon's counts as it keeps them")
+struct BridgeMetricsTests {
+    static func value(_ text: String, _ series: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") { return Double(line.split(separator: " ").last ?? "") }
+        return nil
+    }
+
+    @Test("the example status: a quarantined link inhibits, the link's state one-hot, counters as the daemon has them, up")
+    func fromStatus() {
+        let chain: JSON = ["links": [["name": "third-party", "state": "quarantined", "statistics": ["calls": 9, "sampled_calls": 2, "mean_ns": 5000]]]]
+        let totals: JSON = ["lifetime": [["currency": "USD", "denomination": "quarter", "count": 4, "value_minor": 100, "weight_g": 22.68]],
+                            "lifetime_value": ["USD": 100], "current": [["currency": "USD", "denomination": "quarter", "count": 2, "value_minor": 50, "weight_g": 11.34]],
+                            "current_value": ["USD": 50], "unconfirmed": [["currency": "USD", "denomination": "dime", "count": 1, "value_minor": 10, "weight_g": 2.268]]]
+        var figures = BridgeFigures()
+        figures.brokerConnected = true
+        figures.eventsResent = ["broker_reconnect": 3]
+        let bytes = BridgeMetrics.render(cabinet: "c-0042", site: "paris-nord", bridgeVersion: "0.6.0",
+                                         daemon: .init(status: BridgeStatusTests.daemon, totals: totals, chain: chain, teaching: false), figures: figures,
+                                         delivery: .init(guarantee: "waiting_for_ack", ackedSeq: 1201, publishedSeq: 1215, lagSeconds: 4))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(Self.value(text, "coinmech_up") == 1)
+        #expect(Self.value(text, "coinmech_plugin_inhibit") == 1 && Self.value(text, "coinmech_accepting") == 0)
+        #expect(Self.value(text, #"coinmech_link_state{link="third-party",state="quarantined"}"#) == 1)
+        #expect(Self.value(text, #"coinmech_link_state{link="third-party",state="ok"}"#) == 0)
+        #expect(Self.value(text, #"coinmech_link_sampled_call_seconds_total{link="third-party"}"#) == 2 * 5000 / 1e9)
+        #expect(Self.value(text, "coinmech_readings_total") == 5)
+        #expect(Self.value(text, #"coinmech_coins_credited_total{currency="USD",denomination="quarter"}"#) == 4)
+        #expect(Self.value(text, #"coinmech_cash_box_value_minor{currency="USD"}"#) == 50)
+        #expect(Self.value(text, #"coinmech_unconfirmed_coins{currency="USD",denomination="dime"}"#) == 1)
+        #expect(Self.value(text, "coinmech_bridge_lag_events") == 14, "last_seq 1215 − cursor 1201")
+        #expect(Self.value(text, #"coinmech_bridge_delivery{guarantee="waiting_for_ack"}"#) == 1)
+        #expect(Self.value(text, #"coinmech_bridge_delivery{guarantee="end_to_end"}"#) == 0)
+        #expect(Self.value(text, #"coinmech_bridge_events_resent_total{cause="broker_reconnect"}"#) == 3)
+        #expect(text.contains("# TYPE coinmech_coins_credited_total counter") && text.contains("# TYPE coinmech_up gauge"))
+    }
+
+    @Test("a daemon that did not answer: up is 0 and nothing of the daemon is made up")
+    func unreachable() {
+        let text = String(decoding: BridgeMetrics.render(cabinet: "c1", site: "s", bridgeVersion: "0.6.0", daemon: .init(), figures: BridgeFigures(),
+                                                         delivery: .init(guarantee: "end_to_end", ackedSeq: 0, publishedSeq: 0, lagSeconds: 0)), as: UTF8.self)
+        #expect(Self.value(text, "coinmech_up") == 0)
+        #expect(!text.contains("coinmech_inhibited") && !text.contains("coinmech_coins_credited_total{"))
     }
 }

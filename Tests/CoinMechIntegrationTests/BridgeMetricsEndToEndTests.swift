@@ -1,0 +1,140 @@
+import CoinMechClient
+import CoinMechHarness
+import CoinMechProtocol
+@testable import CoinMechTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The bridge's `/metrics` while coinsim plays, read over HTTP and scraped by a real Prometheus
+/// from Debian, with the shipped alert rules loaded (docs/FLEET.md, "Metrics").
+@Suite("Fleet bridge metrics: /metrics shows the cabinet's money and health, and a real Prometheus scrapes it", .serialized)
+struct BridgeMetricsEndToEndTests {
+    typealias Broker = BridgeEndToEndTests.Broker
+
+    /// One HTTP/1.0 GET on loopback: the status line's code and the body.
+    static func get(_ port: Int, _ path: String) throws -> (code: Int, body: String) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw TestFailure("nothing listens on 127.0.0.1:\(port)") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var response = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            guard n > 0 else { break }
+            response += chunk[..<n]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n"), let code = Int(text.split(separator: " ").dropFirst().first ?? "") else {
+            throw TestFailure("not an HTTP response from port \(port): \(text.prefix(200))")
+        }
+        return (code, String(text[end.upperBound...]))
+    }
+
+    /// The value of the series `name` whose labels include `labels`, from the text format.
+    static func value(_ text: String, _ name: String, _ labels: [String: String] = [:]) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name) && !line.hasPrefix("#") {
+            let series = line.split(separator: " ").first.map(String.init) ?? ""
+            guard series == name || series.hasPrefix(name + "{") else { continue }
+            guard labels.allSatisfy({ series.contains("\($0.key)=\"\($0.value)\"") }) else { continue }
+            return Double(line.split(separator: " ").last ?? "")
+        }
+        return nil
+    }
+
+    @Test("the credited value and cash box at coinsim's truth; each flag 0 or 1; the broker's loss shown; Prometheus scrapes it and loads the alert rules")
+    func metrics() throws {
+        let harness = try DaemonHarness()
+        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"))
+        let port = try Broker.freePort()
+        try """
+            cabinet: c-0042
+            site: test-site
+            socket: {path: \(harness.dir)/run/coinmechd.sock}
+            state_dir: \(harness.dir)/bridge
+            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
+            delivery: {acks: off}
+            status: {poll_s: 0.5}
+            metrics: {listen: "127.0.0.1:\(port)"}
+            """.write(toFile: "\(harness.dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        try harness.startSimulator("coins: 14\nrate_per_s: 10\nseed: 8\nmix: {quarter: 2, dime: 1, nickel: 1}\n")
+        try harness.startDaemon()
+        let bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        var prometheus: ChildProcess?
+        defer {
+            prometheus?.signal(SIGTERM)
+            _ = prometheus?.wait(timeout: 20)
+            bridge.signal(SIGKILL)
+            _ = bridge.wait(timeout: 10)
+            broker.kill()
+            _ = try? harness.stopDaemon()
+        }
+        // coinsim's truth is the independent figure: what ended in the cash box.
+        let truth = try harness.simulatorTruth()
+        let stored = Double(try #require(truth.storedValue["USD"]))
+        #expect(stored > 0)
+        var text = ""
+        try TestSupport.waitUntil("/metrics at coinsim's stored value", timeout: 20) {
+            text = (try? Self.get(port, "/metrics").body) ?? ""
+            return Self.value(text, "coinmech_credited_value_minor_total", ["currency": "USD"]) == stored
+        }
+        #expect(Self.value(text, "coinmech_cash_box_value_minor", ["currency": "USD"]) == stored)
+        #expect(Self.value(text, "coinmech_up") == 1 && Self.value(text, "coinmech_bridge_broker_connected") == 1)
+        #expect(Self.value(text, "coinmech_bridge_info", ["cabinet": "c-0042", "site": "test-site"]) == 1)
+        #expect(Self.value(text, "coinmech_link_state", ["link": "usd", "state": "ok"]) == 1)
+        #expect(Self.value(text, "coinmech_link_state", ["link": "usd", "state": "quarantined"]) == 0)
+        #expect(Self.value(text, "coinmech_bridge_delivery", ["guarantee": "at_most_once"]) == 1, "acks are off in this test")
+        let credited = truth.coins.filter { $0.fate == "stored" }.count
+        let counted = ["quarter", "dime", "nickel"].compactMap { Self.value(text, "coinmech_coins_credited_total", ["denomination": $0]) }.reduce(0, +)
+        #expect(credited > 0 && Int(counted) == credited, "coins credited \(counted), coinsim stored \(credited)")
+        // Every flag is 0 or 1.
+        for flag in ["coinmech_up", "coinmech_inhibited", "coinmech_ledger_failing", "coinmech_accepting", "coinmech_bridge_broker_connected"] {
+            let value = try #require(Self.value(text, flag), "\(flag) missing")
+            #expect(value == 0 || value == 1, "\(flag) \(value)")
+        }
+        #expect(try Self.get(port, "/nothing").code == 404)
+
+        // A real Prometheus scrapes it, with the shipped alert rules.
+        let promDir = TestSupport.temporaryDirectory("prometheus")
+        let promPort = try Broker.freePort()
+        let rules = "\(TestSupport.packageRoot)/packaging/prometheus/coinmech-alerts.yml"
+        try """
+            global: {scrape_interval: 1s, evaluation_interval: 1s}
+            rule_files: ["\(rules)"]
+            scrape_configs:
+              - job_name: coinmech
+                static_configs: [{targets: ["127.0.0.1:\(port)"]}]
+            """.write(toFile: "\(promDir)/prometheus.yml", atomically: true, encoding: .utf8)
+        prometheus = try ChildProcess("/usr/bin/prometheus", ["--config.file=\(promDir)/prometheus.yml", "--storage.tsdb.path=\(promDir)/data",
+                                                             "--web.listen-address=127.0.0.1:\(promPort)"], absolute: true)
+        try TestSupport.waitUntil("Prometheus holding the scraped credited value", timeout: 60) {
+            guard prometheus?.isRunning == true else { throw TestFailure("prometheus exited: \(prometheus?.stderr ?? "")") }
+            guard let reply = try? Self.get(promPort, "/api/v1/query?query=coinmech_credited_value_minor_total"), reply.code == 200,
+                  let result = JSON.parse(reply.body)?["data"]?["result"]?.array?.first else { return false }
+            return result["value"]?.array?.last?.string.flatMap(Double.init) == stored && result["metric"]?["currency"] == "USD"
+        }
+        try TestSupport.waitUntil("the alert rules loaded and evaluated", timeout: 30) {
+            guard let reply = try? Self.get(promPort, "/api/v1/rules"), let groups = JSON.parse(reply.body)?["data"]?["groups"]?.array,
+                  let rules = groups.first?["rules"]?.array else { return false }
+            return rules.count == 9 && rules.allSatisfy { $0["health"] == "ok" }
+        }
+
+        // The broker goes: /metrics says so within a poll or two.
+        broker.kill()
+        try TestSupport.waitUntil("/metrics showing the broker lost", timeout: 20) {
+            Self.value((try? Self.get(port, "/metrics").body) ?? "", "coinmech_bridge_broker_connected") == 0
+        }
+    }
+}
