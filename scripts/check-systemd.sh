@@ -10,11 +10,13 @@ trap 'rm -rf "$STAGE"' EXIT
 
 make --no-print-directory install PREFIX=/usr DESTDIR="$STAGE" > "$STAGE.log" 2>&1 || { cat "$STAGE.log"; exit 1; }
 UNITS="$STAGE/usr/lib/systemd/system"
-for file in usr/bin/coinmechd usr/bin/coinctl usr/lib/coinmech/plugins/libcoin-table.so usr/lib/systemd/system/coinmechd.service \
+for file in usr/bin/coinmechd usr/bin/coinctl usr/bin/coinmech-bridge usr/lib/coinmech/plugins/libcoin-table.so usr/lib/systemd/system/coinmechd.service \
+            usr/lib/systemd/system/coinmech-bridge.service usr/share/doc/coinmech/examples/coinmech-bridge.yaml \
             usr/lib/sysusers.d/coinmech.conf usr/lib/tmpfiles.d/coinmech.conf usr/lib/udev/rules.d/99-coinmech.rules etc/coinmech/coinmechd.yaml; do
     [[ -e "$STAGE/$file" ]] || { echo "check-systemd: make install did not install /$file"; exit 1; }
 done
 "$STAGE/usr/bin/coinmechd" --config "$STAGE/etc/coinmech/coinmechd.yaml" --plugin-dir "$STAGE/usr/lib/coinmech/plugins" --check-config
+"$STAGE/usr/bin/coinmech-bridge" --config "$STAGE/usr/share/doc/coinmech/examples/coinmech-bridge.yaml" --check-config
 
 # The staged root stands in for the target system: merged /usr, /bin/sh for ExecReload, and
 # the standard targets and templates the units refer to.
@@ -26,17 +28,19 @@ for unit in sysinit.target basic.target multi-user.target sockets.target shutdow
 done
 
 echo "== systemd-analyze verify"
-SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --root="$STAGE" "$UNITS/coinmechd.service" "$UNITS/coinmechd.socket" 2>&1 \
+SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --root="$STAGE" "$UNITS/coinmechd.service" "$UNITS/coinmechd.socket" "$UNITS/coinmech-bridge.service" 2>&1 \
     | tee "$STAGE/verify.log"
 if grep -v -E "^$" "$STAGE/verify.log" | grep -q .; then
     echo "check-systemd: systemd-analyze verify reported problems"; exit 1
 fi
 
 echo "== systemd-analyze security --offline=yes"
-systemd-analyze security --offline=yes --root="$STAGE" "$UNITS/coinmechd.service" > "$STAGE/security.log" 2>&1 || true
-score=$(grep -oE "Overall exposure level for coinmechd.service: [0-9.]+" "$STAGE/security.log" | grep -oE "[0-9.]+$" || true)
-[[ -n "$score" ]] || { cat "$STAGE/security.log"; echo "check-systemd: no exposure score"; exit 1; }
-grep -E "^✗" "$STAGE/security.log" | head -20 || true
-echo "exposure: $score (ceiling $MAX_EXPOSURE)"
-awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s <= m) }' || { echo "check-systemd: exposure $score is above $MAX_EXPOSURE"; exit 1; }
-echo "check-systemd: units verified, exposure $score"
+for unit in coinmechd.service coinmech-bridge.service; do
+    systemd-analyze security --offline=yes --root="$STAGE" "$UNITS/$unit" > "$STAGE/security.log" 2>&1 || true
+    score=$(grep -oE "Overall exposure level for $unit: [0-9.]+" "$STAGE/security.log" | grep -oE "[0-9.]+$" || true)
+    [[ -n "$score" ]] || { cat "$STAGE/security.log"; echo "check-systemd: no exposure score for $unit"; exit 1; }
+    grep -E "^✗" "$STAGE/security.log" | head -20 || true
+    echo "$unit exposure: $score (ceiling $MAX_EXPOSURE)"
+    awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s <= m) }' || { echo "check-systemd: $unit exposure $score is above $MAX_EXPOSURE"; exit 1; }
+done
+echo "check-systemd: units verified, exposures at most $MAX_EXPOSURE"

@@ -483,6 +483,27 @@ check_usb_tty() {
     say "USB serial adapter plugged in after boot: udev named it /dev/coinmech0 ($node, root:dialout 660), coinmechd (coinmech, sandboxed) opened it; unplugged, it saw it go"
 }
 
+# The fleet bridge under its own unit and user: shipped disabled, it starts once configured,
+# reaches the daemon's socket through its group (the retained status says the daemon is
+# connected) and publishes to a broker; the daemon's ledger directory is not in its sandbox.
+check_bridge() {
+    systemctl -q is-enabled coinmech-bridge.service 2> /dev/null && { no "coinmech-bridge.service is enabled as shipped: it must wait for its configuration"; return; }
+    is_active mosquitto.service || systemctl start mosquitto.service || no "the guest's mosquitto did not start" || return
+    printf 'cabinet: vm-1\nsite: vm\nmqtt: {host: 127.0.0.1, port: 1883}\ndelivery: {acks: off}\nstatus: {poll_s: 1}\n' > /etc/coinmech/coinmech-bridge.yaml
+    systemctl start coinmech-bridge.service || no "coinmech-bridge.service did not start" || return
+    local status pid listed
+    status=$(timeout 40 mosquitto_sub -h 127.0.0.1 -C 1 -W 30 -t coinmech/v1/vm/vm-1/status 2> /dev/null) \
+        || no "no status from the bridge within 30 s: $(journalctl -q -o cat -u coinmech-bridge.service | tail -n 3 | paste -sd' ')" || return
+    [[ "$(jq -r .daemon <<< "$status")" == connected ]] || no "the bridge under its unit does not reach the daemon's socket: $status" || return
+    pid=$(prop coinmech-bridge.service MainPID)
+    [[ "$(stat -c %U "/proc/$pid")" == coinmech-bridge ]] || no "the bridge runs as $(stat -c %U "/proc/$pid"), not coinmech-bridge" || return
+    listed=$(nsenter -t "$pid" -m ls -A /var/lib/coinmech 2>&1)
+    [[ "$listed" != *ledger* ]] || no "the bridge's sandbox sees the ledger: $listed" || return
+    systemctl stop coinmech-bridge.service
+    rm -f /etc/coinmech/coinmech-bridge.yaml
+    say "disabled as shipped; once configured it ran as coinmech-bridge, read the daemon's socket (status: daemon connected, last seq $(jq -r .last_seq <<< "$status")) and published to the broker; /var/lib/coinmech is out of its sandbox"
+}
+
 # === Run ======================================================================================
 check "boot" check_boot
 check "socket activation" check_socket_activation
@@ -506,6 +527,7 @@ check "stop and re-activate" check_stop_reactivate
 check "serial coinsim" check_serial_pty
 check "hostile plugin" check_hostile_plugin
 check "usb tty" check_usb_tty
+check "fleet bridge" check_bridge
 
 if ((FAILED > 0)); then
     journalctl -q -b -o short-monotonic --no-pager -u coinmechd.service -u coinmechd.socket | tail -n 250 | sed 's/^/JOURNAL /' >&3
