@@ -50,7 +50,13 @@ public final class Bridge: Sendable {
         let link = try MQTTLink(.init(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
                                       maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password,
                                       will: (c.topic("state"), state("offline", reason: "lost", hello: nil, timed: false)),
-                                      subscriptions: [c.topic("ack"), c.topic("cmd/+")]))
+                                      subscriptions: [c.topic("ack"), c.topic("cmd/+")], tls: c.mqtt.tls))
+        // A key or a password others can read is a cabinet others can be: said, not refused.
+        for (key, path) in [("mqtt.password_file", c.mqtt.passwordFile), ("mqtt.tls.key_file", c.mqtt.tls?.keyFile)] {
+            if let path, let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
+                log(.warning, "\(key) \(path) is readable by others (mode \(String(mode, radix: 8))): make it readable by the bridge's user alone (chmod 600)")
+            }
+        }
         link.start()
         let metrics: MetricsServer?
         if let listen = c.metricsListen {
@@ -81,7 +87,7 @@ public final class Bridge: Sendable {
                 switch incoming {
                 case .connected(let code):
                     guard code == 0 else {
-                        log(.error, "the broker refused the connection (code \(code)): check mqtt.username and the broker's ACLs")
+                        log(.error, "the broker \(c.mqtt.host):\(c.mqtt.port) refused the connection (\(MQTTLink.refusal(code)), code \(code)): check mqtt.username, the password or certificate, and the broker's ACLs; trying again")
                         continue
                     }
                     connected = true

@@ -22,7 +22,7 @@ public struct BridgeConfiguration: Sendable {
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
-        /// 1883, MQTT without TLS: the bridge speaks no TLS yet (8883 comes with it).
+        /// 1883, or 8883 with TLS.
         public var port = 1883
         /// Every topic's start, `{site}` and `{cabinet}` filled in; ends with `/`.
         public var prefix: String
@@ -31,6 +31,15 @@ public struct BridgeConfiguration: Sendable {
         public var maxInflight = 20
         public var username: String?
         public var passwordFile: String?
+        /// TLS: the CA that signed the broker's certificate, and this cabinet's certificate and
+        /// key when the broker asks for one.
+        public var tls: TLS?
+    }
+
+    public struct TLS: Sendable, Equatable {
+        public var caFile: String
+        public var certFile: String?
+        public var keyFile: String?
     }
 
     public struct Delivery: Sendable, Equatable {
@@ -74,7 +83,7 @@ public struct BridgeConfiguration: Sendable {
         guard !cabinet.hasPrefix("coinmech-") else { throw table.error("cabinet", "may not start with 'coinmech-': that prefix is the fleet's own broker users'") }
         let site = try id("site")
         guard let mqtt = try table.table("mqtt") else { throw table.error("mqtt", "is required: at least {host: broker.example.net}") }
-        try mqtt.rejectUnknownKeys(["host", "port", "prefix", "client_id", "keepalive_s", "max_inflight", "username", "password_file"])
+        try mqtt.rejectUnknownKeys(["host", "port", "prefix", "client_id", "keepalive_s", "max_inflight", "username", "password_file", "tls"])
         guard let host = try mqtt.string("host"), !host.isEmpty else { throw mqtt.error("host", "is required: the broker's host name or address") }
         let prefixTemplate = try mqtt.string("prefix") ?? "coinmech/v1/{site}/{cabinet}/"
         let prefix = prefixTemplate.replacingOccurrences(of: "{site}", with: site).replacingOccurrences(of: "{cabinet}", with: cabinet)
@@ -82,6 +91,16 @@ public struct BridgeConfiguration: Sendable {
             throw mqtt.error("prefix", "must end with '/', and hold no '+' or '#' (it is a topic, not a filter)")
         }
         var configuration = BridgeConfiguration(cabinet: cabinet, site: site, mqtt: MQTT(host: host, prefix: prefix, clientID: "coinmech-bridge-\(cabinet)"))
+        if let tls = try mqtt.table("tls") {
+            try tls.rejectUnknownKeys(["ca_file", "cert_file", "key_file"])
+            guard let ca = try tls.string("ca_file") else { throw tls.error("ca_file", "is required with mqtt.tls: the CA that signed the broker's certificate") }
+            let cert = try tls.string("cert_file"), key = try tls.string("key_file")
+            guard (cert == nil) == (key == nil) else {
+                throw tls.error(cert == nil ? "cert_file" : "key_file", "cert_file and key_file go together: the cabinet's certificate and its key")
+            }
+            configuration.mqtt.tls = TLS(caFile: ca, certFile: cert, keyFile: key)
+            configuration.mqtt.port = 8883
+        }
         if let port = try mqtt.int("port", in: 1...65535) { configuration.mqtt.port = port }
         if let clientID = try mqtt.string("client_id") {
             guard (1...64).contains(clientID.utf8.count) else { throw mqtt.error("client_id", "must be 1 to 64 characters") }

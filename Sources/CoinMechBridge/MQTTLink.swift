@@ -38,6 +38,7 @@ final class MQTTLink: @unchecked Sendable {
         var password: String?
         var will: (topic: String, payload: String)
         var subscriptions: [String]
+        var tls: BridgeConfiguration.TLS?
     }
 
     private let handle: OpaquePointer
@@ -71,6 +72,14 @@ final class MQTTLink: @unchecked Sendable {
         _ = mosquitto_threaded_set(handle, true)
         _ = mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, Int32(options.maxInflight))
         if let username = options.username { try Self.check(mosquitto_username_pw_set(handle, username, options.password), "username") }
+        if let tls = options.tls {
+            // The broker's certificate is checked against the CA and its host name; TLS 1.2 at least.
+            let code = mosquitto_tls_set(handle, tls.caFile, nil, tls.certFile, tls.keyFile, nil)
+            guard code == MOSQ_ERR_SUCCESS.rawValue else {
+                throw .mqtt("mqtt.tls: cannot use ca_file \(tls.caFile)\(tls.certFile.map { ", cert_file \($0), key_file \(tls.keyFile ?? "")" } ?? ""): \(String(cString: mosquitto_strerror(code))) (are they readable PEM files?)")
+            }
+            try Self.check(mosquitto_tls_opts_set(handle, 1, "tlsv1.2", nil), "mqtt.tls")
+        }
         let willBytes = Array(options.will.payload.utf8)
         try Self.check(mosquitto_will_set(handle, options.will.topic, Int32(willBytes.count), willBytes, 1, true), "last will")
         mosquitto_connect_callback_set(handle) { _, object, code in
@@ -147,6 +156,9 @@ final class MQTTLink: @unchecked Sendable {
         thread.name = "mqtt"
         thread.start()
     }
+
+    /// What a CONNACK's refusal code means (5: not authorised, 4: bad user name or password).
+    static func refusal(_ code: Int32) -> String { String(cString: mosquitto_connack_string(code)) }
 
     private static func describe(_ code: Int32) -> String {
         code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
