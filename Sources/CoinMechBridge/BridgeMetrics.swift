@@ -87,6 +87,7 @@ public enum BridgeMetrics {
             gauge("coinmech_ledger_last_seq", Double(status["last_seq"]?.int ?? 0), help: "The ledger's last seq")
             gauge("coinmech_daemon_heartbeat_age_seconds", Double(status["heartbeat_age_ms"]?.int ?? 0) / 1000, help: "Since the deciding loop last beat")
             gauge("coinmech_daemon_uptime_seconds", status["uptime_s"]?.double ?? 0, help: "Since the daemon started")
+            if let bytes = status["ledger_bytes"]?.int { gauge("coinmech_ledger_bytes", Double(bytes), help: "The ledger's files (database and WAL)") }
             gauge("coinmech_bridge_lag_events", Double(max((status["last_seq"]?.int ?? 0) - delivery.ackedSeq, 0)), help: "Ledger events the fleet has not acked")
             for entry in status["plugin_errors"]?.array ?? [] {
                 counter("coinmech_link_plugin_errors_total", Double(entry["count"]?.int ?? 0), [("link", entry["link"]?.string ?? "?")], help: "Plugin errors per link")
@@ -159,7 +160,26 @@ public enum BridgeMetrics {
         }
         counter("coinmech_bridge_broker_connects_total", Double(figures.brokerConnects), help: "Connections the broker accepted")
         counter("coinmech_bridge_daemon_connects_total", Double(figures.daemonConnects), help: "Subscriptions to the daemon opened")
-        return r.emitToBuffer()
+        return r.emitToBuffer() + histogram(status?["decision_latency"])
+    }
+
+    /// `coinmech_decision_seconds` from the daemon's buckets, as Prometheus's histogram: the
+    /// daemon counts into fixed buckets, so the text is written from them (a registry's histogram
+    /// would need each value again).
+    static func histogram(_ latency: JSON?) -> [UInt8] {
+        guard let latency, let bounds = latency["bounds_us"]?.array?.compactMap(\.int), let counts = latency["counts"]?.array?.compactMap(\.int),
+              counts.count == bounds.count + 1, !bounds.isEmpty else { return [] }
+        var text = "# HELP coinmech_decision_seconds Decided coins: from the reading's arrival to the answer, since the daemon started\n"
+        text += "# TYPE coinmech_decision_seconds histogram\n"
+        var cumulative: Int64 = 0
+        for (index, count) in counts.enumerated() {
+            cumulative += count
+            let le = index < bounds.count ? "\(Double(bounds[index]) / 1e6)" : "+Inf"
+            text += "coinmech_decision_seconds_bucket{le=\"\(le)\"} \(cumulative)\n"
+        }
+        text += "coinmech_decision_seconds_sum \(Double(latency["sum_us"]?.int ?? 0) / 1e6)\n"
+        text += "coinmech_decision_seconds_count \(cumulative)\n"
+        return Array(text.utf8)
     }
 
     private static func denomination(_ row: JSON) -> [(String, String)] {

@@ -135,6 +135,8 @@ public struct CoreCounters: Sendable, Equatable {
     public var queries: UInt64 = 0
     public var connects: UInt64 = 0
     public var reconnects: UInt64 = 0
+    /// Each decided coin's time from its reading's arrival to its answer.
+    public var decisionLatency = LatencyHistogram()
 
     public init() {}
 }

@@ -686,6 +686,8 @@ public struct DecidingCore: Sendable {
                 let accept = accepted(batch, index, result)
                 outputs.append(.answer(deviceSeq: batch.items[index].reading.deviceSeq, accept: accept))
                 if accept { counters.accepted += 1 } else { counters.rejected += 1 }
+                let readAt = batch.items[index].reading.readAt.nanoseconds
+                counters.decisionLatency.record(microseconds: now.nanoseconds > readAt ? (now.nanoseconds - readAt) / 1000 : 0)
             case .repeated(let seq, let original, let previous):
                 let accept = original.map { accepted(batch, $0, result) } ?? (previous && (result != nil || batch.items.isEmpty))
                 outputs.append(.answer(deviceSeq: seq, accept: accept))

@@ -63,6 +63,12 @@ struct DaemonControl: ControlPlane {
         // means it is stuck (in a plugin, a commit); the watchdog stops then too.
         reply.heartbeatAgeMilliseconds = Int64((Instant.now.nanoseconds &- loop.heartbeat.load(ordering: .relaxed)) / 1_000_000)
         reply.lastSeq = (try? ledger.lastSeq()) ?? 0
+        reply.ledgerBytes = [ledger.path, ledger.path + "-wal"].reduce(0) { total, file in
+            total + (((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.int64Value ?? 0)
+        }
+        let latency = c.decisionLatency
+        reply.decisionLatency = .init(boundsMicroseconds: LatencyHistogram.boundsMicroseconds.map { Int64($0) }, counts: latency.counts.map { Int64($0) },
+                                      sumMicroseconds: Int64(latency.sumMicroseconds))
         reply.version = Daemon.version
         // A link out of service keeps the mech inhibited whatever the operator said.
         // (The chain's own word until the deciding loop has reviewed it, just after a start.)

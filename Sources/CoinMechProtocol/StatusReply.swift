@@ -95,6 +95,22 @@ public struct StatusReply: Sendable, Equatable {
     public var version: String = ""
     /// A coin acceptor's own status (docs/PROTOCOL.md, part three), as the daemon sent it.
     public var acceptor: JSON?
+    /// The ledger's files (the database and its WAL), in bytes.
+    public var ledgerBytes: Int64 = 0
+    /// Decided coins' time from the reading's arrival to the answer: bucket upper bounds in µs
+    /// (a last bucket, beyond them, for the rest), the count per bucket, the sum in µs.
+    public var decisionLatency = DecisionLatency()
+
+    public struct DecisionLatency: Sendable, Equatable {
+        public var boundsMicroseconds: [Int64] = []
+        public var counts: [Int64] = []
+        public var sumMicroseconds: Int64 = 0
+        public init(boundsMicroseconds: [Int64] = [], counts: [Int64] = [], sumMicroseconds: Int64 = 0) {
+            self.boundsMicroseconds = boundsMicroseconds
+            self.counts = counts
+            self.sumMicroseconds = sumMicroseconds
+        }
+    }
 
     public init(source: Source, inhibited: Bool) {
         self.source = source
@@ -123,6 +139,9 @@ public struct StatusReply: Sendable, Equatable {
             "heartbeat_age_ms": .int(heartbeatAgeMilliseconds),
             "last_seq": .int(lastSeq),
             "version": .string(version),
+            "ledger_bytes": .int(ledgerBytes),
+            "decision_latency": ["bounds_us": .array(decisionLatency.boundsMicroseconds.map(JSON.int)),
+                                 "counts": .array(decisionLatency.counts.map(JSON.int)), "sum_us": .int(decisionLatency.sumMicroseconds)],
         ]
         if let pluginInhibit { result["plugin_inhibit"] = .string(pluginInhibit) }
         if let acceptor { result["acceptor"] = acceptor }
@@ -151,6 +170,10 @@ public struct StatusReply: Sendable, Equatable {
         lastSeq = s["last_seq"]?.int ?? 0
         version = s["version"]?.string ?? ""
         acceptor = s["acceptor"]
+        ledgerBytes = s["ledger_bytes"]?.int ?? 0
+        let latency = s["decision_latency"]
+        decisionLatency = DecisionLatency(boundsMicroseconds: (latency?["bounds_us"]?.array ?? []).compactMap(\.int),
+                                          counts: (latency?["counts"]?.array ?? []).compactMap(\.int), sumMicroseconds: latency?["sum_us"]?.int ?? 0)
     }
 
     /// A link problem as `status` and `chain` show it.

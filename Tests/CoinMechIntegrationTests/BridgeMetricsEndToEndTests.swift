@@ -105,6 +105,11 @@ struct BridgeMetricsEndToEndTests {
             #expect(value == 0 || value == 1, "\(flag) \(value)")
         }
         #expect(try Self.get(port, "/nothing").code == 404)
+        // Every coin decided is in the decision histogram; the ledger has a size.
+        let decided = Double(truth.coins.count)
+        #expect(Self.value(text, "coinmech_decision_seconds_count") == decided, "coinsim inserted \(decided) coins")
+        #expect(Self.value(text, "coinmech_decision_seconds_bucket", ["le": "+Inf"]) == decided)
+        #expect((Self.value(text, "coinmech_ledger_bytes") ?? 0) > 4096)
 
         // A real Prometheus scrapes it, with the shipped alert rules.
         let promDir = TestSupport.temporaryDirectory("prometheus")
