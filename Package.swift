@@ -204,7 +204,7 @@ let package = Package(
             name: "CoinMechBench",
             dependencies: [
                 "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit", "CoinMechCalibration", "CoinMechHarness",
-                "CoinMechModel", "CoinMechLedger", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechModel", "CoinMechLedger", "CoinMechClient", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
