@@ -31,6 +31,8 @@ extension Bridge {
         case .reply(let id, let reply):
             answer(id, reply, link, &commands)
         case .ignored(let why):
+            // B15: said and counted, never run.
+            commands.answered[BridgeFigures.Pair(name, "ignored"), default: 0] += 1
             log(.warning, why)
         }
     }
@@ -73,7 +75,8 @@ extension Bridge {
         while liveInFlight + job.inFlightCount < configuration.mqtt.maxInflight {
             if let (seq, event) = job.nextToSend() {
                 guard let mid = link.publish(configuration.topic("event"), eventPayload(seq, event)) else {
-                    // The link just dropped: the reconnect sends the rest again.
+                    // The link just dropped: this copy and the rest go after the reconnect.
+                    job.putBack(seq, event)
                     job.brokerLost()
                     break
                 }

@@ -57,7 +57,7 @@ public final class Bridge: Sendable {
                 log(.warning, "\(key) \(path) is readable by others (mode \(String(mode, radix: 8))): make it readable by the bridge's user alone (chmod 600)")
             }
         }
-        link.start()
+        // /metrics first: a port it cannot have stops the bridge before it says `online`.
         let metrics: MetricsServer?
         if let listen = c.metricsListen {
             let server = try MetricsServer(host: listen.host, port: listen.port)
@@ -67,6 +67,7 @@ public final class Bridge: Sendable {
             metrics = nil
         }
         defer { metrics?.stop() }
+        link.start()
         log(.notice, "publishing cabinet \(c.cabinet) of site \(c.site) to \(c.mqtt.host):\(c.mqtt.port) under \(c.mqtt.prefix); cursor \(saved)")
         var connected = false
         var daemon: CoinMechConnection?
@@ -80,12 +81,14 @@ public final class Bridge: Sendable {
         var lastWrite = 0.0
         var ledgerBehindSaid = 0.0
         var commands = makeCommands()
+        /// The broker connection this loop has rewound for; PUBACKs of earlier ones are stale.
+        var generation = -1
 
         while !stopping.load(ordering: .relaxed) {
             let now = Self.now()
             for incoming in link.take() {
                 switch incoming {
-                case .connected(let code):
+                case .connected(let code, let accepted):
                     guard code == 0 else {
                         log(.error, "the broker \(c.mqtt.host):\(c.mqtt.port) refused the connection (\(MQTTLink.refusal(code)), code \(code)): check mqtt.username, the password or certificate, and the broker's ACLs; trying again")
                         continue
@@ -95,6 +98,8 @@ public final class Bridge: Sendable {
                     reporter.figures.brokerConnects += 1
                     delivery.brokerConnected(now: now)
                     commands.job?.brokerLost()
+                    generation = accepted
+                    link.admit(accepted)
                     reporter.connected()
                     _ = link.publish(c.topic("state"), state("online", reason: nil, hello: daemonHello, timed: true), retain: true)
                     log(.notice, "connected to the broker; publishing again after the cursor \(delivery.cursor)")
@@ -102,9 +107,12 @@ public final class Bridge: Sendable {
                     connected = false
                     reporter.figures.brokerConnected = false
                     if code != 0 { log(.warning, "lost the broker (code \(code)); reconnecting") }
-                case .published(let mid):
+                case .published(let mid, let on):
+                    guard on == generation else { continue }
                     if commands.job?.puback(mid) == true { continue }
+                    let before = delivery.cursor
                     delivery.puback(mid, now: now)
+                    if delivery.cursor != before { reporter.figures.lastAckTime = now }
                     reporter.acked(through: delivery.cursor)
                 case .message(let topic, let payload, let retained):
                     if topic.hasPrefix(c.topic("cmd/")) {
@@ -139,6 +147,7 @@ public final class Bridge: Sendable {
             }
             if delivery.subscribeFrom != nil {
                 daemon = nil
+                reporter.figures.daemonConnected = false
                 queued.removeAll()
             }
             if daemon == nil {
@@ -180,7 +189,7 @@ public final class Bridge: Sendable {
             }
             if !queued.isEmpty {
                 let (seq, event) = queued.removeFirst()
-                send(ifDue: seq, event, &delivery, link, now: now)
+                send(ifDue: seq, event, &delivery, &reporter.figures, link, now: now)
                 continue
             }
             do throws(ClientError) {
@@ -198,7 +207,7 @@ public final class Bridge: Sendable {
                 case .duplicate:
                     break
                 case .publish:
-                    send(seq, event, &delivery, link)
+                    send(seq, event, &delivery, &reporter.figures, link)
                 case .gap(let from, let to):
                     log(.warning, "seqs \(from)…\(to) did not come on the subscription: reading them from the ledger")
                     queued = try read(from: from, to: to, connection) + [(seq, event)]
@@ -220,7 +229,7 @@ public final class Bridge: Sendable {
             waiting: while Self.now() < deadline {
                 for incoming in link.take() {
                     switch incoming {
-                    case .published(mid): break waiting
+                    case .published(mid, generation): break waiting
                     case .message(let topic, let payload, _) where topic == c.topic("ack"): take(ack: payload, &delivery, now: Self.now())
                     default: break
                     }
@@ -262,15 +271,6 @@ public final class Bridge: Sendable {
             if let seq = event["seq"]?.int {
                 highestSeen = max(highestSeen, seq)
                 unackedTimes[seq] = event["time"]?.double
-            }
-            // Returns and rejections, each seq once per run (a rewind reads them again).
-            if let seq = event["seq"]?.int, seq > figures.countedThrough {
-                figures.countedThrough = seq
-                if kind == "coin_returned" {
-                    figures.returned[.init(event["currency"]?.string ?? "?", event["denomination"]?.string ?? "?"), default: 0] += 1
-                } else if kind == "decision", event["verdict"]?.string == "reject" {
-                    figures.rejects[.init(event["link"]?.string ?? "terminal", event["reason"]?.string ?? "?"), default: 0] += 1
-                }
             }
             if BridgeStatus.statusEvents.contains(kind) { statusSoon = true }
             if BridgeStatus.totalsEvents.contains(kind) { totalsSoon = true }
@@ -322,20 +322,22 @@ public final class Bridge: Sendable {
         let guarantee = !delivery.acksRequired ? "at_most_once" : ledgerBehind ? "ledger_behind"
             : delivery.waitingForAck(now: now) ? "waiting_for_ack" : "end_to_end"
         let oldest = reporter.unackedTimes[delivery.cursor + 1].map { max(now - $0, 0) } ?? 0
+        let payload = BridgeStatus.payload(cabinet: c.cabinet, site: c.site, daemon: status, unreachable: unreachable, teaching: teaching,
+                                           unconfirmed: reporter.unconfirmed,
+                                           delivery: .init(guarantee: guarantee, ackedSeq: delivery.cursor, publishedSeq: delivery.published, lagSeconds: oldest),
+                                           now: now)
         if let metrics {
+            var answers = reporter.answers
+            if answers.status != nil { answers.accepting = (payload["inhibited_by"]?.array ?? []).isEmpty }
             var figures = reporter.figures
             figures.eventsPublished = delivery.copiesSent + commands.resendCopies
             figures.eventsResent = delivery.resent
             figures.eventsResent["resend"] = commands.resendCopies
             figures.commands = commands.answered
             figures.inFlight = delivery.inFlightCount + commands.inFlight
-            metrics.publish(BridgeMetrics.render(cabinet: c.cabinet, site: c.site, bridgeVersion: Self.version, daemon: reporter.answers, figures: figures,
+            metrics.publish(BridgeMetrics.render(cabinet: c.cabinet, site: c.site, bridgeVersion: Self.version, daemon: answers, figures: figures,
                                                  delivery: .init(guarantee: guarantee, ackedSeq: delivery.cursor, publishedSeq: delivery.published, lagSeconds: oldest)))
         }
-        let payload = BridgeStatus.payload(cabinet: c.cabinet, site: c.site, daemon: status, unreachable: unreachable, teaching: teaching,
-                                           unconfirmed: reporter.unconfirmed,
-                                           delivery: .init(guarantee: guarantee, ackedSeq: delivery.cursor, publishedSeq: delivery.published, lagSeconds: oldest),
-                                           now: now)
         let stable = BridgeStatus.stable(payload)
         guard stable != reporter.lastStable || now - reporter.lastPublished >= c.statusRefreshSeconds else { return }
         if link.publish(c.topic("status"), payload.description, retain: true) != nil {
@@ -359,23 +361,24 @@ public final class Bridge: Sendable {
     }
 
     /// A queued event: published if it is the next, skipped (said) if the ledger lacks it.
-    private func send(ifDue seq: Int64, _ event: JSON, _ delivery: inout BridgeDelivery, _ link: MQTTLink, now: Double) {
+    private func send(ifDue seq: Int64, _ event: JSON, _ delivery: inout BridgeDelivery, _ figures: inout BridgeFigures, _ link: MQTTLink, now: Double) {
         guard event != .null else {
             log(.error, "seq \(seq) is not in the daemon's ledger: stepped past; the consumer will see the hole")
             delivery.skip(through: seq)
             return
         }
         switch delivery.take(seq, now: now) {
-        case .publish: send(seq, event, &delivery, link)
+        case .publish: send(seq, event, &delivery, &figures, link)
         case .duplicate: break
         case .gap(let from, let to):
             log(.error, "seqs \(from)…\(to) are not in the daemon's ledger: stepped past; the consumer will see the hole")
             delivery.skip(through: to)
-            if delivery.take(seq, now: now) == .publish { send(seq, event, &delivery, link) }
+            if delivery.take(seq, now: now) == .publish { send(seq, event, &delivery, &figures, link) }
         }
     }
 
-    private func send(_ seq: Int64, _ event: JSON, _ delivery: inout BridgeDelivery, _ link: MQTTLink) {
+    private func send(_ seq: Int64, _ event: JSON, _ delivery: inout BridgeDelivery, _ figures: inout BridgeFigures, _ link: MQTTLink) {
+        figures.count(event)
         guard let mid = link.publish(configuration.topic("event"), eventPayload(seq, event)) else {
             // Not taken (the connection just dropped): the reconnect rewinds to the cursor.
             return

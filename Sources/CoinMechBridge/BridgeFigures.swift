@@ -1,3 +1,5 @@
+import CoinMechProtocol
+
 /// The bridge's own counts since it started, for `/metrics` (docs/FLEET.md, "Metrics").
 public struct BridgeFigures: Sendable, Equatable {
     public var brokerConnected = false
@@ -29,4 +31,16 @@ public struct BridgeFigures: Sendable, Equatable {
     }
 
     public init() {}
+
+    /// An event about to be published: returns and rejections counted, each seq once per run
+    /// (a rewind publishes it again). Seqs come in order here, holes read first.
+    public mutating func count(_ event: JSON) {
+        guard let seq = event["seq"]?.int, seq > countedThrough, let kind = event["kind"]?.string else { return }
+        countedThrough = seq
+        if kind == "coin_returned" {
+            returned[.init(event["currency"]?.string ?? "?", event["denomination"]?.string ?? "?"), default: 0] += 1
+        } else if kind == "decision", event["verdict"]?.string == "reject" {
+            rejects[.init(event["link"]?.string ?? "terminal", event["reason"]?.string ?? "?"), default: 0] += 1
+        }
+    }
 }

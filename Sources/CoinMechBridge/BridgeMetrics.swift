@@ -15,11 +15,14 @@ public enum BridgeMetrics {
         public var totals: JSON?
         public var chain: JSON?
         public var teaching: Bool?
-        public init(status: JSON? = nil, totals: JSON? = nil, chain: JSON? = nil, teaching: Bool? = nil) {
+        /// Nothing makes the cabinet return coins (`status`'s `inhibited_by` is empty).
+        public var accepting: Bool?
+        public init(status: JSON? = nil, totals: JSON? = nil, chain: JSON? = nil, teaching: Bool? = nil, accepting: Bool? = nil) {
             self.status = status
             self.totals = totals
             self.chain = chain
             self.teaching = teaching
+            self.accepting = accepting
         }
     }
 
@@ -63,13 +66,12 @@ public enum BridgeMetrics {
               help: "This cabinet and the versions it runs (join on instance)")
         gauge("coinmech_up", flag(status != nil), help: "The last poll of the daemon answered")
         if let status {
-            let inhibitedBy = status["inhibited_by"]?.array ?? []
             gauge("coinmech_inhibited", flag(status["inhibited"]?.bool == true), help: "The operator inhibited the mech")
             gauge("coinmech_plugin_inhibit", flag(status["plugin_inhibit"]?.string != nil), help: "A link keeps the mech inhibited")
             gauge("coinmech_ledger_failing", flag(status["ledger"]?.string == "failing"), help: "The ledger cannot be written")
-            gauge("coinmech_accepting", flag(inhibitedBy.isEmpty && status["inhibited"]?.bool != true && status["plugin_inhibit"] == nil
-                                              && status["ledger"]?.string != "failing" && status["source"]?["state"]?.string == "connected" && daemon.teaching != true),
-                  help: "Nothing stops the cabinet from taking coins")
+            if let accepting = daemon.accepting {
+                gauge("coinmech_accepting", flag(accepting), help: "Nothing makes the cabinet return coins (the bridge's status: inhibited_by empty)")
+            }
             if let source = status["source"] {
                 gauge("coinmech_source_connected", flag(source["state"]?.string == "connected"),
                       [("source", source["name"]?.string ?? source["kind"]?.string ?? "source"), ("kind", source["kind"]?.string ?? "")],
@@ -106,10 +108,10 @@ public enum BridgeMetrics {
                 for key in ["calls", "accepts", "rejects", "passes"] {
                     counter("coinmech_link_\(key)_total", Double(stats?[key]?.int ?? 0), [("link", name)], help: "The link's \(key)")
                 }
-                let sampled = Double(stats?["sampled_calls"]?.int ?? 0)
-                counter("coinmech_link_sampled_calls_total", sampled, [("link", name)], help: "Calls timed (one walk in 64)")
-                counter("coinmech_link_sampled_call_seconds_total", sampled * Double(stats?["mean_ns"]?.int ?? 0) / 1e9, [("link", name)],
-                        help: "Time of the calls timed: the ratio to sampled_calls is the mean call time")
+                counter("coinmech_link_sampled_calls_total", Double(stats?["sampled_calls"]?.int ?? 0), [("link", name)], help: "Calls timed (one walk in 64)")
+                // A gauge: the daemon keeps a mean, and calls × a rounded mean is no counter (it can go down).
+                gauge("coinmech_link_mean_call_seconds", Double(stats?["mean_ns"]?.int ?? 0) / 1e9, [("link", name)],
+                      help: "Mean time of the link's timed calls since the chain was loaded")
             }
         }
         if let totals = daemon.totals {

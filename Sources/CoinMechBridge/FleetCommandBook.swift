@@ -68,13 +68,15 @@ public struct FleetCommandBook: Sendable {
         if let given = fields["args"], given != .null, given.object == nil {
             return refuse("bad_request", "args must be an object", until: deadline)
         }
+        // The name, then the allow-list, then the arguments (B11): a command not allowed is
+        // `not_allowed` whatever its arguments.
+        if let known = FleetCommand.Name(rawValue: name), !allow.contains(known) {
+            return refuse("not_allowed", "\(name) is not in this bridge's commands.allow (\(allow.sorted().map(\.rawValue).joined(separator: ", ")))", until: deadline)
+        }
         let named: (FleetCommand.Name, FleetCommand.Action)
         switch FleetCommand.action(name, args) {
         case .failure(let failure): return refuse(failure.code, failure.message, until: deadline)
         case .success(let found): named = found
-        }
-        guard allow.contains(named.0) else {
-            return refuse("not_allowed", "\(name) is not in this bridge's commands.allow (\(allow.sorted().map(\.rawValue).joined(separator: ", ")))", until: deadline)
         }
         if let expired = expired(deadline, now: now) { return refuse("expired", expired, until: deadline) }
         waiting.append(FleetCommand(id: id, name: named.0, action: named.1, deadline: deadline, by: by))

@@ -19,10 +19,11 @@ import Synchronization
 /// mode) let a publish and the loop meet. `inbox`, `up` and `stopping` are a Mutex and Atomics.
 final class MQTTLink: @unchecked Sendable {
     enum Incoming: Sendable {
-        case connected(code: Int32)
+        /// The broker answered a connect: accepted (0, and the connection's generation) or refused.
+        case connected(code: Int32, generation: Int)
         case disconnected(code: Int32)
-        /// The broker PUBACKed message `mid`.
-        case published(mid: Int32)
+        /// The broker PUBACKed message `mid` on connection `generation` (ids start again on each).
+        case published(mid: Int32, generation: Int)
         case message(topic: String, payload: [UInt8], retained: Bool)
         /// A connection attempt failed (the reason); retried after the back-off.
         case connectFailed(String)
@@ -49,8 +50,13 @@ final class MQTTLink: @unchecked Sendable {
     private let ended = Atomic<Bool>(false)
     /// A connection is up (CONNACK accepted) and not yet lost.
     private let up = Atomic<Bool>(false)
-    /// Connections the broker accepted: one that was resets the back-off.
+    /// Connections the broker accepted, which numbers them: one that was resets the back-off.
     private let accepted = Atomic<Int>(0)
+    /// The connection the bridge has seen accepted (and rewound for): only it takes publishes,
+    /// so nothing goes out on a newer one before the bridge has rewound to its cursor.
+    private let admitted = Atomic<Int>(-1)
+    /// A clean stop was asked: no reconnecting; the loop runs until the DISCONNECT is out.
+    private let stopRequested = Atomic<Bool>(false)
     var host: String { options.host }
     var port: Int { options.port }
 
@@ -85,12 +91,13 @@ final class MQTTLink: @unchecked Sendable {
         mosquitto_connect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
+            var generation = 0
             if code == 0 {
                 for topic in link.options.subscriptions { mosquitto_subscribe(link.handle, nil, topic, 1) }
+                generation = link.accepted.add(1, ordering: .acquiringAndReleasing).newValue
                 link.up.store(true, ordering: .releasing)
-                link.accepted.add(1, ordering: .releasing)
             }
-            link.inbox.withLock { $0.append(.connected(code: code)) }
+            link.inbox.withLock { $0.append(.connected(code: code, generation: generation)) }
         }
         mosquitto_disconnect_callback_set(handle) { _, object, code in
             guard let object else { return }
@@ -100,7 +107,9 @@ final class MQTTLink: @unchecked Sendable {
         }
         mosquitto_publish_callback_set(handle) { _, object, mid in
             guard let object else { return }
-            Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue().inbox.withLock { $0.append(.published(mid: mid)) }
+            let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
+            let generation = link.accepted.load(ordering: .acquiring)
+            link.inbox.withLock { $0.append(.published(mid: mid, generation: generation)) }
         }
         mosquitto_message_callback_set(handle) { _, object, message in
             guard let object, let message else { return }
@@ -118,11 +127,13 @@ final class MQTTLink: @unchecked Sendable {
     func start() {
         let thread = Thread { [self] in
             var delay = 1.0
-            while !stopping.load(ordering: .relaxed) {
+            var configured = true
+            while !stopRequested.load(ordering: .acquiring) {
                 let acceptedBefore = accepted.load(ordering: .acquiring)
-                let code = mosquitto_connect(handle, options.host, Int32(options.port), Int32(options.keepalive))
+                let code = configured ? mosquitto_connect(handle, options.host, Int32(options.port), Int32(options.keepalive)) : MOSQ_ERR_INVAL.rawValue
                 if code == MOSQ_ERR_SUCCESS.rawValue {
                     var result = MOSQ_ERR_SUCCESS.rawValue
+                    // Until the connection is lost or, after a clean stop's DISCONNECT, closed.
                     while !stopping.load(ordering: .relaxed) && result == MOSQ_ERR_SUCCESS.rawValue {
                         result = mosquitto_loop(handle, 100, 1)
                     }
@@ -132,24 +143,31 @@ final class MQTTLink: @unchecked Sendable {
                     }
                     if accepted.load(ordering: .acquiring) != acceptedBefore {
                         delay = 1
-                    } else if !stopping.load(ordering: .relaxed) {
+                    } else if !stopRequested.load(ordering: .acquiring) {
                         // Lost before the broker accepted it (refused, or the link died at once).
                         inbox.withLock { $0.append(.connectFailed(Self.describe(result))) }
                     }
-                } else {
+                } else if configured {
                     inbox.withLock { $0.append(.connectFailed(Self.describe(code))) }
                 }
-                if stopping.load(ordering: .relaxed) { break }
-                // What libmosquitto still holds for the lost connection goes with it.
-                client.withLock { _ in
+                if stopRequested.load(ordering: .acquiring) { break }
+                // What libmosquitto still holds for the lost connection goes with it. A setting it
+                // refuses now (a TLS file being replaced) is said, and tried again after the wait.
+                configured = client.withLock { _ in
                     _ = mosquitto_reinitialise(handle, options.clientID, true, nil)
-                    try? configure()
+                    do throws(BridgeError) {
+                        try configure()
+                        return true
+                    } catch {
+                        inbox.withLock { $0.append(.connectFailed("\(error)")) }
+                        return false
+                    }
                 }
                 // A connection the broker accepted reset the back-off; a failed or refused one grows it.
                 let wait = delay
                 delay = min(delay * 2, 300)
                 let until = Date().addingTimeInterval(wait)
-                while Date() < until && !stopping.load(ordering: .relaxed) { usleep(50_000) }
+                while Date() < until && !stopRequested.load(ordering: .acquiring) { usleep(50_000) }
             }
             ended.store(true, ordering: .releasing)
         }
@@ -167,12 +185,21 @@ final class MQTTLink: @unchecked Sendable {
     /// Hands a message to libmosquitto (QoS 1): its message id, or nil when no connection is up
     /// or libmosquitto refused it. Nothing is queued for a connection to come.
     func publish(_ topic: String, _ payload: String, retain: Bool = false) -> Int32? {
-        guard up.load(ordering: .acquiring) else { return nil }
         var mid: Int32 = 0
         let bytes = Array(payload.utf8)
-        let code = client.withLock { _ in mosquitto_publish(handle, &mid, topic, Int32(bytes.count), bytes, 1, retain) }
+        // Checked under the lock that reinitialising takes: a publish can never land on the
+        // next connection's client.
+        let code = client.withLock { _ -> Int32 in
+            guard up.load(ordering: .acquiring), accepted.load(ordering: .acquiring) == admitted.load(ordering: .acquiring) else {
+                return MOSQ_ERR_NO_CONN.rawValue
+            }
+            return mosquitto_publish(handle, &mid, topic, Int32(bytes.count), bytes, 1, retain)
+        }
         return code == MOSQ_ERR_SUCCESS.rawValue ? mid : nil
     }
+
+    /// The bridge has seen connection `generation` accepted and rewound: publishes go out on it.
+    func admit(_ generation: Int) { admitted.store(generation, ordering: .releasing) }
 
     func take() -> [Incoming] {
         inbox.withLock { queued in
@@ -185,9 +212,13 @@ final class MQTTLink: @unchecked Sendable {
     /// `seconds`; the client is freed only once the thread is gone (else the process's end
     /// frees it: a thread stuck in a connect to an unreachable broker must not hold the stop).
     func stop(waiting seconds: Double = 3) {
-        stopping.store(true, ordering: .relaxed)
+        // The DISCONNECT first, and the loop left running until it is out (the loop returns once
+        // the connection closes): a socket closed without it would make the broker send the will.
+        stopRequested.store(true, ordering: .releasing)
         client.withLock { _ in _ = mosquitto_disconnect(handle) }
         let deadline = Date().addingTimeInterval(seconds)
+        while !ended.load(ordering: .acquiring) && Date() < deadline - seconds / 2 { usleep(10_000) }
+        stopping.store(true, ordering: .relaxed)
         while !ended.load(ordering: .acquiring) && Date() < deadline { usleep(10_000) }
         if ended.load(ordering: .acquiring) { mosquitto_destroy(handle) }
     }

@@ -60,6 +60,9 @@ public struct ResendJob: Sendable {
         buffer.isEmpty ? nil : buffer.removeFirst()
     }
 
+    /// A copy taken that could not be handed over: first again.
+    public mutating func putBack(_ seq: Int64, _ event: JSON) { buffer.insert((seq, event), at: 0) }
+
     public mutating func sent(_ seq: Int64, mid: Int32) {
         inFlight[mid] = seq
         if seq > highestSent {

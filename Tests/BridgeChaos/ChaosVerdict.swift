@@ -13,6 +13,9 @@ struct ChaosVerdict {
     var events = 0
     /// Messages the consumer received on `event`, copies included.
     var copies = 0
+    /// Copies beyond the first of each seq: the resends the faults caused. 0 after faults means
+    /// the faults did nothing, and the run proves nothing.
+    var resent = 0
     /// Ledger seqs the consumer never stored.
     var lost = 0
     /// Copies of a stored seq that differ from it in kind or time: another event under the
@@ -25,14 +28,16 @@ struct ChaosVerdict {
     /// Stored seqs the ledger does not have.
     var phantom = 0
 
-    var isClean: Bool { lost == 0 && duplicatedAfterDedupe == 0 && outOfOrder == 0 && phantom == 0 && events > 0 }
+    var isClean: Bool {
+        lost == 0 && duplicatedAfterDedupe == 0 && outOfOrder == 0 && phantom == 0 && events > 0 && (resent > 0 || bridgeKills + brokerKills == 0)
+    }
 
     var json: String {
         let object: JSON = [
             "seed": .int(Int64(seed)), "bridge_kills": .int(Int64(bridgeKills)), "broker_kills": .int(Int64(brokerKills)),
             "broker_down_s": .double(brokerDownSeconds), "daemon_restarts": .int(Int64(daemonRestarts)),
             "sessions_cleared": .int(Int64(sessionsCleared)), "subscriber_kills": .int(Int64(subscriberKills)),
-            "events": .int(Int64(events)), "copies": .int(Int64(copies)), "lost": .int(Int64(lost)),
+            "events": .int(Int64(events)), "copies": .int(Int64(copies)), "resent": .int(Int64(resent)), "lost": .int(Int64(lost)),
             "duplicated_after_dedupe": .int(Int64(duplicatedAfterDedupe)), "out_of_order": .int(Int64(outOfOrder)), "phantom": .int(Int64(phantom)),
         ]
         return object.description

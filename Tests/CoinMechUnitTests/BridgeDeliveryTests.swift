@@ -264,14 +264,14 @@ struct BridgeMetricsTests {
         figures.brokerConnected = true
         figures.eventsResent = ["broker_reconnect": 3]
         let bytes = BridgeMetrics.render(cabinet: "c-0042", site: "paris-nord", bridgeVersion: "0.6.0",
-                                         daemon: .init(status: BridgeStatusTests.daemon, totals: totals, chain: chain, teaching: false), figures: figures,
+                                         daemon: .init(status: BridgeStatusTests.daemon, totals: totals, chain: chain, teaching: false, accepting: false), figures: figures,
                                          delivery: .init(guarantee: "waiting_for_ack", ackedSeq: 1201, publishedSeq: 1215, lagSeconds: 4))
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(Self.value(text, "coinmech_up") == 1)
         #expect(Self.value(text, "coinmech_plugin_inhibit") == 1 && Self.value(text, "coinmech_accepting") == 0)
         #expect(Self.value(text, #"coinmech_link_state{link="third-party",state="quarantined"}"#) == 1)
         #expect(Self.value(text, #"coinmech_link_state{link="third-party",state="ok"}"#) == 0)
-        #expect(Self.value(text, #"coinmech_link_sampled_call_seconds_total{link="third-party"}"#) == 2 * 5000 / 1e9)
+        #expect(Self.value(text, #"coinmech_link_mean_call_seconds{link="third-party"}"#) == 5000 / 1e9)
         #expect(Self.value(text, "coinmech_readings_total") == 5)
         #expect(Self.value(text, #"coinmech_coins_credited_total{currency="USD",denomination="quarter"}"#) == 4)
         #expect(Self.value(text, #"coinmech_cash_box_value_minor{currency="USD"}"#) == 50)

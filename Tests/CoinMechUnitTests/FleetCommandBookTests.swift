@@ -36,6 +36,8 @@ struct FleetCommandBookTests {
         let it = Mutable(Self.book())
         #expect(Self.error(it.value.receive(name: "inhibit", payload: Self.bytes(#"{"v":1,"id":"a","deadline":1090,"args":{"on":true}}"#), retained: false, now: 1000)) == "not_allowed")
         #expect(Self.error(it.value.receive(name: "collect", payload: Self.bytes(#"{"v":1,"id":"b","deadline":1090}"#), retained: false, now: 1000)) == "unknown_command")
+        #expect(Self.error(it.value.receive(name: "inhibit", payload: Self.bytes(#"{"v":1,"id":"c","deadline":1090,"args":{"on":"maybe"}}"#), retained: false, now: 1000)) == "not_allowed",
+                "not allowed whatever its arguments")
         #expect(it.value.isIdle)
     }
 
@@ -157,6 +159,17 @@ struct ResendJobTests {
             #expect(acked)
         }
         #expect(it.value.isDone && it.value.result["resent"] == 4 && it.value.result["missing"] == [])
+    }
+
+    @Test("a copy the link would not take goes first after the reconnect, even with nothing in flight")
+    func putBack() {
+        let it = Mutable(ResendJob(Self.command, from: 1, to: 2))
+        it.value.took(page: Self.events([1, 2]), limit: 2)
+        let first = it.value.nextToSend()
+        #expect(first?.seq == 1)
+        if let first { it.value.putBack(first.seq, first.event) }
+        it.value.brokerLost()
+        #expect(it.value.wantsPage?.since == 0 && !it.value.isDone, "read again from seq 1")
     }
 
     @Test("from beyond the ledger's end: to falls below from, and nothing is sent")
