@@ -26,18 +26,8 @@ public enum BridgeMetrics {
         }
     }
 
-    public struct Delivery: Sendable {
-        public var guarantee: String
-        public var ackedSeq: Int64
-        public var publishedSeq: Int64
-        public var lagSeconds: Double
-        public init(guarantee: String, ackedSeq: Int64, publishedSeq: Int64, lagSeconds: Double) {
-            self.guarantee = guarantee
-            self.ackedSeq = ackedSeq
-            self.publishedSeq = publishedSeq
-            self.lagSeconds = lagSeconds
-        }
-    }
+    /// Where delivery stands: what `status` carries.
+    public typealias Delivery = BridgeStatus.Delivery
 
     public static let guarantees = ["end_to_end", "waiting_for_ack", "at_most_once", "ledger_behind"]
     public static let linkStates = ["ok", "restarting", "hung", "quarantined"]

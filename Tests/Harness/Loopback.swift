@@ -1,0 +1,39 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// TCP on 127.0.0.1 for the servers the tests, the chaos run and the benches start (mosquitto,
+/// prometheus): a port to give one, and whether it listens yet.
+public enum Loopback {
+    /// Whether something accepts connections on `port`.
+    public static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+    }
+
+    /// A port the kernel had free a moment ago (another process may take it before the server
+    /// binds it; the server's start then fails and says so).
+    public static func freePort() throws(LoopbackError) -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        guard bound == 0 else { throw LoopbackError(errno: errno) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// No port could be had on loopback.
+public struct LoopbackError: Error, CustomStringConvertible {
+    public let errno: Int32
+    public var description: String { "no free port on 127.0.0.1: \(String(cString: strerror(errno)))" }
+}
