@@ -499,9 +499,15 @@ check_bridge() {
     [[ "$(stat -c %U "/proc/$pid")" == coinmech-bridge ]] || no "the bridge runs as $(stat -c %U "/proc/$pid"), not coinmech-bridge" || return
     listed=$(nsenter -t "$pid" -m ls -A /var/lib/coinmech 2>&1)
     [[ "$listed" != *ledger* ]] || no "the bridge's sandbox sees the ledger: $listed" || return
+    # Outside any sandbox too: the socket's group (the bridge's user is in it) reaches neither the
+    # ledger nor the daemon's private plugin copies.
+    runuser -u coinmech-bridge -- test -r /var/lib/coinmech/ledger.sqlite3 \
+        && { no "a member of the socket's group can read the ledger ($(stat -c '%U:%G %a' /var/lib/coinmech))"; return; }
+    runuser -u coinmech-bridge -- ls /var/cache/coinmech > /dev/null 2>&1 \
+        && { no "a member of the socket's group can list the daemon's plugin copies ($(stat -c '%U:%G %a' /var/cache/coinmech))"; return; }
     systemctl stop coinmech-bridge.service
     rm -f /etc/coinmech/coinmech-bridge.yaml
-    say "disabled as shipped; once configured it ran as coinmech-bridge, read the daemon's socket (status: daemon connected, last seq $(jq -r .last_seq <<< "$status")) and published to the broker; /var/lib/coinmech is out of its sandbox"
+    say "disabled as shipped; once configured it ran as coinmech-bridge, read the daemon's socket (status: daemon connected, last seq $(jq -r .last_seq <<< "$status")) and published to the broker; the ledger and the plugin copies are out of its reach, in its sandbox and outside it"
 }
 
 # === Run ======================================================================================
