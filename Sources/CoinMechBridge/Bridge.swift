@@ -296,20 +296,19 @@ public final class Bridge: Sendable {
             let poller: CoinMechConnection
             if let open = reporter.poller { poller = open } else { poller = try CoinMechConnection(path: c.socketPath) }
             reporter.poller = poller
-            if totalsDue || statusDue {
-                let totals = try poller.request(.totals)
-                reporter.unconfirmed = BridgeStatus.unconfirmed(totals)
-                if totalsDue {
-                    _ = link.publish(c.topic("totals"), BridgeStatus.totals(cabinet: c.cabinet, site: c.site, totals: totals,
-                                                                            asOfSeq: reporter.highestSeen, now: now).description, retain: true)
-                    reporter.totalsSoon = false
-                    reporter.lastTotals = now
-                }
+            // One `totals` serves the retained topic, status's unconfirmed count and /metrics.
+            let totals = try poller.request(.totals)
+            reporter.unconfirmed = BridgeStatus.unconfirmed(totals)
+            if totalsDue {
+                _ = link.publish(c.topic("totals"), BridgeStatus.totals(cabinet: c.cabinet, site: c.site, totals: totals,
+                                                                        asOfSeq: reporter.highestSeen, now: now).description, retain: true)
+                reporter.totalsSoon = false
+                reporter.lastTotals = now
             }
             if statusDue {
                 status = try poller.request(.status)
                 teaching = (try poller.request(.teachStatus))["teaching"]?.bool ?? false
-                reporter.answers = .init(status: status, totals: try poller.request(.totals), chain: try poller.request(.chain), teaching: teaching)
+                reporter.answers = .init(status: status, totals: totals, chain: try poller.request(.chain), teaching: teaching)
             }
         } catch {
             reporter.poller = nil
