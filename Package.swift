@@ -115,11 +115,14 @@ let package = Package(
         ),
         // A blocking client for the socket API (coinctl, tests, scripts in Swift).
         .target(name: "CoinMechClient", dependencies: ["CoinMechProtocol"]),
+        // One MQTT connection through libmosquitto, reconnecting afresh with back-off: the bridge's
+        // link and the fleet's.
+        .target(name: "CoinMechMQTT", dependencies: ["CMosquitto"]),
         // The fleet bridge: a client of the socket publishing the ledger to MQTT (docs/FLEET.md).
         .target(
             name: "CoinMechBridge",
             dependencies: [
-                "CMosquitto", "CoinMechClient", "CoinMechProtocol", "CoinMechSettings",
+                "CoinMechMQTT", "CoinMechClient", "CoinMechProtocol", "CoinMechSettings",
                 // `/metrics`: the text format by swift-prometheus, served over HTTP/1 by SwiftNIO.
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),

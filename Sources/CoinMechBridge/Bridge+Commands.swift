@@ -1,3 +1,4 @@
+import CoinMechMQTT
 import CoinMechClient
 import CoinMechProtocol
 

@@ -1,6 +1,7 @@
 import CoinMechClient
 import CoinMechProtocol
 import Foundation
+import CoinMechMQTT
 import Synchronization
 
 /// `coinmech-bridge`: one cabinet's daemon, read over its socket like any client, published to
@@ -47,10 +48,13 @@ public final class Bridge: Sendable {
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         var daemonHello: JSON?
-        let link = try MQTTLink(.init(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
+        let link: MQTTLink
+        do {
+            link = try MQTTLink(.init(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
                                       maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password,
                                       will: (c.topic("state"), state("offline", reason: "lost", hello: nil, timed: false)),
                                       subscriptions: [c.topic("ack"), c.topic("cmd/+")], tls: c.mqtt.tls))
+        } catch { throw .mqtt(error.message) }
         // A key or a password others can read is a cabinet others can be: said, not refused.
         for (key, path) in [("mqtt.password_file", c.mqtt.passwordFile), ("mqtt.tls.key_file", c.mqtt.tls?.keyFile)] {
             if let path, let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int, mode & 0o077 != 0 {

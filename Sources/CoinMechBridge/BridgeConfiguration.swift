@@ -1,5 +1,6 @@
 import Foundation
 import CoinMechSettings
+import CoinMechMQTT
 
 /// `coinmech-bridge.yaml` (docs/FLEET.md, "Running the bridge"): which cabinet this is, where
 /// its daemon's socket and its broker are, and how delivery is paced. Errors name the file, the
@@ -36,11 +37,7 @@ public struct BridgeConfiguration: Sendable {
         public var tls: TLS?
     }
 
-    public struct TLS: Sendable, Equatable {
-        public var caFile: String
-        public var certFile: String?
-        public var keyFile: String?
-    }
+    public typealias TLS = MQTTTLS
 
     public struct Delivery: Sendable, Equatable {
         /// `required`: the cursor is the consumer's ack; `off`: it follows PUBACK (at most once

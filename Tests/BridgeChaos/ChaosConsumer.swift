@@ -12,7 +12,7 @@ import Glibc
 /// stored published, retained, on `ack` after each batch that held any event, duplicates
 /// included (F6), at most every 0.3 s.
 final class ChaosConsumer {
-    let broker: ChaosBroker
+    let broker: MosquittoBroker
     let dir: String
     let cabinet: String
     let prefix: String
@@ -29,7 +29,7 @@ final class ChaosConsumer {
     private var unackedBatch = false
     private var lastAck = 0.0
 
-    init(broker: ChaosBroker, dir: String, cabinet: String, prefix: String) {
+    init(broker: MosquittoBroker, dir: String, cabinet: String, prefix: String) {
         self.broker = broker
         self.dir = dir
         self.cabinet = cabinet
@@ -73,7 +73,7 @@ final class ChaosConsumer {
     private func ensureSubscriber() throws {
         if let running = subscriber, running.isRunning { return }
         subscriber = nil
-        guard ChaosBroker.accepts(broker.port) else {
+        guard Loopback.accepts(broker.port) else {
             usleep(50_000)
             return
         }

@@ -59,7 +59,8 @@ final class ChaosRun {
     }
 
     func play(bridgeKills: Int, brokerKills: Int, brokerDown: Double, subscriberKills: Int, acksOff: Bool) throws -> ChaosVerdict {
-        let broker = try ChaosBroker(dir: dir)
+        let broker: MosquittoBroker
+        do { broker = try MosquittoBroker(dir: dir) } catch { throw ChaosError("\(error)") }
         // An ack timeout of 3 s: what a consumer's crash loses comes back within seconds (B7).
         try """
             cabinet: \(cabinet)
@@ -106,13 +107,13 @@ final class ChaosRun {
                 consumer.kill()
                 usleep(UInt32(random.next() % 1000 + 500) * 1000)
                 broker.kill()
-                try broker.start()
+                do { try broker.start() } catch { throw ChaosError("\(error)") }
                 consumer.brokerRestarted()
                 verdict.brokerKills += 1
             case .brokerDown:
                 broker.kill()
                 try consumer.pump(for: brokerDown)
-                try broker.start()
+                do { try broker.start() } catch { throw ChaosError("\(error)") }
                 consumer.brokerRestarted()
                 verdict.brokerDownSeconds = brokerDown
             case .subscriberKill:
@@ -124,7 +125,7 @@ final class ChaosRun {
                 try startDaemon()
                 verdict.daemonRestarts += 1
             case .sessionsCleared:
-                try broker.clearSessions()
+                do { try broker.clearSessions() } catch { throw ChaosError("\(error)") }
                 consumer.brokerRestarted()
                 verdict.sessionsCleared += 1
             }

@@ -5,8 +5,8 @@ import Synchronization
 /// One connection at a time to the broker through libmosquitto, the Eclipse reference client.
 /// A network thread of its own connects, runs `mosquitto_loop` while the connection lives, and
 /// after it is lost starts the client afresh (`mosquitto_reinitialise`) before connecting again,
-/// backing off from 1 s to 5 minutes; the bridge's thread takes what happened with `take()` and
-/// publishes.
+/// backing off from 1 s to 5 minutes; the owner's thread (the bridge's, the fleet's) takes what
+/// happened with `take()` and publishes.
 ///
 /// Why afresh: libmosquitto keeps the messages of a lost connection and sends them first on the
 /// next one, before the bridge can rewind to its cursor. A message handed over after a seq that
@@ -17,8 +17,8 @@ import Synchronization
 /// @unchecked Sendable: `handle` is libmosquitto's; publishing and reinitialising take `client`
 /// (a Mutex), the network thread alone runs the loop, and libmosquitto's own locks (threaded
 /// mode) let a publish and the loop meet. `inbox`, `up` and `stopping` are a Mutex and Atomics.
-final class MQTTLink: @unchecked Sendable {
-    enum Incoming: Sendable {
+public final class MQTTLink: @unchecked Sendable {
+    public enum Incoming: Sendable {
         /// The broker answered a connect: accepted (0, and the connection's generation) or refused.
         case connected(code: Int32, generation: Int)
         case disconnected(code: Int32)
@@ -29,17 +29,36 @@ final class MQTTLink: @unchecked Sendable {
         case connectFailed(String)
     }
 
-    struct Options: Sendable {
-        var clientID: String
-        var host: String
-        var port: Int
-        var keepalive: Int
-        var maxInflight: Int
-        var username: String?
-        var password: String?
-        var will: (topic: String, payload: String)
-        var subscriptions: [String]
-        var tls: BridgeConfiguration.TLS?
+    public struct Options: Sendable {
+        public var clientID: String
+        public var host: String
+        public var port: Int
+        public var keepalive: Int
+        public var maxInflight: Int
+        public var username: String?
+        public var password: String?
+        /// The last will (retained, QoS 1); nil for none.
+        public var will: (topic: String, payload: String)?
+        public var subscriptions: [String]
+        public var tls: MQTTTLS?
+        /// A clean session forgets the client at each disconnect; a persistent one (false) has
+        /// the broker queue QoS 1 messages for it while it is away (F9).
+        public var cleanSession: Bool
+
+        public init(clientID: String, host: String, port: Int, keepalive: Int, maxInflight: Int, username: String? = nil, password: String? = nil,
+                    will: (topic: String, payload: String)?, subscriptions: [String], tls: MQTTTLS?, cleanSession: Bool = true) {
+            self.clientID = clientID
+            self.host = host
+            self.port = port
+            self.keepalive = keepalive
+            self.maxInflight = maxInflight
+            self.username = username
+            self.password = password
+            self.will = will
+            self.subscriptions = subscriptions
+            self.tls = tls
+            self.cleanSession = cleanSession
+        }
     }
 
     private let handle: OpaquePointer
@@ -57,22 +76,21 @@ final class MQTTLink: @unchecked Sendable {
     private let admitted = Atomic<Int>(-1)
     /// A clean stop was asked: no reconnecting; the loop runs until the DISCONNECT is out.
     private let stopRequested = Atomic<Bool>(false)
-    var host: String { options.host }
-    var port: Int { options.port }
+    public var host: String { options.host }
+    public var port: Int { options.port }
 
-    init(_ options: Options) throws(BridgeError) {
+    public init(_ options: Options) throws(MQTTError) {
         mosquitto_lib_init()
-        // A clean session (B13): commands sent while the bridge was away must not arrive late,
-        // and nothing else needs the broker to remember it: every connection resends from the
-        // cursor, and the retained `ack` comes with the subscription.
-        guard let made = mosquitto_new(options.clientID, true, nil) else { throw .mqtt("cannot make a client (out of memory, or a bad client id '\(options.clientID)')") }
+        // The bridge's is clean (B13): commands sent while it was away must not arrive late, and
+        // every connection resends from the cursor. The fleet's is persistent (F9).
+        guard let made = mosquitto_new(options.clientID, options.cleanSession, nil) else { throw MQTTError("cannot make a client (out of memory, or a bad client id '\(options.clientID)')") }
         handle = made
         self.options = options
         try configure()
     }
 
     /// Everything `mosquitto_reinitialise` resets: options, credentials, the will, callbacks.
-    private func configure() throws(BridgeError) {
+    private func configure() throws(MQTTError) {
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         // The bridge publishes from its own thread while this one runs the loop.
         _ = mosquitto_threaded_set(handle, true)
@@ -82,12 +100,14 @@ final class MQTTLink: @unchecked Sendable {
             // The broker's certificate is checked against the CA and its host name; TLS 1.2 at least.
             let code = mosquitto_tls_set(handle, tls.caFile, nil, tls.certFile, tls.keyFile, nil)
             guard code == MOSQ_ERR_SUCCESS.rawValue else {
-                throw .mqtt("mqtt.tls: cannot use ca_file \(tls.caFile)\(tls.certFile.map { ", cert_file \($0), key_file \(tls.keyFile ?? "")" } ?? ""): \(String(cString: mosquitto_strerror(code))) (are they readable PEM files?)")
+                throw MQTTError("mqtt.tls: cannot use ca_file \(tls.caFile)\(tls.certFile.map { ", cert_file \($0), key_file \(tls.keyFile ?? "")" } ?? ""): \(String(cString: mosquitto_strerror(code))) (are they readable PEM files?)")
             }
             try Self.check(mosquitto_tls_opts_set(handle, 1, "tlsv1.2", nil), "mqtt.tls")
         }
-        let willBytes = Array(options.will.payload.utf8)
-        try Self.check(mosquitto_will_set(handle, options.will.topic, Int32(willBytes.count), willBytes, 1, true), "last will")
+        if let will = options.will {
+            let willBytes = Array(will.payload.utf8)
+            try Self.check(mosquitto_will_set(handle, will.topic, Int32(willBytes.count), willBytes, 1, true), "last will")
+        }
         mosquitto_connect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
@@ -124,7 +144,7 @@ final class MQTTLink: @unchecked Sendable {
     /// Starts the network thread: connect, loop while the connection lives, start afresh, back
     /// off, connect again, until `stop`. A broker or DNS that is not there yet (at boot) is
     /// retried like a lost connection.
-    func start() {
+    public func start() {
         let thread = Thread { [self] in
             var delay = 1.0
             var configured = true
@@ -154,8 +174,8 @@ final class MQTTLink: @unchecked Sendable {
                 // What libmosquitto still holds for the lost connection goes with it. A setting it
                 // refuses now (a TLS file being replaced) is said, and tried again after the wait.
                 configured = client.withLock { _ in
-                    _ = mosquitto_reinitialise(handle, options.clientID, true, nil)
-                    do throws(BridgeError) {
+                    _ = mosquitto_reinitialise(handle, options.clientID, options.cleanSession, nil)
+                    do throws(MQTTError) {
                         try configure()
                         return true
                     } catch {
@@ -176,7 +196,7 @@ final class MQTTLink: @unchecked Sendable {
     }
 
     /// What a CONNACK's refusal code means (5: not authorised, 4: bad user name or password).
-    static func refusal(_ code: Int32) -> String { String(cString: mosquitto_connack_string(code)) }
+    public static func refusal(_ code: Int32) -> String { String(cString: mosquitto_connack_string(code)) }
 
     private static func describe(_ code: Int32) -> String {
         code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
@@ -184,7 +204,7 @@ final class MQTTLink: @unchecked Sendable {
 
     /// Hands a message to libmosquitto (QoS 1): its message id, or nil when no connection is up
     /// or libmosquitto refused it. Nothing is queued for a connection to come.
-    func publish(_ topic: String, _ payload: String, retain: Bool = false) -> Int32? {
+    public func publish(_ topic: String, _ payload: String, retain: Bool = false) -> Int32? {
         var mid: Int32 = 0
         let bytes = Array(payload.utf8)
         // Checked under the lock that reinitialising takes: a publish can never land on the
@@ -199,9 +219,9 @@ final class MQTTLink: @unchecked Sendable {
     }
 
     /// The bridge has seen connection `generation` accepted and rewound: publishes go out on it.
-    func admit(_ generation: Int) { admitted.store(generation, ordering: .releasing) }
+    public func admit(_ generation: Int) { admitted.store(generation, ordering: .releasing) }
 
-    func take() -> [Incoming] {
+    public func take() -> [Incoming] {
         inbox.withLock { queued in
             defer { queued.removeAll() }
             return queued
@@ -211,7 +231,7 @@ final class MQTTLink: @unchecked Sendable {
     /// A clean disconnect (no last will), and the network thread's end awaited for up to
     /// `seconds`; the client is freed only once the thread is gone (else the process's end
     /// frees it: a thread stuck in a connect to an unreachable broker must not hold the stop).
-    func stop(waiting seconds: Double = 3) {
+    public func stop(waiting seconds: Double = 3) {
         // The DISCONNECT first, and the loop left running until it is out (the loop returns once
         // the connection closes): a socket closed without it would make the broker send the will.
         stopRequested.store(true, ordering: .releasing)
@@ -223,7 +243,7 @@ final class MQTTLink: @unchecked Sendable {
         if ended.load(ordering: .acquiring) { mosquitto_destroy(handle) }
     }
 
-    private static func check(_ code: Int32, _ what: String) throws(BridgeError) {
-        guard code == MOSQ_ERR_SUCCESS.rawValue else { throw .mqtt("\(what): \(String(cString: mosquitto_strerror(code)))") }
+    private static func check(_ code: Int32, _ what: String) throws(MQTTError) {
+        guard code == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError("\(what): \(String(cString: mosquitto_strerror(code)))") }
     }
 }
