@@ -46,6 +46,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        // The fleet service: PostgreSQL through postgres-nio.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
@@ -133,9 +135,16 @@ let package = Package(
             name: "coinmech-bridge",
             dependencies: ["CoinMechBridge", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .executableTarget(
-            name: "coinctl",
-            dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        // The fleet service (docs/FLEET.md): every cabinet's events from the broker into
+        // PostgreSQL once, acks, gaps repaired, counters, collections, alerts.
+        .target(
+            name: "CoinMechFleet",
+            dependencies: [
+                "CoinMechMQTT", "CoinMechSettings", "CoinMechProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
         ),
         // The driver table: one driver per kind of mech (serial, gpio, gpio-replay, cctalk, mdb), each
         // with its configuration section's parser, how it makes the mech, its credit rule, its
@@ -264,7 +273,7 @@ let package = Package(
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),

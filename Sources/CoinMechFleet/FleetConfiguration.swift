@@ -1,0 +1,171 @@
+import CoinMechMQTT
+import CoinMechSettings
+import Foundation
+
+/// `coinmech-fleet.yaml` (docs/FLEET.md, "Running the fleet"): the broker, the database, the
+/// dashboard's address, and the ingest's and alerts' pacing. Errors name the file, line and key.
+public struct FleetConfiguration: Sendable {
+    /// This instance's name, carried in acks (`by`) and commands.
+    public var instance = "fleet"
+    public var mqtt: MQTT
+    public var database: Database
+    /// The dashboard and `/metrics`; nil: not served.
+    public var httpListen: (host: String, port: Int)? = ("127.0.0.1", 9780)
+    public var ingest = Ingest()
+    public var alerts = Alerts()
+
+    public struct MQTT: Sendable, Equatable {
+        public var host: String
+        public var port = 1883
+        /// The topics' start before `<site>/<cabinet>/`; ends with `/`.
+        public var prefix = "coinmech/v1/"
+        /// Fixed, for the persistent session (F9).
+        public var clientID = "coinmech-fleet"
+        public var keepaliveSeconds = 30
+        public var maxInflight = 100
+        public var username: String?
+        public var passwordFile: String?
+        public var tls: MQTTTLS?
+    }
+
+    public struct Database: Sendable, Equatable {
+        /// A Unix socket's directory (`/run/postgresql`), or a TCP host.
+        public var socketDirectory: String?
+        public var host: String?
+        public var port = 5432
+        public var user = "coinmech_fleet"
+        public var passwordFile: String?
+        public var name = "coinmech_fleet"
+    }
+
+    public struct Ingest: Sendable, Equatable {
+        /// Events per transaction at most.
+        public var batchMax = 1000
+        /// F6: at most one ack per cabinet per this many seconds, the last always sent.
+        public var ackIntervalSeconds = 1.0
+        /// F8: a seq missing below a stored one for this long is a gap.
+        public var gapGraceSeconds = 30.0
+        /// How long a `cmd/resend` may wait at the bridge before it is not started.
+        public var resendDeadlineSeconds = 60.0
+    }
+
+    public struct Alerts: Sendable, Equatable {
+        public var checkSeconds = 5.0
+        /// A cabinet offline longer than this.
+        public var offlineAfterSeconds = 600.0
+        /// No credit for this long, counted only while the fleet's clock is in `openingHours`.
+        public var noCreditSeconds = 6 * 3600.0
+        /// Opening hours in the fleet's time zone as minutes of the day, [start, end); nil: all day.
+        public var openingHours: Range<Int>?
+        public var timeZone = "UTC"
+        public init() {}
+    }
+
+    public static func load(path: String) throws(SettingsError) -> FleetConfiguration {
+        try parse(try SettingsTable.load(path: path))
+    }
+
+    public static func parse(_ table: SettingsTable) throws(SettingsError) -> FleetConfiguration {
+        try table.rejectUnknownKeys(["instance", "mqtt", "database", "http", "ingest", "alerts"])
+        guard let mqtt = try table.table("mqtt") else { throw table.error("mqtt", "is required: at least {host: broker.example.net}") }
+        try mqtt.rejectUnknownKeys(["host", "port", "prefix", "client_id", "keepalive_s", "max_inflight", "username", "password_file", "tls"])
+        guard let host = try mqtt.string("host"), !host.isEmpty else { throw mqtt.error("host", "is required: the broker's host name or address") }
+        var broker = MQTT(host: host)
+        if let prefix = try mqtt.string("prefix") {
+            guard prefix.hasSuffix("/"), !prefix.contains("+"), !prefix.contains("#"), !prefix.hasPrefix("/") else {
+                throw mqtt.error("prefix", "must end with '/', and hold no '+' or '#': the part before <site>/<cabinet>/")
+            }
+            broker.prefix = prefix
+        }
+        if let tls = try mqtt.table("tls") {
+            try tls.rejectUnknownKeys(["ca_file", "cert_file", "key_file"])
+            guard let ca = try tls.string("ca_file") else { throw tls.error("ca_file", "is required with mqtt.tls: the CA that signed the broker's certificate") }
+            let cert = try tls.string("cert_file"), key = try tls.string("key_file")
+            guard (cert == nil) == (key == nil) else {
+                throw tls.error(cert == nil ? "cert_file" : "key_file", "cert_file and key_file go together: the fleet's certificate and its key")
+            }
+            broker.tls = MQTTTLS(caFile: ca, certFile: cert, keyFile: key)
+            broker.port = 8883
+        }
+        if let port = try mqtt.int("port", in: 1...65535) { broker.port = port }
+        if let clientID = try mqtt.string("client_id") {
+            guard (1...64).contains(clientID.utf8.count) else { throw mqtt.error("client_id", "must be 1 to 64 characters") }
+            broker.clientID = clientID
+        }
+        if let keepalive = try mqtt.int("keepalive_s", in: 5...3600) { broker.keepaliveSeconds = keepalive }
+        if let inflight = try mqtt.int("max_inflight", in: 1...10_000) { broker.maxInflight = inflight }
+        broker.username = try mqtt.string("username")
+        broker.passwordFile = try mqtt.string("password_file")
+        if broker.passwordFile != nil && broker.username == nil { throw mqtt.error("password_file", "needs mqtt.username") }
+
+        var database = Database()
+        if let db = try table.table("database") {
+            try db.rejectUnknownKeys(["socket_dir", "host", "port", "user", "password_file", "name"])
+            database.socketDirectory = try db.string("socket_dir")
+            database.host = try db.string("host")
+            if database.socketDirectory != nil && database.host != nil { throw db.error("host", "give socket_dir or host, not both") }
+            if let port = try db.int("port", in: 1...65535) { database.port = port }
+            if let user = try db.string("user") { database.user = user }
+            database.passwordFile = try db.string("password_file")
+            if let name = try db.string("name") { database.name = name }
+        }
+        if database.socketDirectory == nil && database.host == nil { database.socketDirectory = "/run/postgresql" }
+
+        var configuration = FleetConfiguration(mqtt: broker, database: database)
+        if let instance = try table.string("instance") {
+            guard (1...64).contains(instance.utf8.count) else { throw table.error("instance", "must be 1 to 64 characters") }
+            configuration.instance = instance
+        }
+        if let http = try table.table("http") {
+            try http.rejectUnknownKeys(["listen"])
+            if let listen = try http.string("listen") {
+                if listen == "off" {
+                    configuration.httpListen = nil
+                } else {
+                    guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
+                          colon != listen.startIndex else {
+                        throw http.error("listen", "'\(listen)' is not host:port (e.g. 127.0.0.1:9780), or off")
+                    }
+                    configuration.httpListen = (String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
+                }
+            }
+        }
+        if let ingest = try table.table("ingest") {
+            try ingest.rejectUnknownKeys(["batch_max", "ack_interval_s", "gap_grace_s", "resend_deadline_s"])
+            if let batch = try ingest.int("batch_max", in: 1...100_000) { configuration.ingest.batchMax = batch }
+            if let interval = try ingest.double("ack_interval_s", in: 0...60) { configuration.ingest.ackIntervalSeconds = interval }
+            if let grace = try ingest.double("gap_grace_s", in: 0.1...86_400) { configuration.ingest.gapGraceSeconds = grace }
+            if let deadline = try ingest.double("resend_deadline_s", in: 5...600) { configuration.ingest.resendDeadlineSeconds = deadline }
+        }
+        if let alerts = try table.table("alerts") {
+            try alerts.rejectUnknownKeys(["check_s", "offline_after_s", "no_credit_s", "opening_hours", "time_zone"])
+            if let check = try alerts.double("check_s", in: 0.1...3600) { configuration.alerts.checkSeconds = check }
+            if let offline = try alerts.double("offline_after_s", in: 0...86_400 * 7) { configuration.alerts.offlineAfterSeconds = offline }
+            if let quiet = try alerts.double("no_credit_s", in: 1...86_400 * 30) { configuration.alerts.noCreditSeconds = quiet }
+            if let hours = try alerts.string("opening_hours") {
+                guard let range = Self.openingHours(hours) else {
+                    throw alerts.error("opening_hours", "'\(hours)' is not HH:MM-HH:MM (e.g. 07:00-22:00), start before end")
+                }
+                configuration.alerts.openingHours = range
+            }
+            if let zone = try alerts.string("time_zone") {
+                guard TimeZone(identifier: zone) != nil else { throw alerts.error("time_zone", "'\(zone)' is not a time zone (e.g. Europe/Paris, UTC)") }
+                configuration.alerts.timeZone = zone
+            }
+        }
+        return configuration
+    }
+
+    /// `07:00-22:00` as minutes of the day.
+    static func openingHours(_ text: String) -> Range<Int>? {
+        let parts = text.split(separator: "-")
+        guard parts.count == 2, let start = minutes(parts[0]), let end = minutes(parts[1]), start < end else { return nil }
+        return start..<end
+    }
+
+    private static func minutes(_ text: Substring) -> Int? {
+        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: ":")
+        guard parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]), (0...24).contains(h), (0...59).contains(m), h * 60 + m <= 1440 else { return nil }
+        return h * 60 + m
+    }
+}

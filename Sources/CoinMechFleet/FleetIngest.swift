@@ -1,0 +1,270 @@
+import CoinMechMQTT
+import Foundation
+import Logging
+
+/// The fleet's ingest (docs/FLEET.md, F1–F9): every cabinet's `event`, `state`, `status`,
+/// `totals` and `reply` from one persistent MQTT session; events into PostgreSQL in batches, one
+/// transaction each; after each commit the cabinet's ack (F6); holes asked for again with
+/// `cmd/resend` (F8); alerts reconciled every `alerts.check_s`.
+///
+/// libmosquitto PUBACKs a message before the fleet sees it, so PUBACK promises nothing here:
+/// what a crash loses between the PUBACK and the commit is never acked, and the bridge sends it
+/// again (B7) or the gap check asks for it (F8).
+public final class FleetIngest: Sendable {
+    let configuration: FleetConfiguration
+    let store: FleetStore
+    let logger: Logger
+    public let outbox: CommandOutbox
+    public let figures: FleetFigures
+
+    public init(configuration: FleetConfiguration, store: FleetStore, logger: Logger, outbox: CommandOutbox, figures: FleetFigures) {
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        self.outbox = outbox
+        self.figures = figures
+    }
+
+    static func now() -> Double { Date().timeIntervalSince1970 }
+
+    /// Until the task is cancelled (the service group's shutdown).
+    public func run() async throws {
+        let c = configuration
+        // The database first: nothing is taken from the broker before the store can hold it.
+        var sequences: [String: (site: String, sequence: CabinetSequence)] = [:]
+        var wait = 0.5
+        while !Task.isCancelled {
+            do {
+                let applied = try await store.migrate()
+                if !applied.isEmpty { logger.info("database schema: applied step(s) \(applied.map(String.init).joined(separator: ", "))") }
+                sequences = try await store.loadSequences(now: Self.now())
+                break
+            } catch {
+                logger.error("database \(describe(c.database)) not ready (\(String(reflecting: error))): trying again in \(wait) s")
+                try? await Task.sleep(for: .seconds(wait))
+                wait = min(wait * 2, 30)
+            }
+        }
+        guard !Task.isCancelled else { return }
+        figures.update { $0.databaseUp = true }
+        logger.info("database \(describe(c.database)): \(sequences.count) cabinet(s) known")
+
+        let password = try c.mqtt.passwordFile.map { file throws(FleetError) in
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw .mqtt("cannot read mqtt.password_file \(file)") }
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let p = c.mqtt.prefix
+        let link: MQTTLink
+        do {
+            link = try MQTTLink(.init(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
+                                      maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password, will: nil,
+                                      subscriptions: ["\(p)+/+/event", "\(p)+/+/state", "\(p)+/+/status", "\(p)+/+/totals", "\(p)+/+/reply/+"],
+                                      tls: c.mqtt.tls, cleanSession: false))
+        } catch { throw FleetError.mqtt(error.message) }
+        link.start()
+        defer { link.stop() }
+
+        var pacer = AckPacer()
+        var nextAlerts = 0.0
+        var resendCount = 0
+        while !Task.isCancelled {
+            let incoming = link.take()
+            var events: [FleetMessage.Event] = []
+            var seen: Set<String> = []
+            for item in incoming {
+                switch item {
+                case .connected(let code, let generation):
+                    if code == 0 {
+                        link.admit(generation)
+                        figures.update { $0.brokerConnected = true; $0.brokerConnects += 1 }
+                        logger.info("connected to the broker \(c.mqtt.host):\(c.mqtt.port) (persistent session \(c.mqtt.clientID))")
+                    } else {
+                        logger.error("the broker \(c.mqtt.host):\(c.mqtt.port) refused the connection (\(MQTTLink.refusal(code))): check mqtt.username, the password or certificate, and the ACLs; trying again")
+                    }
+                case .disconnected:
+                    figures.update { $0.brokerConnected = false }
+                    logger.warning("lost the broker \(c.mqtt.host):\(c.mqtt.port); reconnecting")
+                case .connectFailed(let reason):
+                    logger.warning("cannot reach the broker \(c.mqtt.host):\(c.mqtt.port): \(reason); trying again")
+                case .published:
+                    break
+                case .message(let topic, let payload, let retained):
+                    let message: FleetMessage?
+                    do throws(FleetMessage.Refusal) {
+                        message = try FleetMessage.read(topic: topic, payload: payload, prefix: p)
+                    } catch {
+                        figures.update { $0.refused += 1 }
+                        logger.warning("refused: \(error)")
+                        continue
+                    }
+                    switch message {
+                    case .event(let event)?:
+                        // One copy per identity in a batch; the key drops copies of stored ones.
+                        if seen.insert("\(event.cabinet)/\(event.seq)").inserted { events.append(event) }
+                    case .state(let state)?:
+                        try await retrying("state of \(state.cabinet)") { try await self.store.saveState(state, receivedAt: Self.now()) }
+                        if state.online, !retained {
+                            // F6: the bridge may have reconnected after a broker restart lost the retained ack.
+                            pacer.now(cabinet: state.cabinet, site: state.site, seq: sequences[state.cabinet]?.sequence.ackSeq ?? 0)
+                        }
+                    case .status(let cabinet, let site, let json)?:
+                        try await retrying("status of \(cabinet)") { try await self.store.saveStatus(cabinet: cabinet, site: site, json: json, now: Self.now()) }
+                    case .totals(let cabinet, let site, let json)?:
+                        try await retrying("totals of \(cabinet)") { try await self.store.saveTotals(cabinet: cabinet, site: site, json: json, now: Self.now()) }
+                    case .reply(let reply)?:
+                        try await retrying("reply \(reply.id)") { try await self.store.recordReply(reply) }
+                        if reply.command == "resend", reply.ok, !reply.missing.isEmpty {
+                            var entry = sequences[reply.cabinet] ?? (reply.site, CabinetSequence())
+                            for range in reply.missing { entry.sequence.declareMissing(range, now: Self.now()) }
+                            let settled = entry
+                            try await retrying("missing events of \(reply.cabinet)") {
+                                try await self.store.recordMissing(cabinet: reply.cabinet, site: reply.site, reply.missing, sequence: settled.sequence, now: Self.now())
+                            }
+                            sequences[reply.cabinet] = settled
+                            pacer.committed(cabinet: reply.cabinet, site: reply.site, seq: settled.sequence.ackSeq)
+                            logger.error("cabinet \(reply.cabinet): its ledger does not hold \(reply.missing.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")): recorded as missing, alert raised")
+                        }
+                    case nil:
+                        break
+                    }
+                }
+            }
+
+            // The batch: applied to a copy of the sequences, kept once the transaction commits.
+            var start = 0
+            while start < events.count, !Task.isCancelled {
+                let batch = Array(events[start..<min(start + c.ingest.batchMax, events.count)])
+                start += batch.count
+                var next = sequences
+                let now = Self.now()
+                for event in batch {
+                    var entry = next[event.cabinet] ?? (event.site, CabinetSequence(now: now))
+                    entry.sequence.stored(event.seq, now: now)
+                    next[event.cabinet] = entry
+                }
+                let touched = next.filter { key, _ in batch.contains { $0.cabinet == key } }
+                let began = Date()
+                let outcome = try await retrying("a batch of \(batch.count) event(s)") { try await self.store.commit(batch, sequences: touched, now: now) }
+                let took = Date().timeIntervalSince(began)
+                for copy in outcome.conflicts {
+                    next[copy.cabinet]?.sequence.freeze()
+                    logger.error("cabinet \(copy.cabinet): seq \(copy.seq) arrived unlike the stored event (kind \(copy.kind)): its ledger was replaced; its ack is held (F5)")
+                }
+                sequences = next
+                for cabinet in Set(batch.map(\.cabinet)) {
+                    pacer.committed(cabinet: cabinet, site: sequences[cabinet]!.site, seq: sequences[cabinet]!.sequence.ackSeq)
+                }
+                let lag = batch.compactMap(\.published).map { Self.now() - $0 }.max() ?? 0
+                let contiguous = sequences.mapValues(\.sequence.contiguous)
+                figures.update {
+                    $0.eventsStored += outcome.inserted
+                    $0.duplicates += outcome.duplicates
+                    $0.batches += 1
+                    $0.conflicts += outcome.conflicts.count
+                    $0.commitSeconds = took
+                    $0.lastLagSeconds = lag
+                    $0.contiguous = contiguous
+                }
+            }
+
+            let now = Self.now()
+            for ack in pacer.due(now: now, interval: c.ingest.ackIntervalSeconds) {
+                let payload = "{\"v\":1,\"cabinet\":\"\(ack.cabinet)\",\"seq\":\(ack.seq),\"time\":\(now),\"by\":\(jsonString(c.instance))}"
+                if link.publish("\(p)\(ack.site)/\(ack.cabinet)/ack", payload, retain: true) == nil {
+                    pacer.unsent(ack)
+                } else {
+                    figures.update { $0.acksSent += 1 }
+                }
+            }
+            for (cabinet, entry) in sequences {
+                var sequence = entry.sequence
+                guard let hole = sequence.resendDue(now: now, grace: c.ingest.gapGraceSeconds) else { continue }
+                resendCount += 1
+                let id = "gap-\(cabinet)-\(hole.lowerBound)-\(resendCount)"
+                let args = "{\"from\":\(hole.lowerBound),\"to\":\(hole.upperBound)}"
+                if publishCommand(link, id: id, cabinet: cabinet, site: entry.site, name: "resend", args: args, now: now) {
+                    sequences[cabinet]?.sequence = sequence
+                    figures.update { $0.resendsAsked += 1 }
+                    logger.warning("cabinet \(cabinet): seq \(hole.lowerBound)…\(hole.upperBound) missing for \(c.ingest.gapGraceSeconds) s or more: asked its bridge to resend (\(id))")
+                    try await retrying("command \(id)") { try await self.store.recordCommand(id: id, cabinet: cabinet, name: "resend", args: args, by: c.instance, now: now) }
+                }
+            }
+            for command in outbox.take() {
+                if publishCommand(link, id: command.id, cabinet: command.cabinet, site: command.site, name: command.name, args: command.args, now: now, by: command.by) {
+                    figures.update { $0.commandsSent += 1 }
+                    logger.info("cabinet \(command.cabinet): \(command.name) \(command.args) sent for \(command.by) (\(command.id))")
+                } else {
+                    logger.error("cabinet \(command.cabinet): \(command.name) for \(command.by) not sent: no broker connection")
+                    try await retrying("reply for \(command.id)") {
+                        try await self.store.recordReply(.init(cabinet: command.cabinet, site: command.site, id: command.id, command: command.name, ok: false, missing: [],
+                                                               errorCode: "not_sent", json: "{\"ok\":false,\"error\":{\"code\":\"not_sent\",\"message\":\"the fleet had no broker connection\"}}"))
+                    }
+                }
+            }
+            if now >= nextAlerts {
+                nextAlerts = now + c.alerts.checkSeconds
+                do {
+                    var conditions: [(cabinet: String, condition: AlertRules.Condition)] = []
+                    for var facts in try await store.alertFacts() {
+                        facts.hole = sequences[facts.cabinet]?.sequence.firstHole
+                        facts.holeSince = sequences[facts.cabinet]?.sequence.holeSince
+                        for condition in AlertRules.evaluate(facts, now: now, c.alerts, gapGrace: c.ingest.gapGraceSeconds) { conditions.append((facts.cabinet, condition)) }
+                    }
+                    let frozen = try await store.reconcileAlerts(conditions, now: now)
+                    for cabinet in sequences.keys {
+                        let isFrozen = sequences[cabinet]!.sequence.frozenAt != nil
+                        if frozen.contains(cabinet) && !isFrozen {
+                            sequences[cabinet]!.sequence.freeze()
+                        } else if !frozen.contains(cabinet) && isFrozen {
+                            // An operator acknowledged the conflict: the ack moves again.
+                            sequences[cabinet]!.sequence.thaw()
+                            pacer.committed(cabinet: cabinet, site: sequences[cabinet]!.site, seq: sequences[cabinet]!.sequence.ackSeq)
+                        }
+                    }
+                    figures.update { $0.databaseUp = true }
+                } catch {
+                    figures.update { $0.databaseUp = false }
+                    logger.error("alerts not checked: the database failed (\(String(reflecting: error)))")
+                }
+            }
+            if incoming.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+        logger.info("stopping: \(figures.snapshot.eventsStored) event(s) stored in this run")
+    }
+
+    private func publishCommand(_ link: MQTTLink, id: String, cabinet: String, site: String, name: String, args: String, now: Double, by: String? = nil) -> Bool {
+        let deadline = now + configuration.ingest.resendDeadlineSeconds
+        let payload = "{\"v\":1,\"id\":\(jsonString(id)),\"deadline\":\(deadline),\"args\":\(args)\(by.map { ",\"by\":\(jsonString($0))" } ?? "")}"
+        return link.publish("\(configuration.mqtt.prefix)\(site)/\(cabinet)/cmd/\(name)", payload) != nil
+    }
+
+    /// A database write tried until it succeeds: a restart of PostgreSQL rolls the transaction
+    /// back, and nothing is acked meanwhile (crash point 12). Gives up only when cancelled.
+    private func retrying<T: Sendable>(_ what: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        var wait = 0.2
+        while true {
+            do {
+                let result = try await body()
+                if wait > 0.2 { logger.info("the database took \(what) again") }
+                figures.update { $0.databaseUp = true }
+                return result
+            } catch {
+                figures.update { $0.databaseUp = false }
+                if Task.isCancelled { throw CancellationError() }
+                logger.error("the database did not take \(what) (\(String(reflecting: error))): trying again in \(wait) s")
+                try? await Task.sleep(for: .seconds(wait))
+                wait = min(wait * 2, 10)
+            }
+        }
+    }
+
+    private func describe(_ database: FleetConfiguration.Database) -> String {
+        "\(database.name) at \(database.socketDirectory ?? database.host ?? "?"):\(database.port) as \(database.user)"
+    }
+}
+
+/// A JSON string literal.
+func jsonString(_ text: String) -> String {
+    let data = (try? JSONSerialization.data(withJSONObject: [text], options: [])) ?? Data("[\"\"]".utf8)
+    return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
+}

@@ -1,0 +1,46 @@
+import PostgresNIO
+import Prometheus
+
+/// The fleet's `/metrics` (docs/FLEET.md, "The fleet service"): the ingest's counters, and the
+/// open alerts and cabinets by state read from the database at the scrape. A new
+/// swift-prometheus registry per scrape: every figure is read afresh.
+public enum FleetMetrics {
+    public static func text(store: FleetStore, figures: FleetFigures.Snapshot, instance: String, now: Double) async throws -> String {
+        let r = PrometheusCollectorRegistry()
+        func gauge(_ name: String, _ value: Double, _ labels: [(String, String)] = [], help: String) {
+            r.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels).set(value)
+        }
+        func counter(_ name: String, _ value: Int, help: String) {
+            let made = r.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: [])
+            if value > 0 { made.increment(by: Double(value)) }
+        }
+        gauge("coinmech_fleet_info", 1, [("instance_name", instance)], help: "This fleet instance")
+        gauge("coinmech_fleet_broker_connected", figures.brokerConnected ? 1 : 0, help: "The persistent session is connected")
+        gauge("coinmech_fleet_database_up", figures.databaseUp ? 1 : 0, help: "The last database write or read succeeded")
+        counter("coinmech_fleet_events_stored_total", figures.eventsStored, help: "Events stored (first copies)")
+        counter("coinmech_fleet_duplicates_total", figures.duplicates, help: "Copies dropped by the key (cabinet, seq)")
+        counter("coinmech_fleet_batches_total", figures.batches, help: "Transactions of events committed")
+        counter("coinmech_fleet_refused_total", figures.refused, help: "Messages refused (F1, F3): not stored")
+        counter("coinmech_fleet_conflicts_total", figures.conflicts, help: "Copies unlike the stored event (F5)")
+        counter("coinmech_fleet_resends_asked_total", figures.resendsAsked, help: "cmd/resend sent for a gap (F8)")
+        counter("coinmech_fleet_acks_sent_total", figures.acksSent, help: "Acks published (F6)")
+        counter("coinmech_fleet_commands_sent_total", figures.commandsSent, help: "Operators' commands published")
+        counter("coinmech_fleet_broker_connects_total", figures.brokerConnects, help: "Connections the broker accepted")
+        gauge("coinmech_fleet_ingest_lag_seconds", figures.lastLagSeconds, help: "The last batch: the bridge's publish to the commit")
+        gauge("coinmech_fleet_commit_seconds", figures.commitSeconds, help: "The last batch's transaction")
+        for (cabinet, seq) in figures.contiguous.sorted(by: { $0.key < $1.key }) {
+            gauge("coinmech_fleet_contiguous_seq", Double(seq), [("cabinet", cabinet)], help: "Every seq up to this one is stored (F7)")
+        }
+        if let page = try? await store.fleetPage(now: now, dayStart: now) {
+            for state in ["online", "offline", "unknown"] {
+                gauge("coinmech_fleet_cabinets", Double(page.cabinets.filter { $0.state == state }.count), [("state", state)], help: "Cabinets by their bridge's state")
+            }
+            var open: [String: Int] = [:]
+            for alert in page.openAlerts { open[alert.kind, default: 0] += 1 }
+            for kind in (AlertRules.kinds.union(["events_missing", "ledger_conflict"])).sorted() {
+                gauge("coinmech_fleet_alerts_open", Double(open[kind] ?? 0), [("kind", kind)], help: "Open alerts by kind")
+            }
+        }
+        return String(decoding: r.emitToBuffer(), as: UTF8.self)
+    }
+}

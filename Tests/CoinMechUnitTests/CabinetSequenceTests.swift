@@ -1,0 +1,135 @@
+import CoinMechFleet
+import Testing
+
+/// The fleet's per-cabinet seqs (docs/FLEET.md F7, F8): the contiguous seq the ack says, holes
+/// asked for after their grace with back-off, ranges the bridge declared missing, and F5's hold.
+@Suite("Cabinet sequence: the ack never passes a hole; a hole is asked for after its grace, with back-off")
+struct CabinetSequenceTests {
+    @Test("seqs in order move the contiguous seq; a copy of a stored one moves nothing")
+    func inOrder() {
+        var s = CabinetSequence()
+        let moved = [s.stored(1, now: 0), s.stored(2, now: 0), s.stored(3, now: 0)]
+        #expect(moved == [true, true, true])
+        #expect(s.contiguous == 3 && s.ackSeq == 3 && s.firstHole == nil)
+        let again = s.stored(2, now: 1)
+        #expect(!again, "a duplicate")
+        #expect(s.holds(3) && !s.holds(4))
+    }
+
+    @Test("a seq beyond a hole is held above it; the ack stays below the hole until it fills")
+    func hole() {
+        var s = CabinetSequence()
+        s.stored(1, now: 0)
+        let moved = [s.stored(4, now: 0), s.stored(5, now: 0)]
+        #expect(moved == [false, false])
+        #expect(s.contiguous == 1 && s.ackSeq == 1)
+        #expect(s.firstHole == 2...3)
+        s.stored(3, now: 1)
+        #expect(s.firstHole == 2...2 && s.contiguous == 1)
+        let filled = s.stored(2, now: 2)
+        #expect(filled)
+        #expect(s.contiguous == 5 && s.firstHole == nil && s.holeSince == nil)
+    }
+
+    @Test("a hole is asked for once its grace has passed, then after 2×, 4× … up to 5 minutes, and at once again after progress")
+    func backOff() {
+        var s = CabinetSequence()
+        s.stored(1, now: 100)
+        s.stored(3, now: 100)
+        let asked = [129.0, 130, 159, 160, 219, 220].map { s.resendDue(now: $0, grace: 30) }
+        // Inside the grace; at its end; 30 s later; then 60 s later.
+        #expect(asked == [nil, 2...2, nil, 2...2, nil, 2...2])
+        var waits: [Double] = []
+        var now = 220.0
+        for _ in 0..<6 {
+            var next = now + 1
+            while s.resendDue(now: next, grace: 30) == nil { next += 1 }
+            waits.append(next - now)
+            now = next
+        }
+        #expect(waits == [120, 240, 300, 300, 300, 300])
+        // The hole fills; a later one opens: its own grace, without the old back-off.
+        s.stored(2, now: now + 1)
+        s.stored(5, now: now + 2)
+        #expect(s.contiguous == 3 && s.firstHole == 4...4)
+        let next = [now + 31, now + 32].map { s.resendDue(now: $0, grace: 30) }
+        #expect(next == [nil, 4...4])
+    }
+
+    @Test("ranges the bridge declares missing are settled for the ack, and a copy inside them is a duplicate")
+    func missing() {
+        var s = CabinetSequence()
+        s.stored(1, now: 0)
+        s.stored(10, now: 0)
+        s.declareMissing(2...9, now: 1)
+        #expect(s.contiguous == 10 && s.firstHole == nil)
+        var t = CabinetSequence()
+        t.stored(1, now: 0)
+        t.declareMissing(5...6, now: 0)
+        #expect(t.contiguous == 1 && t.firstHole == 2...4 && t.holds(5) && !t.holds(4))
+        t.stored(2, now: 0); t.stored(3, now: 0); t.stored(4, now: 0)
+        #expect(t.contiguous == 6)
+        t.stored(7, now: 0)
+        #expect(t.contiguous == 7 && t.missing.isEmpty)
+    }
+
+    @Test("loaded from the database, a cabinet with seqs above its contiguous one starts its hole's grace at the load")
+    func loaded() {
+        var s = CabinetSequence(contiguous: 10, above: [12, 13], missing: [], now: 500)
+        #expect(s.firstHole == 11...11 && s.holeSince == 500)
+        let asked = [529.0, 530].map { s.resendDue(now: $0, grace: 30) }
+        #expect(asked == [nil, 11...11])
+        let caughtUp = CabinetSequence(contiguous: 10, above: [11, 12], missing: [], now: 500)
+        #expect(caughtUp.contiguous == 12 && caughtUp.firstHole == nil)
+    }
+
+    @Test("F5: a conflict holds the ack where it was while the contiguous seq moves on; thawed, the ack catches up")
+    func frozen() {
+        var s = CabinetSequence(contiguous: 4)
+        s.freeze()
+        s.stored(5, now: 0)
+        s.stored(6, now: 0)
+        #expect(s.contiguous == 6 && s.ackSeq == 4)
+        s.thaw()
+        #expect(s.ackSeq == 6)
+    }
+}
+
+@Suite("Ack pacing (F6): after every commit, duplicates too, at most one per cabinet per interval, the last always sent")
+struct AckPacerTests {
+    @Test("commits inside the interval are folded into one ack with the latest seq, sent when the interval has passed")
+    func paced() {
+        var p = AckPacer()
+        p.committed(cabinet: "c-1", site: "s", seq: 5)
+        #expect(p.due(now: 10, interval: 1).map(\.seq) == [5])
+        p.committed(cabinet: "c-1", site: "s", seq: 6)
+        p.committed(cabinet: "c-1", site: "s", seq: 7)
+        #expect(p.due(now: 10.5, interval: 1).isEmpty)
+        #expect(p.due(now: 11, interval: 1).map(\.seq) == [7], "the last is always sent")
+        #expect(p.due(now: 20, interval: 1).isEmpty && p.isEmpty)
+    }
+
+    @Test("a commit of duplicates only still acks (a bridge resending only duplicates must hear one)")
+    func duplicatesAck() {
+        var p = AckPacer()
+        p.committed(cabinet: "c-1", site: "s", seq: 9)
+        _ = p.due(now: 0, interval: 1)
+        p.committed(cabinet: "c-1", site: "s", seq: 9)
+        #expect(p.due(now: 2, interval: 1).map(\.seq) == [9])
+    }
+
+    @Test("a cabinet coming online is acked at once; an ack that could not be published is tried again")
+    func onlineAndUnsent() {
+        var p = AckPacer()
+        p.committed(cabinet: "c-1", site: "s", seq: 3)
+        _ = p.due(now: 0, interval: 1)
+        p.now(cabinet: "c-1", site: "s", seq: 3)
+        let sent = p.due(now: 0.1, interval: 1)
+        #expect(sent.map(\.seq) == [3])
+        p.unsent(sent[0])
+        #expect(p.due(now: 0.2, interval: 1).map(\.seq) == [3])
+        p.committed(cabinet: "c-2", site: "t", seq: 1)
+        p.committed(cabinet: "c-3", site: "t", seq: 2)
+        #expect(p.due(now: 5, interval: 1).map(\.cabinet) == ["c-2", "c-3"])
+    }
+}

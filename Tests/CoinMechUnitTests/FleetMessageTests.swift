@@ -1,0 +1,132 @@
+import CoinMechFleet
+import CoinMechSettings
+import Testing
+
+/// What the fleet reads from a cabinet's topics (docs/FLEET.md F1–F3), with the contract's own
+/// example payloads, and its configuration's errors.
+@Suite("Fleet messages: the contract's payloads read; unknown versions, wrong cabinets and bad seqs refused")
+struct FleetMessageTests {
+    static let prefix = "coinmech/v1/"
+    static func read(_ topic: String, _ payload: String) throws(FleetMessage.Refusal) -> FleetMessage? {
+        try FleetMessage.read(topic: prefix + topic, payload: Array(payload.utf8), prefix: prefix)
+    }
+
+    @Test("FLEET.md's coin event is read with its identity, kind and time; seq 1 and 0-valued fields are numbers, not booleans")
+    func event() throws {
+        let message = try Self.read("paris-nord/c-0042/event", #"""
+            {"v":1,"cabinet":"c-0042","site":"paris-nord","seq":1,"published":1795290000.512,
+             "event":{"seq":1,"time":1795290000.431,"kind":"coin","source":"serial","epoch":3,"device_seq":1,"currency":"EUR","denomination":"EUR_2",
+                      "value_minor":200,"link":"eur","chain_generation":0,"ref_seq":0,"message":"stored"}}
+            """#)
+        guard case .event(let event)? = message else { Issue.record("not an event: \(String(describing: message))"); return }
+        #expect(event.cabinet == "c-0042" && event.site == "paris-nord" && event.seq == 1 && event.kind == "coin")
+        #expect(event.time == 1795290000.431 && event.published == 1795290000.512)
+        #expect(event.json.contains(#""value_minor":200"#) && event.json.contains(#""chain_generation":0"#))
+    }
+
+    @Test("refused: a version not v1 (F1), a payload naming another cabinet (F3), no seq, event.seq differing, not JSON")
+    func refusals() {
+        let cases: [(String, String, String)] = [
+            ("s/c-1/event", #"{"v":2,"cabinet":"c-1","seq":1,"event":{"seq":1,"kind":"coin","time":1}}"#, "contract version 2"),
+            ("s/c-1/event", #"{"v":1,"cabinet":"c-2","seq":1,"event":{"seq":1,"kind":"coin","time":1}}"#, "names cabinet 'c-2'"),
+            ("s/c-1/event", #"{"v":1,"cabinet":"c-1","event":{"seq":1,"kind":"coin","time":1}}"#, "no seq"),
+            ("s/c-1/event", #"{"v":1,"cabinet":"c-1","seq":true,"event":{"seq":1,"kind":"coin","time":1}}"#, "no seq"),
+            ("s/c-1/event", #"{"v":1,"cabinet":"c-1","seq":2,"event":{"seq":1,"kind":"coin","time":1}}"#, "differs"),
+            ("s/c-1/state", "not json", "not a JSON object"),
+        ]
+        for (topic, payload, reason) in cases {
+            #expect(throws: FleetMessage.Refusal.self) { try Self.read(topic, payload) }
+            do { _ = try Self.read(topic, payload) } catch { #expect(error.reason.contains(reason), "\(error.reason)") }
+        }
+    }
+
+    @Test("the fleet's own users' topics, acks, commands and empty retained payloads are no cabinet's message")
+    func ignored() throws {
+        #expect(try Self.read("s/coinmech-fleet/event", #"{"v":1,"cabinet":"coinmech-fleet","seq":1}"#) == nil)
+        #expect(try Self.read("s/c-1/ack", #"{"v":1,"cabinet":"c-1","seq":1}"#) == nil)
+        #expect(try Self.read("s/c-1/cmd/resend", #"{"v":1,"id":"x"}"#) == nil)
+        #expect(try Self.read("s/c-1/state", "") == nil)
+        #expect(try FleetMessage.read(topic: "other/s/c-1/event", payload: [], prefix: Self.prefix) == nil)
+    }
+
+    @Test("the last will (no time) and a resend's reply with missing ranges")
+    func willAndReply() throws {
+        guard case .state(let will)? = try Self.read("paris-nord/c-0042/state", #"{"v":1,"cabinet":"c-0042","site":"paris-nord","state":"offline","reason":"lost","bridge_version":"0.6.0","daemon_version":null}"#) else {
+            Issue.record("no state"); return
+        }
+        #expect(!will.online && will.reason == "lost" && will.time == nil)
+        guard case .reply(let reply)? = try Self.read("paris-nord/c-0042/reply/gap-c-0042-901",
+            #"{"v":1,"cabinet":"c-0042","site":"paris-nord","id":"gap-c-0042-901","cmd":"resend","time":1.0,"ok":true,"result":{"from":901,"to":950,"resent":48,"missing":[[905,905],[940,941]]}}"#) else {
+            Issue.record("no reply"); return
+        }
+        #expect(reply.ok && reply.command == "resend" && reply.missing == [905...905, 940...941])
+    }
+
+    @Test("the configuration: defaults, opening hours, and errors that name the key")
+    func configuration() throws {
+        let c = try FleetConfiguration.parse(try SettingsTable.parse("mqtt: {host: broker}\nalerts: {opening_hours: '07:00-22:30'}\n", file: "fleet.yaml"))
+        #expect(c.mqtt.port == 1883 && c.mqtt.prefix == "coinmech/v1/" && c.mqtt.clientID == "coinmech-fleet")
+        #expect(c.database.socketDirectory == "/run/postgresql" && c.ingest.gapGraceSeconds == 30)
+        #expect(c.alerts.openingHours == 420..<1350)
+        let bad: [(String, String)] = [
+            ("database: {}", "mqtt"),
+            ("mqtt: {host: b, prefix: 'a/+/'}", "prefix"),
+            ("mqtt: {host: b}\nalerts: {opening_hours: '22:00-07:00'}", "opening_hours"),
+            ("mqtt: {host: b}\ndatabase: {socket_dir: /run/postgresql, host: db}", "host"),
+            ("mqtt: {host: b}\nhttp: {listen: nowhere}", "listen"),
+            ("mqtt: {host: b}\nbogus: 1", "bogus"),
+        ]
+        for (text, key) in bad {
+            do {
+                _ = try FleetConfiguration.parse(try SettingsTable.parse(text, file: "fleet.yaml"))
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect("\(error)".contains(key), "\(error)")
+            }
+        }
+    }
+}
+
+@Suite("Fleet alerts: each rule from a cabinet's facts")
+struct AlertRulesTests {
+    static func facts(_ change: (inout AlertRules.Facts) -> Void = { _ in }) -> AlertRules.Facts {
+        var f = AlertRules.Facts(cabinet: "c-1", online: true, stateSince: 0, firstSeen: 0, lastCredit: 1000, mechStatus: nil, ledgerFailing: false,
+                                 quarantinedLinks: [], unconfirmed: 0, acceptorLostEvents: 0, hole: nil, holeSince: nil)
+        change(&f)
+        return f
+    }
+
+    static func kinds(_ f: AlertRules.Facts, now: Double = 2000, _ settings: FleetConfiguration.Alerts = .init()) -> [String] {
+        AlertRules.evaluate(f, now: now, settings, gapGrace: 30).map(\.kind)
+    }
+
+    @Test("a healthy cabinet raises nothing; each fact raises its own kind")
+    func rules() {
+        #expect(Self.kinds(Self.facts()).isEmpty)
+        #expect(Self.kinds(Self.facts { $0.online = false; $0.stateSince = 1000 }) == ["offline"], "1000 s offline, past 600")
+        #expect(Self.kinds(Self.facts { $0.online = false; $0.stateSince = 1500 }).isEmpty, "500 s offline")
+        #expect(Self.kinds(Self.facts { $0.mechStatus = "JAM" }) == ["jam"])
+        #expect(Self.kinds(Self.facts { $0.mechStatus = "TAMPER" }) == ["tamper"])
+        #expect(Self.kinds(Self.facts { $0.mechStatus = "OK" }).isEmpty)
+        #expect(Self.kinds(Self.facts { $0.ledgerFailing = true }) == ["ledger_failing"])
+        #expect(Self.kinds(Self.facts { $0.quarantinedLinks = ["third-party"] }) == ["plugin_quarantined"])
+        #expect(Self.kinds(Self.facts { $0.unconfirmed = 2 }) == ["unconfirmed_coins"])
+        #expect(Self.kinds(Self.facts { $0.acceptorLostEvents = 1 }) == ["acceptor_lost_events"])
+        #expect(Self.kinds(Self.facts { $0.hole = 5...7; $0.holeSince = 1980 }).isEmpty, "inside the gap's grace")
+        #expect(Self.kinds(Self.facts { $0.hole = 5...7; $0.holeSince = 1960 }) == ["seq_gap"])
+    }
+
+    @Test("no credit for the set time raises an alert only inside the opening hours")
+    func noCredit() {
+        var settings = FleetConfiguration.Alerts()
+        settings.noCreditSeconds = 3600
+        let quiet = Self.facts { $0.lastCredit = 0 }
+        // 1970-01-01 03:00 UTC and 12:00 UTC.
+        #expect(Self.kinds(quiet, now: 3 * 3600, settings) == ["no_credit"])
+        settings.openingHours = 8 * 60..<20 * 60
+        #expect(Self.kinds(quiet, now: 3 * 3600, settings).isEmpty, "closed at 03:00")
+        #expect(Self.kinds(quiet, now: 12 * 3600, settings) == ["no_credit"])
+        settings.timeZone = "Asia/Tokyo"
+        #expect(Self.kinds(quiet, now: 12 * 3600, settings).isEmpty, "21:00 in Tokyo")
+    }
+}
