@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "coinmechd", targets: ["coinmechd"]),
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-bridge", targets: ["coinmech-bridge"]),
+        .executable(name: "coinmech-fleet", targets: ["coinmech-fleet"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-bridge-chaos", targets: ["CoinMechBridgeChaos"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
@@ -46,8 +47,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
-        // The fleet service: PostgreSQL through postgres-nio.
+        // The fleet service: PostgreSQL through postgres-nio, its dashboard through Hummingbird,
+        // operators' passwords through bcrypt (hummingbird-auth).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
@@ -145,6 +149,28 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
+        ),
+        // The fleet's dashboard: server-rendered pages over the fleet's database (Hummingbird),
+        // operators' logins (bcrypt).
+        .target(
+            name: "CoinMechFleetWeb",
+            dependencies: [
+                "CoinMechFleet",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            ]
+        ),
+        .executableTarget(
+            name: "coinmech-fleet",
+            dependencies: [
+                "CoinMechFleet", "CoinMechFleetWeb",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "coinctl",
+            dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The driver table: one driver per kind of mech (serial, gpio, gpio-replay, cctalk, mdb), each
         // with its configuration section's parser, how it makes the mech, its credit rule, its
@@ -273,7 +299,7 @@ let package = Package(
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),

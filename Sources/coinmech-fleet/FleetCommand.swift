@@ -1,0 +1,135 @@
+import ArgumentParser
+import CoinMechFleet
+import CoinMechFleetWeb
+import Foundation
+import Hummingbird
+import HummingbirdBcrypt
+import Logging
+import ServiceLifecycle
+
+/// `coinmech-fleet`: every cabinet's ledger from the broker into PostgreSQL, once, and the
+/// dashboard over it (docs/FLEET.md).
+@main
+struct FleetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coinmech-fleet",
+        abstract: "Store every cabinet's ledger events from the fleet's MQTT broker in PostgreSQL, once each, and serve the fleet's dashboard (docs/FLEET.md).",
+        subcommands: [Run.self, Migrate.self, SetOperator.self],
+        defaultSubcommand: Run.self)
+
+    struct Options: ParsableArguments {
+        @Option(help: "The configuration file.") var config = "/etc/coinmech/coinmech-fleet.yaml"
+
+        func load() throws -> FleetConfiguration {
+            do {
+                return try FleetConfiguration.load(path: config)
+            } catch {
+                FileHandle.standardError.write(Data("coinmech-fleet: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    /// One logger for the process, to standard error (the journal under systemd).
+    static func logger() -> Logger {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
+        return Logger(label: "coinmech-fleet")
+    }
+
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Run the ingest and the dashboard until SIGTERM or SIGINT.")
+        @OptionGroup var options: Options
+        @Flag(help: "Check the configuration and exit.") var checkConfig = false
+
+        func run() async throws {
+            let c = try options.load()
+            if checkConfig {
+                print("\(options.config): ok (broker \(c.mqtt.host):\(c.mqtt.port), database \(c.database.name))")
+                return
+            }
+            let logger = FleetCommand.logger()
+            let store: FleetStore
+            do { store = try FleetStore(c.database, logger: logger) } catch {
+                logger.critical("\(error)")
+                throw ExitCode(1)
+            }
+            let ingest = FleetIngest(configuration: c, store: store, logger: logger, outbox: CommandOutbox(), figures: FleetFigures())
+            let ingestService = IngestService(ingest: ingest)
+            // One group owns every lifetime: the database pool, the ingest and the dashboard;
+            // SIGTERM or SIGINT stops them all.
+            if let listen = c.httpListen {
+                let router = FleetWeb.router(store: store, sessions: OperatorSessions(), outbox: ingest.outbox, figures: ingest.figures, instance: c.instance, logger: logger)
+                let app = Application(router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "coinmech-fleet"),
+                                      services: [store.client, ingestService],
+                                      onServerRunning: { channel in logger.info("dashboard on http://\(channel.localAddress?.description ?? "?")") },
+                                      logger: logger)
+                try await app.runService()
+            } else {
+                let group = ServiceGroup(services: [store.client, ingestService], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                try await group.run()
+            }
+        }
+    }
+
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Apply the database schema's steps not yet applied, and exit.")
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let c = try options.load()
+            let logger = FleetCommand.logger()
+            let store = try FleetStore(c.database, logger: logger)
+            try await withStore(store) {
+                let applied = try await store.migrate()
+                print(applied.isEmpty ? "the schema is up to date (\(FleetMigrations.steps.count) steps)" : "applied step(s) \(applied.map(String.init).joined(separator: ", "))")
+            }
+        }
+    }
+
+    struct SetOperator: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-operator",
+            abstract: "Add an operator of the dashboard, or change one's password or role. The password is read from standard input.")
+        @OptionGroup var options: Options
+        @Argument(help: "The operator's name.") var name: String
+        @Option(help: "operator or admin (an admin may send cabinets commands).") var role = "operator"
+        @Option(help: "Read the password from this file instead of standard input.") var passwordFile: String?
+
+        func run() async throws {
+            guard role == "operator" || role == "admin" else { throw ValidationError("--role must be operator or admin, not '\(role)'") }
+            guard !name.isEmpty, name.count <= 64 else { throw ValidationError("the name must be 1 to 64 characters") }
+            let given = passwordFile.map { try? String(contentsOfFile: $0, encoding: .utf8) } ?? readLine(strippingNewline: true)
+            guard let password = given?.trimmingCharacters(in: .newlines), password.count >= 8 else {
+                throw ValidationError("give the password (at least 8 characters) on standard input or in --password-file")
+            }
+            let c = try options.load()
+            let store = try FleetStore(c.database, logger: FleetCommand.logger())
+            try await withStore(store) {
+                _ = try await store.migrate()
+                try await store.setOperator(name: name, passwordHash: Bcrypt.hash(password, cost: 12), role: role)
+                print("operator \(name) (\(role)) saved")
+            }
+        }
+    }
+}
+
+/// The ingest as a service of the group: cancelled at the graceful shutdown.
+struct IngestService: Service {
+    let ingest: FleetIngest
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { try await ingest.run() }
+    }
+}
+
+/// Runs `body` with the store's pool running, then stops the pool.
+func withStore(_ store: FleetStore, _ body: @Sendable () async throws -> Void) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await store.client.run() }
+        defer { group.cancelAll() }
+        try await body()
+    }
+}
