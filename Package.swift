@@ -33,6 +33,7 @@ let package = Package(
         .executable(name: "coinctl", targets: ["coinctl"]),
         .executable(name: "coinmech-bridge", targets: ["coinmech-bridge"]),
         .executable(name: "coinmech-fleet", targets: ["coinmech-fleet"]),
+        .executable(name: "coinmech-fleet-chaos", targets: ["CoinMechFleetChaos"]),
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-bridge-chaos", targets: ["CoinMechBridgeChaos"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
@@ -265,6 +266,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/BridgeChaos"
+        ),
+        // `make test-fleet`: three cabinets (coinsim, coinmechd and the bridge each), a broker,
+        // PostgreSQL and coinmech-fleet, killed and restarted while coins flow; then every ledger
+        // against the fleet's database, and the dashboard in headless Chromium.
+        .executableTarget(
+            name: "CoinMechFleetChaos",
+            dependencies: [
+                "CoinMechClient", "CoinMechHarness", "CoinMechLedger", "CoinMechModel", "CoinMechProtocol", "CoinSimCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/FleetChaos"
         ),
         // The fuzz targets (serial frames, socket requests, configuration, scenarios, MDB adapter lines) and their
         // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
