@@ -1,0 +1,244 @@
+import CoinMechHarness
+import CoinMechProtocol
+@testable import CoinMechTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// coinmech-fleet against a real PostgreSQL and a real mosquitto, fed by hand in the bridge's
+/// format (docs/FLEET.md): a hole asked for again with `cmd/resend` and a bridge's `missing`
+/// settled for the ack (F8); refusals (F1, F3); and the dashboard's login, forms and rights over
+/// raw HTTP.
+@Suite("Fleet service: gaps asked for and settled, refusals, and the dashboard's login, forms and rights", .serialized)
+struct FleetEndToEndTests {
+    /// PostgreSQL, mosquitto and coinmech-fleet in a scratch folder.
+    final class Rig {
+        let dir: String
+        let database: PostgresCluster
+        let broker: MosquittoBroker
+        let fleet: ChildProcess
+        let httpPort: Int
+
+        init(_ name: String) throws {
+            dir = TestSupport.temporaryDirectory(name)
+            chmod(dir, 0o755)
+            try FileManager.default.createDirectory(atPath: "\(dir)/postgres", withIntermediateDirectories: true)
+            database = try PostgresCluster(dir: "\(dir)/postgres")
+            try database.psql("CREATE DATABASE coinmech_fleet", database: "postgres")
+            broker = try MosquittoBroker(dir: dir, autosave: 1)
+            httpPort = try Loopback.freePort()
+            try """
+                instance: fleet-test
+                mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-test}
+                database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: coinmech_fleet}
+                http: {listen: "127.0.0.1:\(httpPort)"}
+                ingest: {gap_grace_s: 1, ack_interval_s: 0.2}
+                alerts: {check_s: 0.5}
+                """.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
+            fleet = try ChildProcess("coinmech-fleet", ["run", "--config", "\(dir)/fleet.yaml"])
+            try TestSupport.waitUntil("the fleet's dashboard", timeout: 60) {
+                guard fleet.isRunning else { throw TestFailure("coinmech-fleet exited: \(fleet.stderr)") }
+                return Loopback.accepts(httpPort)
+            }
+        }
+
+        deinit {
+            fleet.signal(SIGTERM)
+            _ = fleet.wait(timeout: 20)
+            broker.kill()
+            database.stop()
+        }
+
+        func query(_ sql: String) throws -> String { try database.psql(sql, database: "coinmech_fleet") }
+
+        /// Publishes one message (QoS 1) as a cabinet's bridge would.
+        func publish(_ topic: String, _ payload: String, retain: Bool = false) throws {
+            let pub = try ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1"] + (retain ? ["-r"] : [])
+                                       + ["-t", "coinmech/v1/\(topic)", "-m", payload], absolute: true)
+            #expect(pub.wait(timeout: 10) == 0, "mosquitto_pub: \(pub.stderr)")
+        }
+
+        /// A coin's decision or its `coin`, in the bridge's format.
+        static func event(_ cabinet: String, _ seq: Int64, kind: String, value: Int = 25) -> String {
+            let extra = kind == "coin" ? #","ref_seq":\#(seq - 1),"currency":"USD","denomination":"quarter","value_minor":\#(value)"# : #","verdict":"accept","currency":"USD","value_minor":\#(value)"#
+            return #"{"v":1,"cabinet":"\#(cabinet)","site":"s1","seq":\#(seq),"published":1795290000.5,"event":{"seq":\#(seq),"time":\#(1795290000 + Double(seq)),"kind":"\#(kind)"\#(extra)}}"#
+        }
+
+        /// A subscriber on `filter`, its lines `topic payload`; returned once it is subscribed
+        /// (a retained probe on a topic it also takes has reached it).
+        func subscribe(_ filter: String) throws -> ChildProcess {
+            try publish("probe/\(filter.replacingOccurrences(of: "#", with: "all").replacingOccurrences(of: "+", with: "any"))", "probe", retain: true)
+            let probe = "coinmech/v1/probe/\(filter.replacingOccurrences(of: "#", with: "all").replacingOccurrences(of: "+", with: "any"))"
+            let sub = try ChildProcess("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-v", "-t", "coinmech/v1/\(filter)", "-t", probe], absolute: true)
+            guard sub.readLine(timeout: 20) == "\(probe) probe" else { throw TestFailure("mosquitto_sub did not subscribe to \(filter): \(sub.stderr)") }
+            return sub
+        }
+    }
+
+    @Test("a hole is asked for with cmd/resend after its grace; the bridge's missing range settles it, the ack passes it and an alert says which seqs")
+    func gapRepair() throws {
+        let rig = try Rig("fleet-gap")
+        let commands = try rig.subscribe("s1/c-9/cmd/#")
+        let acks = try rig.subscribe("s1/c-9/ack")
+        try TestSupport.waitUntil("the fleet's session on the broker", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "2" }
+        try rig.publish("s1/c-9/event", Rig.event("c-9", 1, kind: "decision"))
+        try rig.publish("s1/c-9/event", Rig.event("c-9", 2, kind: "coin"))
+        try rig.publish("s1/c-9/event", Rig.event("c-9", 5, kind: "decision"))
+        try rig.publish("s1/c-9/event", Rig.event("c-9", 6, kind: "coin"))
+        try TestSupport.waitUntil("four events stored", timeout: 20) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-9'") == "4" }
+        #expect(try rig.query("SELECT contiguous_seq FROM cabinets WHERE cabinet = 'c-9'") == "2", "the ack stops below the hole")
+        // The hole 3…4 is asked for once its grace (1 s) has passed.
+        var resend: JSON?
+        let deadline = Date().addingTimeInterval(20)
+        while resend == nil, Date() < deadline, let line = commands.readLine(timeout: 1) {
+            let parts = line.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].hasSuffix("/cmd/resend") { resend = JSON.parse(String(parts[1])) }
+        }
+        let command = try #require(resend, "no cmd/resend within 20 s: \(rig.fleet.stderr)")
+        #expect(command["args"]?["from"]?.int == 3 && command["args"]?["to"]?.int == 4)
+        #expect(command["v"]?.int == 1 && (command["deadline"]?.double ?? 0) > Date().timeIntervalSince1970)
+        let id = try #require(command["id"]?.string)
+        // The bridge has seq 3 and not 4: it resends 3 and says 4 is missing.
+        try rig.publish("s1/c-9/event", Rig.event("c-9", 3, kind: "decision"))
+        try rig.publish("s1/c-9/reply/\(id)", #"{"v":1,"cabinet":"c-9","site":"s1","id":"\#(id)","cmd":"resend","time":1.0,"ok":true,"result":{"from":3,"to":4,"resent":1,"missing":[[4,4]]}}"#)
+        try TestSupport.waitUntil("seq 4 settled as missing", timeout: 20) { try rig.query("SELECT contiguous_seq FROM cabinets WHERE cabinet = 'c-9'") == "6" }
+        #expect(try rig.query("SELECT seq_from || '-' || seq_to FROM missing_events WHERE cabinet = 'c-9'") == "4-4")
+        try TestSupport.waitUntil("an events_missing alert", timeout: 10) {
+            try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'events_missing' AND closed IS NULL AND detail LIKE '%seq 4%'") == "1"
+        }
+        #expect(try rig.query("SELECT outcome FROM commands WHERE id = '\(id)'") == "ok")
+        var highest: Int64 = 0
+        let ackDeadline = Date().addingTimeInterval(20)
+        while highest < 6, Date() < ackDeadline, let line = acks.readLine(timeout: 1) {
+            highest = max(highest, JSON.parse(String(line.split(separator: " ", maxSplits: 1).last ?? ""))?["seq"]?.int ?? 0)
+        }
+        #expect(highest == 6, "the retained ack passes the settled hole")
+        commands.signal(SIGTERM)
+        acks.signal(SIGTERM)
+    }
+
+    @Test("refused and stored nowhere: another contract version (F1), a payload naming another cabinet (F3); a copy of a stored event that differs is held as a conflict (F5)")
+    func refusals() throws {
+        let rig = try Rig("fleet-refusals")
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "2" }
+        try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision").replacingOccurrences(of: #""v":1"#, with: #""v":2"#))
+        try rig.publish("s1/c-7/event", Rig.event("c-8", 1, kind: "decision"))
+        try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision"))
+        try TestSupport.waitUntil("the valid event stored", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
+        #expect(try rig.query("SELECT cabinet || '/' || seq FROM events") == "c-7/1")
+        #expect(rig.fleet.stderr.contains("contract version 2") && rig.fleet.stderr.contains("names cabinet 'c-8'"))
+        // The same identity arriving as another kind: the ledger was replaced.
+        try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "coin"))
+        try TestSupport.waitUntil("the conflict held", timeout: 20) {
+            try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-7' AND kind = 'ledger_conflict' AND closed IS NULL") == "1"
+        }
+        #expect(try rig.query("SELECT kind FROM events WHERE cabinet = 'c-7' AND seq = 1") == "decision", "the first copy is the record")
+        #expect(try rig.query("SELECT count(*) FROM event_conflicts") == "1")
+    }
+
+    @Test("the dashboard: no page without a login, a wrong password refused, collections and acknowledgements recorded, bad amounts refused, commands for admins only")
+    func dashboard() throws {
+        let rig = try Rig("fleet-dashboard")
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "2" }
+        for (name, role, password) in [("alice", "admin", "alice-password"), ("bob", "operator", "bob-password")] {
+            try password.write(toFile: "\(rig.dir)/\(name).pw", atomically: true, encoding: .utf8)
+            let set = try ChildProcess("coinmech-fleet", ["set-operator", name, "--role", role, "--password-file", "\(rig.dir)/\(name).pw", "--config", "\(rig.dir)/fleet.yaml"])
+            #expect(set.wait(timeout: 60) == 0, "set-operator: \(set.stderr)")
+        }
+        // Two coins (50 cents) in cabinet c-1, then a jam.
+        for seq in Int64(1)...4 { try rig.publish("s1/c-1/event", Rig.event("c-1", seq, kind: seq % 2 == 1 ? "decision" : "coin")) }
+        try rig.publish("s1/c-1/event", #"{"v":1,"cabinet":"c-1","site":"s1","seq":5,"published":1.0,"event":{"seq":5,"time":1795290005.0,"kind":"mech_status","detail":{"status":"JAM"}}}"#)
+        try TestSupport.waitUntil("the jam alert", timeout: 20) { try rig.query("SELECT count(*) FROM alerts WHERE kind = 'jam' AND closed IS NULL") == "1" }
+        let http = HTTPProbe(port: rig.httpPort)
+        let commands = try rig.subscribe("s1/c-1/cmd/#")
+
+        #expect(try http.request("GET", "/").status == 303, "no page without a login")
+        #expect(try http.request("POST", "/cabinet/c-1/collections", form: "amount=1&currency=USD").status == 303)
+        #expect(try http.request("POST", "/login", form: "name=alice&password=wrong&next=/").status == 401)
+        #expect(try http.request("POST", "/login", form: "name=nobody&password=wrong&next=/").status == 401)
+        let login = try http.request("POST", "/login", form: "name=alice&password=alice-password&next=//evil.example/")
+        #expect(login.status == 303 && login.header("location") == "/", "never a redirect off the site")
+        let alice = try #require(login.cookie, "no session cookie")
+        #expect(login.header("set-cookie")?.contains("HttpOnly") == true && login.header("set-cookie")?.contains("SameSite=Lax") == true)
+        let fleetPage = try http.request("GET", "/", cookie: alice)
+        #expect(fleetPage.status == 200 && fleetPage.body.contains(#"data-cash-box="USD:50""#), "the cash box: two quarters")
+
+        for bad in ["amount=12.345&currency=USD", "amount=-1&currency=USD", "amount=ten&currency=USD", "amount=1&currency=dollars"] {
+            #expect(try http.request("POST", "/cabinet/c-1/collections", form: bad, cookie: alice).status == 400, "\(bad)")
+        }
+        #expect(try http.request("POST", "/cabinet/c-404/collections", form: "amount=1&currency=USD", cookie: alice).status == 404)
+        #expect(try http.request("POST", "/cabinet/c-1/collections", form: "amount=0.45&currency=USD", cookie: alice).status == 303)
+        #expect(try rig.query("SELECT counted_minor || ' ' || ledger_minor || ' ' || difference_minor || ' ' || by FROM collections") == "45 50 -5 alice",
+                "counted 0.45 against the ledger's 0.50")
+
+        let alert = try rig.query("SELECT id FROM alerts WHERE kind = 'jam'")
+        #expect(try http.request("POST", "/alerts/\(alert)/ack", form: "", cookie: alice).status == 303)
+        #expect(try rig.query("SELECT acked_by FROM alerts WHERE id = \(alert)") == "alice")
+        #expect(try http.request("POST", "/alerts/999999/ack", form: "", cookie: alice).status == 404)
+
+        let bob = try #require(try http.request("POST", "/login", form: "name=bob&password=bob-password", cookie: nil).cookie)
+        #expect(try http.request("POST", "/cabinet/c-1/commands", form: "name=inhibit_on", cookie: bob).status == 403, "an operator sends no command")
+        #expect(try http.request("POST", "/cabinet/c-1/commands", form: "name=reboot", cookie: alice).status == 400)
+        #expect(try http.request("POST", "/cabinet/c-1/commands", form: "name=inhibit_on", cookie: alice).status == 303)
+        let line = try #require(commands.readLine(timeout: 20), "no command published")
+        #expect(line.hasPrefix("coinmech/v1/s1/c-1/cmd/inhibit ") && line.contains(#""args":{"on":true}"#) && line.contains(#""by":"alice""#))
+        commands.signal(SIGTERM)
+        #expect(try http.request("POST", "/logout", form: "", cookie: alice).status == 303)
+        #expect(try http.request("GET", "/", cookie: alice).status == 303, "logged out")
+        let metrics = try http.request("GET", "/metrics")
+        #expect(metrics.status == 200 && metrics.body.contains("coinmech_fleet_events_stored_total 5"))
+    }
+}
+
+/// HTTP/1.1 over a plain socket, one request per connection: enough to see statuses, headers and
+/// cookies as a browser would get them, without following redirects.
+struct HTTPProbe {
+    let port: Int
+
+    struct Response {
+        var status: Int
+        var headers: [(String, String)]
+        var body: String
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name }?.1 }
+        /// The session cookie's `name=value`.
+        var cookie: String? { header("set-cookie")?.split(separator: ";").first.map(String.init) }
+    }
+
+    func request(_ method: String, _ path: String, form: String? = nil, cookie: String? = nil) throws -> Response {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw TestFailure("cannot connect to the dashboard on \(port)") }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        if let cookie { text += "Cookie: \(cookie)\r\n" }
+        if let form { text += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n" }
+        text += "\r\n" + (form ?? "")
+        let bytes = Array(text.utf8)
+        guard send(fd, bytes, bytes.count, 0) == bytes.count else { throw TestFailure("cannot send the request") }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        let response = String(decoding: received, as: UTF8.self)
+        guard let split = response.range(of: "\r\n\r\n") else { throw TestFailure("no HTTP response: \(response.prefix(200))") }
+        let lines = response[..<split.lowerBound].split(separator: "\r\n")
+        guard let first = lines.first, let status = Int(first.split(separator: " ").dropFirst().first ?? "") else { throw TestFailure("bad status line") }
+        let headers = lines.dropFirst().compactMap { line -> (String, String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        return Response(status: status, headers: headers, body: String(response[split.upperBound...]))
+    }
+}
