@@ -21,6 +21,8 @@ public struct FleetConfiguration: Sendable {
         public var prefix = "coinmech/v1/"
         /// Fixed, for the persistent session (F9).
         public var clientID = "coinmech-fleet"
+        /// The sites this instance takes (partitioning by site: one writer per cabinet); nil: all.
+        public var sites: [String]?
         public var keepaliveSeconds = 30
         public var maxInflight = 100
         public var username: String?
@@ -33,7 +35,7 @@ public struct FleetConfiguration: Sendable {
         public var socketDirectory: String?
         public var host: String?
         public var port = 5432
-        public var user = "coinmech_fleet"
+        public var user = "coinmech-fleet"
         public var passwordFile: String?
         public var name = "coinmech_fleet"
     }
@@ -68,7 +70,7 @@ public struct FleetConfiguration: Sendable {
     public static func parse(_ table: SettingsTable) throws(SettingsError) -> FleetConfiguration {
         try table.rejectUnknownKeys(["instance", "mqtt", "database", "http", "ingest", "alerts"])
         guard let mqtt = try table.table("mqtt") else { throw table.error("mqtt", "is required: at least {host: broker.example.net}") }
-        try mqtt.rejectUnknownKeys(["host", "port", "prefix", "client_id", "keepalive_s", "max_inflight", "username", "password_file", "tls"])
+        try mqtt.rejectUnknownKeys(["host", "port", "prefix", "client_id", "keepalive_s", "max_inflight", "username", "password_file", "tls", "sites"])
         guard let host = try mqtt.string("host"), !host.isEmpty else { throw mqtt.error("host", "is required: the broker's host name or address") }
         var broker = MQTT(host: host)
         if let prefix = try mqtt.string("prefix") {
@@ -94,6 +96,13 @@ public struct FleetConfiguration: Sendable {
         }
         if let keepalive = try mqtt.int("keepalive_s", in: 5...3600) { broker.keepaliveSeconds = keepalive }
         if let inflight = try mqtt.int("max_inflight", in: 1...10_000) { broker.maxInflight = inflight }
+        if let sites = try mqtt.strings("sites") {
+            guard !sites.isEmpty else { throw mqtt.error("sites", "lists the sites this instance takes; leave it out for all") }
+            for site in sites where site.isEmpty || site.contains("/") || site.contains("+") || site.contains("#") {
+                throw mqtt.error("sites", "'\(site)' is not a site id (a–z 0–9 _ -)")
+            }
+            broker.sites = sites
+        }
         broker.username = try mqtt.string("username")
         broker.passwordFile = try mqtt.string("password_file")
         if broker.passwordFile != nil && broker.username == nil { throw mqtt.error("password_file", "needs mqtt.username") }
@@ -154,6 +163,11 @@ public struct FleetConfiguration: Sendable {
             }
         }
         return configuration
+    }
+
+    /// The topic filters of the ingest: every site's, or those of `mqtt.sites`.
+    public var subscriptions: [String] {
+        (mqtt.sites ?? ["+"]).flatMap { site in ["event", "state", "status", "totals", "reply/+"].map { "\(mqtt.prefix)\(site)/+/\($0)" } }
     }
 
     /// `07:00-22:00` as minutes of the day.

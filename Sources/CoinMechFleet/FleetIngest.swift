@@ -58,7 +58,7 @@ public final class FleetIngest: Sendable {
         do {
             link = try MQTTLink(.init(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
                                       maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password, will: nil,
-                                      subscriptions: ["\(p)+/+/event", "\(p)+/+/state", "\(p)+/+/status", "\(p)+/+/totals", "\(p)+/+/reply/+"],
+                                      subscriptions: c.subscriptions,
                                       tls: c.mqtt.tls, cleanSession: false))
         } catch { throw FleetError.mqtt(error.message) }
         link.start()

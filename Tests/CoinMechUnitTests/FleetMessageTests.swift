@@ -68,6 +68,9 @@ struct FleetMessageTests {
         #expect(c.mqtt.port == 1883 && c.mqtt.prefix == "coinmech/v1/" && c.mqtt.clientID == "coinmech-fleet")
         #expect(c.database.socketDirectory == "/run/postgresql" && c.ingest.gapGraceSeconds == 30)
         #expect(c.alerts.openingHours == 420..<1350)
+        #expect(c.subscriptions.first == "coinmech/v1/+/+/event" && c.subscriptions.count == 5)
+        let partition = try FleetConfiguration.parse(try SettingsTable.parse("mqtt: {host: broker, sites: [paris-nord, lyon]}\n", file: "fleet.yaml"))
+        #expect(partition.subscriptions.contains("coinmech/v1/lyon/+/reply/+") && partition.subscriptions.count == 10)
         let bad: [(String, String)] = [
             ("database: {}", "mqtt"),
             ("mqtt: {host: b, prefix: 'a/+/'}", "prefix"),
@@ -75,6 +78,7 @@ struct FleetMessageTests {
             ("mqtt: {host: b}\ndatabase: {socket_dir: /run/postgresql, host: db}", "host"),
             ("mqtt: {host: b}\nhttp: {listen: nowhere}", "listen"),
             ("mqtt: {host: b}\nbogus: 1", "bogus"),
+            ("mqtt: {host: b, sites: ['a/b']}", "sites"),
         ]
         for (text, key) in bad {
             do {
