@@ -4,7 +4,7 @@ BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
 .PHONY: all hooks build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
-	fuzz-build fuzz fuzz-all fuzz-short test-bridge test-fleet
+	fuzz-build fuzz fuzz-all fuzz-short test-bridge test-fleet install-fleet
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
@@ -210,6 +210,14 @@ install:
 	@SWIFT=$(SWIFT) scripts/bootstrap --install
 	$(MAKE) --no-print-directory release-build
 	RELEASE_BIN=$(RELEASE_BIN) DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) PLUGINS="$(PLUGINS)" packaging/stage
+
+## install, and the fleet service (docs/FLEET.md, "Installing the fleet"): coinmech-fleet, its
+## unit (disabled) and user, and an example configuration. Its release build takes as long again
+## as the rest (postgres-nio, Hummingbird).
+install-fleet:
+	@SWIFT=$(SWIFT) scripts/bootstrap --install
+	@$(call release_build,$(RELEASE_PRODUCTS) coinmech-fleet generate-manual)
+	RELEASE_BIN=$(RELEASE_BIN) DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) PLUGINS="$(PLUGINS)" FLEET=1 packaging/stage
 
 ## Removes what install put there, except the configuration, the ledger and the cache.
 uninstall:
