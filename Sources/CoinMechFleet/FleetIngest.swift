@@ -46,7 +46,11 @@ public final class FleetIngest: Sendable {
             }
         }
         guard !Task.isCancelled else { return }
-        figures.update { $0.databaseUp = true }
+        let loaded = sequences.mapValues(\.sequence.contiguous)
+        figures.update {
+            $0.databaseUp = true
+            $0.contiguous = loaded
+        }
         logger.info("database \(describe(c.database)): \(sequences.count) cabinet(s) known")
 
         let password = try c.mqtt.passwordFile.map { file throws(FleetError) in
@@ -65,6 +69,8 @@ public final class FleetIngest: Sendable {
         defer { link.stop() }
 
         var pacer = AckPacer()
+        /// Cabinets with a seq stored beyond a hole: the only ones the gap check looks at.
+        var holed = Set(sequences.filter { $0.value.sequence.firstHole != nil }.keys)
         var nextAlerts = 0.0
         var resendCount = 0
         while !Task.isCancelled {
@@ -121,6 +127,7 @@ public final class FleetIngest: Sendable {
                                 try await self.store.recordMissing(cabinet: reply.cabinet, site: reply.site, reply.missing, sequence: settled.sequence, now: Self.now())
                             }
                             sequences[reply.cabinet] = settled
+                            if settled.sequence.firstHole == nil { holed.remove(reply.cabinet) }
                             pacer.committed(cabinet: reply.cabinet, site: reply.site, seq: settled.sequence.ackSeq)
                             logger.error("cabinet \(reply.cabinet): its ledger does not hold \(reply.missing.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")): recorded as missing, alert raised")
                         }
@@ -135,27 +142,29 @@ public final class FleetIngest: Sendable {
             while start < events.count, !Task.isCancelled {
                 let batch = Array(events[start..<min(start + c.ingest.batchMax, events.count)])
                 start += batch.count
-                var next = sequences
+                // Only the cabinets in the batch: a copy of each, kept once the commit succeeds.
+                var touched: [String: (site: String, sequence: CabinetSequence)] = [:]
                 let now = Self.now()
                 for event in batch {
-                    var entry = next[event.cabinet] ?? (event.site, CabinetSequence(now: now))
+                    var entry = touched[event.cabinet] ?? sequences[event.cabinet] ?? (event.site, CabinetSequence(now: now))
                     entry.sequence.stored(event.seq, now: now)
-                    next[event.cabinet] = entry
+                    touched[event.cabinet] = entry
                 }
-                let touched = next.filter { key, _ in batch.contains { $0.cabinet == key } }
                 let began = Date()
-                let outcome = try await retrying("a batch of \(batch.count) event(s)") { try await self.store.commit(batch, sequences: touched, now: now) }
+                let committing = touched
+                let outcome = try await retrying("a batch of \(batch.count) event(s)") { try await self.store.commit(batch, sequences: committing, now: now) }
                 let took = Date().timeIntervalSince(began)
                 for copy in outcome.conflicts {
-                    next[copy.cabinet]?.sequence.freeze()
+                    touched[copy.cabinet]?.sequence.freeze()
                     logger.error("cabinet \(copy.cabinet): seq \(copy.seq) arrived unlike the stored event (kind \(copy.kind)): its ledger was replaced; its ack is held (F5)")
                 }
-                sequences = next
-                for cabinet in Set(batch.map(\.cabinet)) {
-                    pacer.committed(cabinet: cabinet, site: sequences[cabinet]!.site, seq: sequences[cabinet]!.sequence.ackSeq)
+                for (cabinet, entry) in touched {
+                    sequences[cabinet] = entry
+                    if entry.sequence.firstHole != nil { holed.insert(cabinet) } else { holed.remove(cabinet) }
+                    pacer.committed(cabinet: cabinet, site: entry.site, seq: entry.sequence.ackSeq)
                 }
                 let lag = batch.compactMap(\.published).map { Self.now() - $0 }.max() ?? 0
-                let contiguous = sequences.mapValues(\.sequence.contiguous)
+                let contiguous = touched.mapValues(\.sequence.contiguous)
                 figures.update {
                     $0.eventsStored += outcome.inserted
                     $0.duplicates += outcome.duplicates
@@ -163,7 +172,7 @@ public final class FleetIngest: Sendable {
                     $0.conflicts += outcome.conflicts.count
                     $0.commitSeconds = took
                     $0.lastLagSeconds = lag
-                    $0.contiguous = contiguous
+                    $0.contiguous.merge(contiguous) { $1 }
                 }
             }
 
@@ -176,7 +185,9 @@ public final class FleetIngest: Sendable {
                     figures.update { $0.acksSent += 1 }
                 }
             }
-            for (cabinet, entry) in sequences {
+            // Only cabinets with a hole can need a resend.
+            for cabinet in holed {
+                guard let entry = sequences[cabinet] else { continue }
                 var sequence = entry.sequence
                 guard let hole = sequence.resendDue(now: now, grace: c.ingest.gapGraceSeconds) else { continue }
                 resendCount += 1

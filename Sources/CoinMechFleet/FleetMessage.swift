@@ -17,7 +17,7 @@ public enum FleetMessage: Sendable, Equatable {
         public var seq: Int64
         public var kind: String
         public var time: Double
-        /// The daemon's event object, as JSON text.
+        /// The message as it came, JSON text; its `event` member is the daemon's event.
         public var json: String
         public var published: Double?
     }
@@ -78,7 +78,9 @@ public enum FleetMessage: Sendable, Equatable {
             guard event["seq"]?.int == seq else { throw refuse("event.seq differs from seq \(seq)") }
             guard let kind = event["kind"]?.string, !kind.isEmpty else { throw refuse("event \(seq) has no kind") }
             guard let time = event["time"]?.double else { throw refuse("event \(seq) has no time") }
-            return .event(Event(cabinet: cabinet, site: site, seq: seq, kind: kind, time: time, json: event.description, published: object["published"]?.double))
+            // The message as it came: PostgreSQL takes the daemon's event out of it (`->'event'`),
+            // in C and on the database's core, rather than this thread writing it again.
+            return .event(Event(cabinet: cabinet, site: site, seq: seq, kind: kind, time: time, json: text, published: object["published"]?.double))
         case "state":
             guard let state = object["state"]?.string, state == "online" || state == "offline" else { throw refuse("state is not online or offline") }
             return .state(State(cabinet: cabinet, site: site, online: state == "online", reason: object["reason"]?.string,

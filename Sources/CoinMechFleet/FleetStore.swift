@@ -102,7 +102,7 @@ public struct FleetStore: Sendable {
                     WITH b AS (SELECT * FROM unnest(\(events.map(\.cabinet))::text[], \(events.map(\.seq))::bigint[], \(events.map(\.kind))::text[],
                                                     \(events.map(\.time))::float8[], \(events.map(\.json))::text[]) AS b(cabinet, seq, kind, time, event)),
                          stored AS (INSERT INTO events (cabinet, seq, kind, time, received, event)
-                                    SELECT cabinet, seq, kind, time, \(now), event::jsonb FROM b ON CONFLICT (cabinet, seq) DO NOTHING RETURNING cabinet, seq)
+                                    SELECT cabinet, seq, kind, time, \(now), event::jsonb->'event' FROM b ON CONFLICT (cabinet, seq) DO NOTHING RETURNING cabinet, seq)
                     SELECT b.cabinet, b.seq, stored.seq IS NOT NULL, e.seq IS NOT NULL AND (e.kind <> b.kind OR e.time <> b.time)
                     FROM b LEFT JOIN stored USING (cabinet, seq) LEFT JOIN events e USING (cabinet, seq)
                     """, logger: logger)
