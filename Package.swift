@@ -243,7 +243,7 @@ let package = Package(
             name: "CoinMechBench",
             dependencies: [
                 "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit", "CoinMechCalibration", "CoinMechHarness",
-                "CoinMechModel", "CoinMechLedger", "CoinMechClient", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechModel", "CoinMechLedger", "CoinMechClient", "CoinMechMQTT", "CoinMechProtocol", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
