@@ -15,32 +15,10 @@ import Glibc
 struct BridgeMetricsEndToEndTests {
     typealias Broker = BridgeEndToEndTests.Broker
 
-    /// One HTTP/1.0 GET on loopback: the status line's code and the body.
+    /// One GET on loopback: the status code and the body.
     static func get(_ port: Int, _ path: String) throws -> (code: Int, body: String) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard connected == 0 else { throw TestFailure("nothing listens on 127.0.0.1:\(port)") }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var response = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &chunk, chunk.count, 0)
-            guard n > 0 else { break }
-            response += chunk[..<n]
-        }
-        let text = String(decoding: response, as: UTF8.self)
-        guard let end = text.range(of: "\r\n\r\n"), let code = Int(text.split(separator: " ").dropFirst().first ?? "") else {
-            throw TestFailure("not an HTTP response from port \(port): \(text.prefix(200))")
-        }
-        return (code, String(text[end.upperBound...]))
+        let response = try HTTPProbe(port: port).request("GET", path)
+        return (response.status, response.body)
     }
 
     /// The value of the series `name` whose labels include `labels`, from the text format.
