@@ -150,17 +150,10 @@ public struct BridgeConfiguration: Sendable {
         }
         if let metrics = try table.table("metrics") {
             try metrics.rejectUnknownKeys(["listen"])
-            if let listen = try metrics.string("listen") {
-                if listen == "off" {
-                    configuration.metricsListen = nil
-                } else {
-                    guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
-                          colon != listen.startIndex else {
-                        throw metrics.error("listen", "'\(listen)' is not host:port (e.g. 127.0.0.1:9786, [::1]:9786), or off")
-                    }
-                    let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-                    configuration.metricsListen = (host, port)
-                }
+            switch try metrics.listen("listen", example: "127.0.0.1:9786, [::1]:9786") {
+            case .off?: configuration.metricsListen = nil
+            case .address(let host, let port)?: configuration.metricsListen = (host, port)
+            case nil: break
             }
         }
         return configuration

@@ -127,16 +127,10 @@ public struct FleetConfiguration: Sendable {
         }
         if let http = try table.table("http") {
             try http.rejectUnknownKeys(["listen"])
-            if let listen = try http.string("listen") {
-                if listen == "off" {
-                    configuration.httpListen = nil
-                } else {
-                    guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
-                          colon != listen.startIndex else {
-                        throw http.error("listen", "'\(listen)' is not host:port (e.g. 127.0.0.1:9780), or off")
-                    }
-                    configuration.httpListen = (String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
-                }
+            switch try http.listen("listen", example: "127.0.0.1:9780") {
+            case .off?: configuration.httpListen = nil
+            case .address(let host, let port)?: configuration.httpListen = (host, port)
+            case nil: break
             }
         }
         if let ingest = try table.table("ingest") {
