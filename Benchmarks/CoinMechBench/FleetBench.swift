@@ -89,7 +89,7 @@ struct FleetLoad {
         let service = try ChildProcess(path: fleet, ["run", "--config", "\(dir)/fleet.yaml"], stderrPath: "\(dir)/fleet.log")
         defer { service.signal(SIGTERM); _ = service.wait(timeout: 20) }
         let deadline = Date().addingTimeInterval(60)
-        while (try? database.psql("SELECT count(*) FROM schema_migrations", database: "coinmech_fleet")) != "\(2)" {
+        while (try? database.psql("SELECT count(*) FROM schema_migrations", database: "coinmech_fleet")) != "\(3)" {
             guard service.isRunning, Date() < deadline else { throw ValidationError("coinmech-fleet did not start: see \(dir)/fleet.log") }
             usleep(50_000)
         }

@@ -54,7 +54,8 @@ public struct CabinetSequence: Sendable, Equatable {
         settleHole(now: now, progressed: contiguous != before)
     }
 
-    public mutating func freeze() { if frozenAt == nil { frozenAt = contiguous } }
+    /// F5: the ack stays at `seq` (the ack before the batch that brought the differing copy).
+    public mutating func freeze(at seq: Int64) { if frozenAt == nil { frozenAt = seq } }
 
     /// An operator acknowledged the conflict.
     public mutating func thaw() { frozenAt = nil }
@@ -98,13 +99,12 @@ public struct CabinetSequence: Sendable, Equatable {
             holeSince = nil
             nextResend = nil
             resendWait = 0
-        } else {
-            if holeSince == nil { holeSince = now }
-            // The feed moved: the next hole is asked for without the old back-off.
-            if progressed {
-                nextResend = nil
-                resendWait = 0
-            }
+        } else if holeSince == nil || progressed {
+            // A new hole, or the feed moved and the next hole shows: its own grace, without the
+            // old back-off.
+            holeSince = now
+            nextResend = nil
+            resendWait = 0
         }
     }
 }

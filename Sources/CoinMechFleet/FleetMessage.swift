@@ -65,6 +65,8 @@ public enum FleetMessage: Sendable, Equatable {
         guard ["event", "state", "status", "totals"].contains(name) || name.hasPrefix("reply/") else { return nil }
         // An empty retained payload clears a retired cabinet's topic.
         if payload.isEmpty { return nil }
+        // PostgreSQL's text and jsonb hold no NUL: such a payload could never be stored.
+        guard !payload.contains(0), !String(decoding: payload, as: UTF8.self).lowercased().contains("\\u0000") else { throw refuse("holds a NUL character") }
         guard let object = JSON.parse(String(decoding: payload, as: UTF8.self))?.object else { throw refuse("not a JSON object") }
         guard let v = object["v"]?.int else { throw refuse("no contract version 'v'") }
         guard v == 1 else { throw refuse("contract version \(v) is not known here (v1)") }
@@ -78,6 +80,10 @@ public enum FleetMessage: Sendable, Equatable {
             guard event["seq"]?.int == seq else { throw refuse("event.seq differs from seq \(seq)") }
             guard let kind = event["kind"]?.string, !kind.isEmpty else { throw refuse("event \(seq) has no kind") }
             guard let time = event["time"]?.double else { throw refuse("event \(seq) has no time") }
+            // Money is summed from value_minor: an integer of minor units or nothing.
+            if let value = event["value_minor"] {
+                guard case .int = value else { throw refuse("event \(seq)'s value_minor \(value) is not a whole number of minor units") }
+            }
             // The message as it came: PostgreSQL takes the daemon's event out of it (`->'event'`),
             // in C and on the database's core, rather than this thread writing it again.
             return .event(Event(cabinet: cabinet, site: site, seq: seq, kind: kind, time: time, json: text, published: object["published"]?.double))

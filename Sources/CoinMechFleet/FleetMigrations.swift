@@ -120,5 +120,9 @@ public enum FleetMigrations {
                        count(*) AS coins, sum(value_minor) AS value_minor
                 FROM events WHERE kind = 'coin' GROUP BY cabinet, 2, currency, denomination;
             """),
+        Step(version: 3, name: "F5's hold kept across restarts", sql: """
+            -- Where a cabinet's ack stays while a ledger_conflict is open; null when none.
+            ALTER TABLE cabinets ADD COLUMN ack_held_at bigint;
+            """),
     ]
 }

@@ -4,7 +4,7 @@ import PostgresNIO
 extension FleetStore {
     /// What the alert rules need of every cabinet, read in one query (the seq gap is the
     /// ingest's own, added by the caller).
-    public func alertFacts() async throws -> [AlertRules.Facts] {
+    public func alertFacts(sites: [String]?) async throws -> [AlertRules.Facts] {
         let rows = try await client.query("""
             SELECT c.cabinet, c.state, c.state_since, c.first_seen,
                 (SELECT e.time FROM events e WHERE e.cabinet = c.cabinet AND e.kind = 'coin' ORDER BY e.seq DESC LIMIT 1),
@@ -13,9 +13,9 @@ extension FleetStore {
                 coalesce((SELECT string_agg(p->>'link', ',') FROM jsonb_array_elements(
                     CASE WHEN jsonb_typeof(c.status->'link_problems') = 'array' THEN c.status->'link_problems' ELSE '[]'::jsonb END) p
                     WHERE p->>'state' = 'quarantined'), ''),
-                coalesce((c.status->>'unconfirmed')::bigint, 0),
-                coalesce((CASE WHEN jsonb_typeof(c.status->'acceptor') = 'object' THEN c.status->'acceptor'->>'lost_events' END)::bigint, 0)
-            FROM cabinets c ORDER BY c.cabinet
+                CASE WHEN jsonb_typeof(c.status->'unconfirmed') = 'number' THEN floor((c.status->>'unconfirmed')::numeric)::bigint ELSE 0 END,
+                CASE WHEN jsonb_typeof(c.status->'acceptor'->'lost_events') = 'number' THEN floor((c.status->'acceptor'->>'lost_events')::numeric)::bigint ELSE 0 END
+            FROM cabinets c WHERE \(sites)::text[] IS NULL OR c.site = ANY(\(sites)::text[]) ORDER BY c.cabinet
             """, logger: logger)
         var out: [AlertRules.Facts] = []
         for try await (cabinet, state, since, firstSeen, lastCredit, mechStatus, failing, quarantined, unconfirmed, lost)
@@ -30,7 +30,7 @@ extension FleetStore {
 
     /// Opens a row for each condition without an open one, and closes the open rows of the
     /// rules' kinds whose condition has gone. Returns the cabinets with an open `ledger_conflict`.
-    public func reconcileAlerts(_ conditions: [(cabinet: String, condition: AlertRules.Condition)], now: Double) async throws -> Set<String> {
+    public func reconcileAlerts(_ conditions: [(cabinet: String, condition: AlertRules.Condition)], sites: [String]?, now: Double) async throws -> Set<String> {
         let cabinets = conditions.map(\.cabinet), kinds = conditions.map(\.condition.kind), details = conditions.map(\.condition.detail)
         let ruled = Array(AlertRules.kinds)
         return try await client.withTransaction(logger: logger) { connection -> Set<String> in
@@ -41,6 +41,7 @@ extension FleetStore {
                 """, logger: logger)
             try await connection.query("""
                 UPDATE alerts SET closed = \(now) WHERE closed IS NULL AND kind = ANY(\(ruled)::text[])
+                AND (\(sites)::text[] IS NULL OR cabinet IN (SELECT cabinet FROM cabinets WHERE site = ANY(\(sites)::text[])))
                 AND NOT EXISTS (SELECT 1 FROM unnest(\(cabinets)::text[], \(kinds)::text[]) AS t(c, k) WHERE t.c = alerts.cabinet AND t.k = alerts.kind)
                 """, logger: logger)
             var frozen: Set<String> = []
@@ -56,9 +57,12 @@ extension FleetStore {
     public func acknowledgeAlert(id: Int64, by: String, now: Double) async throws -> Bool {
         var found = false
         for try await _ in try await client.query("""
-            UPDATE alerts SET acked_by = \(by), acked_at = \(now),
-                closed = CASE WHEN kind IN ('events_missing', 'ledger_conflict') THEN \(now) ELSE closed END
-            WHERE id = \(id) AND closed IS NULL RETURNING id
+            WITH acked AS (UPDATE alerts SET acked_by = \(by), acked_at = \(now),
+                               closed = CASE WHEN kind IN ('events_missing', 'ledger_conflict') THEN \(now) ELSE closed END
+                           WHERE id = \(id) AND closed IS NULL RETURNING id, cabinet, kind),
+                 released AS (UPDATE cabinets SET ack_held_at = NULL FROM acked
+                              WHERE cabinets.cabinet = acked.cabinet AND acked.kind = 'ledger_conflict' RETURNING 1)
+            SELECT id FROM acked
             """, logger: logger).decode(Int64.self) {
             found = true
         }

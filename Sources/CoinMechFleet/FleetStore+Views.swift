@@ -7,11 +7,11 @@ extension FleetStore {
     public func fleetPage(now: Double, dayStart: Double) async throws -> FleetViews.FleetPage {
         let alerts = try await alerts(openOnly: true, cabinet: nil)
         let box = try await money("""
-            SELECT e.cabinet, e.currency, sum(e.value_minor)::bigint FROM events e
+            SELECT e.cabinet, e.currency, coalesce(sum(e.value_minor), 0)::bigint FROM events e
             WHERE e.kind = 'coin' AND e.seq > coalesce((SELECT max(x.seq) FROM events x WHERE x.cabinet = e.cabinet AND x.kind = 'collect'), 0)
             GROUP BY e.cabinet, e.currency
             """)
-        let today = try await money("SELECT cabinet, currency, sum(value_minor)::bigint FROM events WHERE kind = 'coin' AND time >= \(dayStart) GROUP BY cabinet, currency")
+        let today = try await money("SELECT cabinet, currency, coalesce(sum(value_minor), 0)::bigint FROM events WHERE kind = 'coin' AND time >= \(dayStart) GROUP BY cabinet, currency")
         var lines: [FleetViews.CabinetLine] = []
         for try await (cabinet, site, state, since, reason, contiguous) in try await client.query("""
             SELECT cabinet, site, state, state_since, state_reason, contiguous_seq FROM cabinets ORDER BY site, cabinet
@@ -40,7 +40,7 @@ extension FleetStore {
         }
         var hourly: [FleetViews.HourlyCredit] = []
         for try await (hour, currency, value) in try await client.query("""
-            SELECT floor(time / 3600) * 3600, currency, sum(value_minor)::bigint FROM events
+            SELECT floor(time / 3600) * 3600, coalesce(currency, '?'), coalesce(sum(value_minor), 0)::bigint FROM events
             WHERE cabinet = \(cabinet) AND kind = 'coin' AND time >= \(now - 7 * 86400) GROUP BY 1, 2 ORDER BY 1, 2
             """, logger: logger).decode((Double, String, Int64).self) {
             hourly.append(FleetViews.HourlyCredit(hour: hour, money: .init(currency: currency, minor: value)))
@@ -129,7 +129,7 @@ extension FleetStore {
         for try await (id, cab, kind, detail, opened, closed, acked) in try await client.query("""
             SELECT id, cabinet, kind, detail, opened, closed, acked_by FROM alerts
             WHERE (\(openOnly) = false OR closed IS NULL) AND (\(cabinet)::text IS NULL OR cabinet = \(cabinet))
-            ORDER BY closed IS NOT NULL, opened DESC LIMIT 200
+            ORDER BY closed IS NOT NULL, opened DESC LIMIT \(openOnly ? 1_000_000 : 200)
             """, logger: logger).decode((Int64, String, String, String, Double, Double?, String?).self) {
             out.append(FleetViews.Alert(id: id, cabinet: cab, kind: kind, detail: detail, opened: opened, closed: closed, ackedBy: acked))
         }

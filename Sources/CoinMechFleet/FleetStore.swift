@@ -27,6 +27,21 @@ public struct FleetStore: Sendable {
         self.logger = logger
     }
 
+    /// The database refused a write for what it holds (SQLSTATE classes 22, data; 23, integrity;
+    /// 42, the statement), not for its availability: trying it again cannot succeed.
+    public struct Refused: Error, CustomStringConvertible {
+        public var description: String
+
+        public init?(_ error: any Error) {
+            if let refused = error as? Refused {
+                self = refused
+                return
+            }
+            guard let psql = error as? PSQLError, let state = psql.serverInfo?[.sqlState], ["22", "23", "42"].contains(String(state.prefix(2))) else { return nil }
+            description = "SQLSTATE \(state): \(psql.serverInfo?[.message] ?? "")"
+        }
+    }
+
     // MARK: Schema
 
     /// Applies the steps not yet applied, under an advisory lock so two instances starting
@@ -54,11 +69,13 @@ public struct FleetStore: Sendable {
 
     /// Every cabinet's sequence as stored: the contiguous seq, the seqs stored above it and the
     /// ranges declared missing.
-    public func loadSequences(now: Double) async throws -> [String: (site: String, sequence: CabinetSequence)] {
+    public func loadSequences(sites: [String]?, now: Double) async throws -> [String: (site: String, sequence: CabinetSequence)] {
         var out: [String: (site: String, sequence: CabinetSequence)] = [:]
-        var contiguous: [String: (String, Int64)] = [:]
-        for try await (cabinet, site, seq) in try await client.query("SELECT cabinet, site, contiguous_seq FROM cabinets", logger: logger).decode((String, String, Int64).self) {
-            contiguous[cabinet] = (site, seq)
+        var contiguous: [String: (String, Int64, Int64?)] = [:]
+        for try await (cabinet, site, seq, held) in try await client.query("""
+            SELECT cabinet, site, contiguous_seq, ack_held_at FROM cabinets WHERE \(sites)::text[] IS NULL OR site = ANY(\(sites)::text[])
+            """, logger: logger).decode((String, String, Int64, Int64?).self) {
+            contiguous[cabinet] = (site, seq, held)
         }
         var above: [String: Set<Int64>] = [:]
         for try await (cabinet, seq) in try await client.query("""
@@ -72,8 +89,11 @@ public struct FleetStore: Sendable {
             """, logger: logger).decode((String, Int64, Int64).self) {
             missing[cabinet, default: []].append(from...to)
         }
-        for (cabinet, (site, seq)) in contiguous {
-            out[cabinet] = (site, CabinetSequence(contiguous: seq, above: above[cabinet] ?? [], missing: missing[cabinet] ?? [], now: now))
+        for (cabinet, (site, seq, held)) in contiguous {
+            var sequence = CabinetSequence(contiguous: seq, above: above[cabinet] ?? [], missing: missing[cabinet] ?? [], now: now)
+            // F5's hold survives a restart.
+            if let held { sequence.freeze(at: held) }
+            out[cabinet] = (site, sequence)
         }
         return out
     }
@@ -113,6 +133,8 @@ public struct FleetStore: Sendable {
                 }
                 outcome.conflicts = events.filter { conflicting.contains("\($0.cabinet)/\($0.seq)") }
                 for copy in outcome.conflicts {
+                    // The ack is held where it stood before this batch (F5), across restarts too.
+                    try await connection.query("UPDATE cabinets SET ack_held_at = coalesce(ack_held_at, contiguous_seq) WHERE cabinet = \(copy.cabinet)", logger: logger)
                     try await connection.query("""
                         INSERT INTO event_conflicts (cabinet, seq, received, copy) VALUES (\(copy.cabinet), \(copy.seq), \(now), \(copy.json)::jsonb)
                         ON CONFLICT DO NOTHING

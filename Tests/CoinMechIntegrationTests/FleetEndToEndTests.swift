@@ -83,7 +83,7 @@ struct FleetEndToEndTests {
         let rig = try Rig("fleet-gap")
         let commands = try rig.subscribe("s1/c-9/cmd/#")
         let acks = try rig.subscribe("s1/c-9/ack")
-        try TestSupport.waitUntil("the fleet's session on the broker", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "2" }
+        try TestSupport.waitUntil("the fleet's session on the broker", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "3" }
         try rig.publish("s1/c-9/event", Rig.event("c-9", 1, kind: "decision"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 2, kind: "coin"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 5, kind: "decision"))
@@ -123,7 +123,7 @@ struct FleetEndToEndTests {
     @Test("refused and stored nowhere: another contract version (F1), a payload naming another cabinet (F3); a copy of a stored event that differs is held as a conflict (F5)")
     func refusals() throws {
         let rig = try Rig("fleet-refusals")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "2" }
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "3" }
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision").replacingOccurrences(of: #""v":1"#, with: #""v":2"#))
         try rig.publish("s1/c-7/event", Rig.event("c-8", 1, kind: "decision"))
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision"))
@@ -142,7 +142,7 @@ struct FleetEndToEndTests {
     @Test("the dashboard: no page without a login, a wrong password refused, collections and acknowledgements recorded, bad amounts refused, commands for admins only")
     func dashboard() throws {
         let rig = try Rig("fleet-dashboard")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "2" }
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "3" }
         for (name, role, password) in [("alice", "admin", "alice-password"), ("bob", "operator", "bob-password")] {
             try password.write(toFile: "\(rig.dir)/\(name).pw", atomically: true, encoding: .utf8)
             let set = try ChildProcess("coinmech-fleet", ["set-operator", name, "--role", role, "--password-file", "\(rig.dir)/\(name).pw", "--config", "\(rig.dir)/fleet.yaml"])

@@ -83,10 +83,23 @@ struct CabinetSequenceTests {
         #expect(caughtUp.contiguous == 12 && caughtUp.firstHole == nil)
     }
 
+    @Test("after progress, a hole still open gets a grace of its own: not asked for at once")
+    func nextHoleGrace() {
+        var s = CabinetSequence()
+        s.stored(1, now: 0)
+        s.stored(3, now: 0)
+        s.stored(5, now: 0)
+        #expect(s.resendDue(now: 30, grace: 30) == 2...2)
+        s.stored(2, now: 40)
+        #expect(s.firstHole == 4...4)
+        let asked = [69.0, 70].map { s.resendDue(now: $0, grace: 30) }
+        #expect(asked == [nil, 4...4])
+    }
+
     @Test("F5: a conflict holds the ack where it was while the contiguous seq moves on; thawed, the ack catches up")
     func frozen() {
         var s = CabinetSequence(contiguous: 4)
-        s.freeze()
+        s.freeze(at: 4)
         s.stored(5, now: 0)
         s.stored(6, now: 0)
         #expect(s.contiguous == 6 && s.ackSeq == 4)

@@ -33,6 +33,8 @@ struct FleetMessageTests {
             ("s/c-1/event", #"{"v":1,"cabinet":"c-1","seq":true,"event":{"seq":1,"kind":"coin","time":1}}"#, "no seq"),
             ("s/c-1/event", #"{"v":1,"cabinet":"c-1","seq":2,"event":{"seq":1,"kind":"coin","time":1}}"#, "differs"),
             ("s/c-1/state", "not json", "not a JSON object"),
+            ("s/c-1/event", #"{"v":1,"cabinet":"c-1","seq":1,"event":{"seq":1,"kind":"coin","time":1,"value_minor":200.5}}"#, "not a whole number"),
+            ("s/c-1/status", #"{"v":1,"cabinet":"c-1","daemon_reason":"a\u0000b"}"#, "NUL"),
         ]
         for (topic, payload, reason) in cases {
             #expect(throws: FleetMessage.Refusal.self) { try Self.read(topic, payload) }
