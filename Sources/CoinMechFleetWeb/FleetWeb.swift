@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import HummingbirdBcrypt
 import Logging
+import NIOPosix
+import Synchronization
 
 /// The dashboard (docs/FLEET.md, "The dashboard"): server-rendered pages over the fleet's
 /// database, no JavaScript. Operators log in with a password (bcrypt hashes in `operators`);
@@ -16,6 +18,10 @@ public enum FleetWeb {
     public static func router(store: FleetStore, sessions: OperatorSessions, outbox: CommandOutbox, figures: FleetFigures, instance: String,
                               logger: Logger) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        /// Password checks running now (each a quarter of a second of one core).
+        let verifying = Atomic<Int>(0)
+        // A form posted from another origin is refused, whatever its cookie.
+        router.add(middleware: SameOriginMiddleware())
         @Sendable func now() -> Double { Date().timeIntervalSince1970 }
         /// The start of today (UTC).
         @Sendable func dayStart() -> Double { floor(now() / 86400) * 86400 }
@@ -39,17 +45,29 @@ public enum FleetWeb {
             guard let form = try? await URLEncodedFormDecoder().decode(Form.self, from: request, context: context) else {
                 return html(FleetPages.login(error: "Give a name and a password.", next: "/"), status: .badRequest)
             }
-            // Only a path of this site: never a redirect elsewhere.
-            let next = (form.next ?? "/").hasPrefix("/") && !(form.next ?? "").hasPrefix("//") ? (form.next ?? "/") : "/"
+            let next = Self.localPath(form.next) ?? "/"
             let found = try await store.operatorLogin(name: form.name)
-            // bcrypt's cost is the point; verified off the event loop.
-            let valid = await Task.detached { () -> Bool in
-                guard let found else {
-                    _ = Bcrypt.verify(form.password, hash: dummyHash)
-                    return false
+            // bcrypt's cost is the point: verified on NIO's pool for blocking work, never on an
+            // event loop or the tasks' pool the ingest runs on, and two at a time at most.
+            guard verifying.add(1, ordering: .relaxed).newValue <= 2 else {
+                verifying.subtract(1, ordering: .relaxed)
+                return html(FleetPages.login(error: "Too many logins at once: try again in a moment.", next: next), status: .serviceUnavailable)
+            }
+            let password = form.password
+            let valid: Bool
+            do {
+                valid = try await NIOThreadPool.singleton.runIfActive {
+                    guard let found else {
+                        _ = Bcrypt.verify(password, hash: dummyHash)
+                        return false
+                    }
+                    return Bcrypt.verify(password, hash: found.hash)
                 }
-                return Bcrypt.verify(form.password, hash: found.hash)
-            }.value
+            } catch {
+                verifying.subtract(1, ordering: .relaxed)
+                throw error
+            }
+            verifying.subtract(1, ordering: .relaxed)
             guard let found, valid else {
                 logger.warning("dashboard: a failed login as '\(form.name)'")
                 return html(FleetPages.login(error: "That name and password do not match an operator.", next: next), status: .unauthorized)
@@ -94,7 +112,7 @@ public enum FleetWeb {
             guard let id = Int64(try context.parameters.require("id")) else { return html(FleetPages.notFound("alert"), status: .notFound) }
             guard try await store.acknowledgeAlert(id: id, by: who.name, now: now()) else { return html(FleetPages.notFound("open alert \(id)"), status: .notFound) }
             logger.info("dashboard: \(who.name) acknowledged alert \(id)")
-            return .redirect(to: request.headers[.referer].flatMap { URL(string: $0)?.path } ?? "/")
+            return .redirect(to: Self.localPath(request.headers[.referer].flatMap { URL(string: $0)?.path }) ?? "/")
         }
         router.post("/cabinet/:id/commands") { request, context -> Response in
             guard let who = session(request) else { return toLogin(request) }
@@ -118,9 +136,17 @@ public enum FleetWeb {
         return router
     }
 
-    /// A hash to verify against when the name is unknown, so that a wrong name costs the same
-    /// time as a wrong password.
-    static let dummyHash = Bcrypt.hash("coinmech-fleet: no such operator", cost: 10)
+    /// A hash to verify against when the name is unknown, at the cost of every real one (12), so
+    /// that a wrong name costs the same time as a wrong password.
+    static let dummyHash = Bcrypt.hash("coinmech-fleet: no such operator", cost: 12)
+
+    /// A path of this site, or nil: it starts with one `/`, and holds no backslash, space or
+    /// control character (`/\\evil.example` and `/\t/evil.example` are other hosts to a browser).
+    static func localPath(_ text: String?) -> String? {
+        guard let text, text.hasPrefix("/"), !text.hasPrefix("//"),
+              !text.unicodeScalars.contains(where: { $0 == "\\" || $0.properties.generalCategory == .control || $0.properties.isWhitespace }) else { return nil }
+        return text
+    }
 
     /// `12.35`, `12`, `0.5` as minor units (2 decimals); nil for anything else.
     static func minorUnits(_ text: String) -> Int64? {
