@@ -20,13 +20,14 @@ public struct HTTPProbe {
         public var cookie: String? { header("set-cookie")?.split(separator: ";").first.map(String.init) }
     }
 
-    public func request(_ method: String, _ path: String, form: String? = nil, cookie: String? = nil) throws -> Response {
+    public func request(_ method: String, _ path: String, form: String? = nil, cookie: String? = nil, headers extra: [(String, String)] = []) throws -> Response {
         guard let fd = Loopback.connect(port) else { throw HTTPProbeError("nothing listens on 127.0.0.1:\(port)") }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         if let cookie { text += "Cookie: \(cookie)\r\n" }
+        for (name, value) in extra { text += "\(name): \(value)\r\n" }
         if let form { text += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n" }
         text += "\r\n" + (form ?? "")
         let bytes = Array(text.utf8)
