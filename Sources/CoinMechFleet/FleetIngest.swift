@@ -1,4 +1,5 @@
 import CoinMechMQTT
+import CoinMechProtocol
 import Foundation
 import Logging
 
@@ -327,7 +328,4 @@ public final class FleetIngest: Sendable {
 }
 
 /// A JSON string literal.
-func jsonString(_ text: String) -> String {
-    let data = (try? JSONSerialization.data(withJSONObject: [text], options: [])) ?? Data("[\"\"]".utf8)
-    return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
-}
+func jsonString(_ text: String) -> String { JSON.string(text).description }
