@@ -18,6 +18,16 @@ extension Ledger {
         try read { db in try Self.payouts(db, where: "p.source = ?", [source]) }
     }
 
+    /// The payout units' levels of `source` (its hoppers), by unit.
+    public func inventory(source: String) throws(LedgerError) -> [Int: InventoryLevel] {
+        try read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT unit, coin_id, value_minor, level, updated_seq FROM inventory WHERE source = ?", arguments: [source])
+            return Dictionary(uniqueKeysWithValues: rows.map { row in
+                (row["unit"], InventoryLevel(unit: row["unit"], coinID: row["coin_id"], valueMinor: row["value_minor"], level: row["level"], updatedSeq: row["updated_seq"]))
+            })
+        }
+    }
+
     private static func payouts(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [PayoutRecord] {
         let rows = try Row.fetchAll(db, sql: """
             SELECT p.request_id, p.source, p.requested_seq, p.currency, p.amount_minor, p.by, p.state, p.paid_minor, p.debt_minor,
@@ -27,9 +37,10 @@ extension Ledger {
             """, arguments: arguments)
         return try rows.map { row in
             let requestID: String = row["request_id"]
-            let steps = try Row.fetchAll(db, sql: "SELECT type, coin_id, value_minor, count, tube_before FROM payout_steps WHERE request_id = ? ORDER BY step",
+            let steps = try Row.fetchAll(db, sql: "SELECT type, coin_id, value_minor, count, tube_before, device_mark FROM payout_steps WHERE request_id = ? ORDER BY step",
                                          arguments: [requestID]).map { step in
-                PayoutStep(type: step["type"], coinID: step["coin_id"], valueMinor: step["value_minor"], count: step["count"], tubeBefore: step["tube_before"])
+                PayoutStep(type: step["type"], coinID: step["coin_id"], valueMinor: step["value_minor"], count: step["count"], tubeBefore: step["tube_before"],
+                           deviceMark: step["device_mark"])
             }
             let order = PayoutOrder(requestID: requestID, amountMinor: row["amount_minor"], currency: row["currency"], by: row["by"])
             var settlement: PayoutSettlement?

@@ -172,6 +172,22 @@ enum LedgerSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Hoppers: the step's event counter mark (a hopper's dispense was taken if its counter
+        // moved past it), and each unit's level, which a hopper cannot count itself.
+        migrator.registerMigration("v8-inventory") { db in
+            try db.execute(sql: """
+                ALTER TABLE payout_steps ADD COLUMN device_mark INTEGER;
+                CREATE TABLE inventory (
+                    source TEXT NOT NULL,
+                    unit INTEGER NOT NULL,
+                    coin_id TEXT,
+                    value_minor INTEGER NOT NULL CHECK (value_minor > 0),
+                    level INTEGER NOT NULL,
+                    updated_seq INTEGER NOT NULL REFERENCES events(seq),
+                    PRIMARY KEY (source, unit)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

@@ -26,11 +26,13 @@ extension LedgerWriter {
         var detail = ["request_id": requestID, "step": "\(step)", "type": "\(dispense.type)", "value_minor": "\(dispense.valueMinor)",
                       "count": "\(dispense.count)", "tube_before": "\(dispense.tubeBefore)"]
         if let coinID = dispense.coinID { detail["coin_id"] = coinID }
+        if let mark = dispense.deviceMark { detail["device_mark"] = "\(mark)" }
         let (event, seq) = try insertEvent(kind: .payoutDispensing, source: source, detail: detail)
         try db.execute(sql: """
-            INSERT INTO payout_steps (request_id, step, dispensing_seq, type, coin_id, value_minor, count, tube_before)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [requestID, step, seq, dispense.type, dispense.coinID, dispense.valueMinor, dispense.count, dispense.tubeBefore])
+            INSERT INTO payout_steps (request_id, step, dispensing_seq, type, coin_id, value_minor, count, tube_before, device_mark)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [requestID, step, seq, dispense.type, dispense.coinID, dispense.valueMinor, dispense.count, dispense.tubeBefore,
+                             dispense.deviceMark])
         return event
     }
 
@@ -44,6 +46,40 @@ extension LedgerWriter {
         let (event, seq) = try insertEvent(kind: settlement.outcome.kind, source: source, detail: detail)
         try db.execute(sql: "UPDATE payouts SET state = ?, paid_minor = ?, debt_minor = ?, settled_seq = ? WHERE request_id = ?",
                        arguments: [settlement.outcome.rawValue, settlement.paidMinor, settlement.debtMinor, seq, requestID])
+        return event
+    }
+
+    /// A unit's level moved; its row and its event land together. A step's count is recorded
+    /// once: a second one for the same step is refused, so a retried write cannot lower the
+    /// level twice.
+    func inventory(_ change: InventoryChange) throws -> LedgerEvent {
+        let before = try Int.fetchOne(db, sql: "SELECT level FROM inventory WHERE source = ? AND unit = ?", arguments: [change.source, change.unit]) ?? 0
+        let level = change.level(after: before)
+        var detail = ["unit": "\(change.unit)", "value_minor": "\(change.valueMinor)", "level_before": "\(before)", "level": "\(level)"]
+        if let coinID = change.coinID { detail["coin_id"] = coinID }
+        switch change.kind {
+        case .paid(let requestID, let step, let paid, let unpaid):
+            let counted = try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM events WHERE kind = 'inventory_paid' AND json_extract(detail, '$.request_id') = ?
+                AND json_extract(detail, '$.step') = ? AND json_extract(detail, '$.unit') = ?
+                """, arguments: [requestID, "\(step)", "\(change.unit)"]) == true
+            if counted { throw LedgerPrecondition(message: "payout \(requestID) step \(step) is counted on the ledger already") }
+            detail["request_id"] = requestID
+            detail["step"] = "\(step)"
+            detail["paid"] = "\(paid)"
+            detail["unpaid"] = "\(unpaid)"
+        case .refilled(let added, let by):
+            detail["added"] = "\(added)"
+            detail["by"] = by
+        case .set(_, let by):
+            detail["by"] = by
+        }
+        let (event, seq) = try insertEvent(kind: change.kind.eventKind, source: change.source, detail: detail)
+        try db.execute(sql: """
+            INSERT INTO inventory (source, unit, coin_id, value_minor, level, updated_seq) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (source, unit) DO UPDATE SET coin_id = excluded.coin_id, value_minor = excluded.value_minor,
+                level = excluded.level, updated_seq = excluded.updated_seq
+            """, arguments: [change.source, change.unit, change.coinID, change.valueMinor, level, seq])
         return event
     }
 }

@@ -25,6 +25,8 @@ struct LedgerWriter {
             return .recorded([try payoutDispensing(requestID: requestID, step: step, dispense)])
         case .payoutSettled(let requestID, let settlement):
             return .recorded([try payoutSettled(requestID: requestID, settlement)])
+        case .inventory(let change):
+            return .recorded([try inventory(change)])
         }
     }
 

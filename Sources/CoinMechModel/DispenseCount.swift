@@ -11,12 +11,18 @@ public struct DispenseCount: Sendable, Hashable {
     /// changer was still busy when counted: the fall is not the whole story, so nothing more
     /// is paid on it.
     public var uncertain: Bool
+    /// A hopper's own account of the coins it paid and left unpaid (header 166); nil for a
+    /// changer, whose tube fall tells. The ledger's inventory moves by it.
+    public var devicePaid: Int?
+    public var deviceUnpaid: Int?
 
-    public init(type: Int, count: Int, tubes: [Int], jammed: Bool, uncertain: Bool) {
+    public init(type: Int, count: Int, tubes: [Int], jammed: Bool, uncertain: Bool, devicePaid: Int? = nil, deviceUnpaid: Int? = nil) {
         self.type = type
         self.count = count
         self.tubes = tubes
         self.jammed = jammed
         self.uncertain = uncertain
+        self.devicePaid = devicePaid
+        self.deviceUnpaid = deviceUnpaid
     }
 }

@@ -77,4 +77,11 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     case payoutDone = "payout_done"
     case payoutPartial = "payout_partial"
     case payoutFailed = "payout_failed"
+    /// A hopper's level moved (docs/LEDGER.md, inventory): detail `unit` (the hopper's index),
+    /// `coin_id`, `value_minor`, `level_before`, `level`, and per kind: a payout step counted by
+    /// the hopper's own account (`request_id`, `step`, `paid`, `unpaid`), an operator's refill
+    /// (`added`, `by`) or an operator's count of the hopper (`by`).
+    case inventoryPaid = "inventory_paid"
+    case inventoryRefilled = "inventory_refilled"
+    case inventorySet = "inventory_set"
 }

@@ -26,4 +26,6 @@ public enum LedgerEntry: Sendable, Equatable {
     case payoutDispensing(requestID: String, step: Int, PayoutStep)
     /// An open payout's end. Refused if it is not open: a payout is settled once.
     case payoutSettled(requestID: String, PayoutSettlement)
+    /// A hopper's level moved: coins a payout step paid, an operator's refill or count.
+    case inventory(InventoryChange)
 }

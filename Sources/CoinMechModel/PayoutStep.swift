@@ -7,12 +7,16 @@ public struct PayoutStep: Sendable, Hashable {
     public var valueMinor: Int64
     public var count: Int
     public var tubeBefore: Int
+    /// A hopper's event counter just before the step (header 166): the step was taken if the
+    /// hopper's counter moved past it. Nil for a changer, whose tubes tell.
+    public var deviceMark: Int?
 
-    public init(type: Int, coinID: String?, valueMinor: Int64, count: Int, tubeBefore: Int) {
+    public init(type: Int, coinID: String?, valueMinor: Int64, count: Int, tubeBefore: Int, deviceMark: Int? = nil) {
         self.type = type
         self.coinID = coinID
         self.valueMinor = valueMinor
         self.count = count
         self.tubeBefore = tubeBefore
+        self.deviceMark = deviceMark
     }
 }

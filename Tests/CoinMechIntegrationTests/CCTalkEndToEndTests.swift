@@ -31,20 +31,20 @@ struct CCTalkEndToEndTests {
 
         /// Writes the daemon's configuration and the scenario, starts coinsim (its ground truth
         /// in truth.json) and coinmechd, and waits for the daemon's socket.
-        init(_ name: String, config: String, scenario: String) throws {
+        init(_ name: String, config: String, scenario: String, environment: [String: String] = [:]) throws {
             dir = TestSupport.temporaryDirectory(name)
             try config.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
             try scenario.write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
             sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(dir)/scenario.yaml", "--link", "\(dir)/acceptor",
                                                "--truth", "\(dir)/truth.json", "--linger-ms", "1500", "--host-timeout", "20"])
             _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
-            daemon = try Self.startDaemon(dir)
+            daemon = try Self.startDaemon(dir, environment: environment)
             let socket = "\(dir)/run/coinmechd.sock"
             try TestSupport.waitUntil("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socket) }
         }
 
-        static func startDaemon(_ dir: String) throws -> ChildProcess {
-            try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory])
+        static func startDaemon(_ dir: String, environment: [String: String] = [:]) throws -> ChildProcess {
+            try ChildProcess("coinmechd", ["--config", "\(dir)/coinmechd.yaml", "--plugin-dir", TestSupport.binDirectory], environment: environment)
         }
 
         /// What coinsim says happened, once it has finished.
@@ -234,7 +234,7 @@ struct CCTalkEndToEndTests {
             state_dir: state
             runtime_dir: run
             cache_dir: cache
-            ledger: {max_size_mb: 0.0705}
+            ledger: {max_size_mb: 0.0825}
             \(Self.chain)
             """, scenario: """
             seed: 4

@@ -93,7 +93,7 @@ struct FakeLedger {
                 event.collected = []
                 event.collectedUnconfirmed = []
                 outcomes.append(.recorded([event]))
-            case .payoutRequested, .payoutDispensing, .payoutSettled:
+            case .payoutRequested, .payoutDispensing, .payoutSettled, .inventory:
                 // The deciding core never journals money out: the loop's payout does.
                 Issue.record("the deciding core wrote a payout entry: \(entry)")
             }
