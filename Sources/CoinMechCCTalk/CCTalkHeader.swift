@@ -1,4 +1,5 @@
-/// The ccTalk headers a coin acceptor host uses, with the specification's names (part 2).
+/// The ccTalk headers a coin acceptor and payout hopper host uses, with the specification's
+/// names (part 2).
 public enum CCTalkHeader: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// A reply; with no data it is an ACK.
     case reply = 0
@@ -8,6 +9,12 @@ public enum CCTalkHeader: UInt8, Sendable, Hashable, CaseIterable, CustomStringC
     case nak = 5
     /// The device is busy: ask again shortly.
     case busy = 6
+    case testHopper = 163
+    case enableHopper = 164
+    case requestHopperStatus = 166
+    case dispenseHopperCoins = 167
+    case requestHopperCoin = 171
+    case emergencyStop = 172
     case requestCoinID = 184
     case modifyMasterInhibitStatus = 228
     case requestMasterInhibitStatus = 227
@@ -32,6 +39,12 @@ public enum CCTalkHeader: UInt8, Sendable, Hashable, CaseIterable, CustomStringC
         case .requestCommsRevision: "Request comms revision"
         case .nak: "NAK"
         case .busy: "BUSY"
+        case .testHopper: "Test hopper"
+        case .enableHopper: "Enable hopper"
+        case .requestHopperStatus: "Request hopper status"
+        case .dispenseHopperCoins: "Dispense hopper coins"
+        case .requestHopperCoin: "Request hopper coin"
+        case .emergencyStop: "Emergency stop"
         case .requestCoinID: "Request coin id"
         case .modifyMasterInhibitStatus: "Modify master inhibit status"
         case .requestMasterInhibitStatus: "Request master inhibit status"

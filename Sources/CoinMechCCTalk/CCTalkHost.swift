@@ -48,10 +48,13 @@ public struct CCTalkHost: Sendable {
         case applyInhibits
         case applyMaster
         case finishIdentification
+        /// A request to another device on the bus, for the driver (`ask`).
+        case device(UInt8, CCTalkRequest)
     }
 
     private struct Transaction: Sendable {
         var job: Job
+        var address: UInt8
         var request: CCTalkRequest
         var bytes: [UInt8]
         /// 1 for the first attempt.
@@ -66,6 +69,11 @@ public struct CCTalkHost: Sendable {
     private var parser: CCTalkParser
     private var pending: Transaction?
     private var jobs: [Job] = []
+    /// Requests to other devices, in order: they go out between buffer polls, whatever the
+    /// acceptor's state.
+    private var deviceJobs: [Job] = []
+    /// The last transaction begun was a buffer poll.
+    private var lastWasPoll = false
     private var draft: CCTalkDeviceIdentity
     private var allowed: CoinPositionMask
     private var inhibited = false
@@ -116,7 +124,8 @@ public struct CCTalkHost: Sendable {
         allowed = configuration.allowed
         creditableCoinIDs = configuration.creditableCoinIDs
         draft = CCTalkDeviceIdentity(address: configuration.address)
-        parser = CCTalkParser(checksum: configuration.checksum, destinations: [configuration.hostAddress, configuration.address],
+        parser = CCTalkParser(checksum: configuration.checksum,
+                              destinations: Set([configuration.hostAddress, configuration.address]).union(configuration.otherAddresses),
                               interByteTimeout: configuration.interByteTimeout)
         if configuration.echo == .off { lineEchoes = false }
     }
@@ -142,7 +151,7 @@ public struct CCTalkHost: Sendable {
             // Work that can go out goes as soon as the line may be used (a reset step as soon as
             // the driver's next call has settled the last batch: coins that keep coming must not
             // starve it); otherwise the next poll.
-            let work = isResponding && (!jobs.isEmpty || (resetStage == .requested && resetWillBeSafe)
+            let work = !deviceJobs.isEmpty || isResponding && (!jobs.isEmpty || (resetStage == .requested && resetWillBeSafe)
                 || (resetStage == .announced && ledgerWillBeCurrent))
             due = pending?.deadline ?? (work ? quietUntil : max(nextPollAt, quietUntil))
         }
@@ -198,6 +207,20 @@ public struct CCTalkHost: Sendable {
         inhibited = on
         if phase == .running { queue(.applyMaster) }
         return service(now)
+    }
+
+    /// Sends `request` to another device on the bus (a payout hopper at `address`), after the
+    /// requests asked before it; the answer comes back as a `deviceAnswer` event. It shares
+    /// the line with the acceptor: the buffer poll keeps its interval.
+    public mutating func ask(_ request: CCTalkRequest, at address: UInt8, now: UInt64) -> [CCTalkHostOutput] {
+        settleVerdict()
+        deviceJobs.append(.device(address, request))
+        return service(now)
+    }
+
+    /// Requests to other devices not answered yet (the one on the line included).
+    public var devicesAsked: Int {
+        deviceJobs.count + (pending.map { if case .device = $0.job { 1 } else { 0 } } ?? 0)
     }
 
     /// Asks the device to reset (header 1); it comes back with its counter at 0, and the host
@@ -318,12 +341,27 @@ public struct CCTalkHost: Sendable {
         case .identifying, .running:
             break
         }
+        if !deviceJobs.isEmpty, phase != .stopped, lastWasPoll {
+            // Other devices take turns with the polls: an acceptor that does not answer, its
+            // polls retried, must not starve a hopper that is paying.
+            lastWasPoll = false
+            let job = deviceJobs.removeFirst()
+            if case .device(let address, let request) = job { begin(job, request, to: address, now: now, &out) }
+            return
+        }
         if now >= nextPollAt {
+            lastWasPoll = true
             // The buffer poll comes first, every interval, whatever else is going on.
             nextPollAt = nextPollAt &+ configuration.pollInterval
             if nextPollAt <= now { nextPollAt = now &+ configuration.pollInterval }
             stats.polls += 1
             begin(.ask(.readBufferedCredit), .readBufferedCredit, now: now, &out)
+            return
+        }
+        lastWasPoll = false
+        if !deviceJobs.isEmpty, phase != .stopped {
+            let job = deviceJobs.removeFirst()
+            if case .device(let address, let request) = job { begin(job, request, to: address, now: now, &out) }
             return
         }
         guard isResponding else { return }  // only polls while the device is away
@@ -368,6 +406,8 @@ public struct CCTalkHost: Sendable {
                 begin(job, .setInhibits(enabled: targetEnabled), now: now, &out)
             case .applyMaster:
                 begin(job, .setMasterInhibit(accepting: targetAccepting), now: now, &out)
+            case .device(let address, let request):
+                begin(job, request, to: address, now: now, &out)
             }
             return
         }
@@ -403,9 +443,10 @@ public struct CCTalkHost: Sendable {
 
     // MARK: Transactions
 
-    private mutating func begin(_ job: Job, _ request: CCTalkRequest, now: UInt64, _ out: inout [CCTalkHostOutput]) {
-        let bytes = request.frame(to: configuration.address, from: configuration.hostAddress).encoded(configuration.checksum)
-        send(Transaction(job: job, request: request, bytes: bytes, deadline: 0), now: now, &out)
+    private mutating func begin(_ job: Job, _ request: CCTalkRequest, to address: UInt8? = nil, now: UInt64, _ out: inout [CCTalkHostOutput]) {
+        let address = address ?? configuration.address
+        let bytes = request.frame(to: address, from: configuration.hostAddress).encoded(configuration.checksum)
+        send(Transaction(job: job, address: address, request: request, bytes: bytes, deadline: 0), now: now, &out)
     }
 
     private mutating func send(_ transaction: Transaction, now: UInt64, _ out: inout [CCTalkHostOutput]) {
@@ -429,6 +470,11 @@ public struct CCTalkHost: Sendable {
         }
         pending = nil
         stats.failures += 1
+        if case .device(let address, let request) = transaction.job {
+            // Another device's silence says nothing of the acceptor's.
+            if !answered { out.append(.event(.deviceAnswer(address: address, request, nil))) }
+            return
+        }
         switch transaction.job {
         case .applyInhibits, .applyMaster:
             queue(transaction.job, first: true)  // must happen: try again later
@@ -468,7 +514,7 @@ public struct CCTalkHost: Sendable {
             }
             return
         }
-        guard frame.source == nil || frame.source == configuration.address, var transaction = pending else {
+        guard var transaction = pending, frame.source == nil || frame.source == transaction.address else {
             stats.unexpectedFrames += 1
             return
         }
@@ -483,6 +529,20 @@ public struct CCTalkHost: Sendable {
             return
         }
         stats.replies += 1
+        if case .device(let address, let request) = transaction.job {
+            if case .busy = answer, transaction.busy < configuration.busyLimit {
+                stats.busies += 1
+                transaction.busy += 1
+                transaction.waitingAfterBusy = true
+                transaction.deadline = now &+ configuration.busyDelay
+                pending = transaction
+                return
+            }
+            pending = nil
+            if transaction.attempt > 1 { quietUntil = now &+ configuration.replyTimeout }
+            out.append(.event(.deviceAnswer(address: address, request, answer)))
+            return
+        }
         failuresInARow = 0
         if !isResponding {
             isResponding = true

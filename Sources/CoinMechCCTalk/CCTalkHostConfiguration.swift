@@ -40,6 +40,9 @@ public struct CCTalkHostConfiguration: Sendable, Hashable {
     public var allowed: CoinPositionMask = .all
     /// The coin ids the chain credits at the start (nil: any populated position may open).
     public var creditableCoinIDs: Set<String>?
+    /// Other devices on the same bus the host's driver talks to through `ask` (payout
+    /// hoppers): their frames are the line's, not garbage.
+    public var otherAddresses: Set<UInt8> = []
 
     public init() {}
 

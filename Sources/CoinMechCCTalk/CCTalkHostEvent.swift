@@ -31,6 +31,9 @@ public enum CCTalkHostEvent: Sendable, Hashable, CustomStringConvertible {
     case lineError(CCTalkLineError)
     /// The device at the address is not a coin acceptor: it is not driven.
     case notACoinAcceptor(category: String)
+    /// Another device on the bus answered a request the driver asked for (`ask`), or did not
+    /// (nil: no reply after every attempt; a dispense is never sent twice).
+    case deviceAnswer(address: UInt8, CCTalkRequest, CCTalkAnswer?)
 
     public var description: String {
         switch self {
@@ -45,6 +48,7 @@ public enum CCTalkHostEvent: Sendable, Hashable, CustomStringConvertible {
         case .malformedReply(let error): error.description
         case .lineError(let error): "line: \(error)"
         case .notACoinAcceptor(let category): "the device is a '\(category)', not a coin acceptor: not driven"
+        case .deviceAnswer(let address, let request, let answer): "address \(address): \(request) → \(answer.map { "\($0)" } ?? "no reply")"
         }
     }
 }

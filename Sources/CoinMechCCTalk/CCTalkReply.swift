@@ -28,6 +28,14 @@ public enum CCTalkReply: Sendable, Hashable {
     case optoStates([UInt8])
     case pollingPriority(PollingPriority)
     case creditBuffer(CreditBuffer)
+    /// Header 166: the hopper's event counter and its last payout.
+    case hopperStatus(CCTalkHopperStatus)
+    /// Header 163: the hopper's fault and status registers.
+    case hopperRegisters(CCTalkHopperRegisters)
+    /// Header 167: the dispense is taken; newer hoppers add their event counter.
+    case dispenseTaken(eventCounter: UInt8?)
+    /// Header 172: the coins left unpaid, where the hopper says.
+    case stopped(unpaid: UInt8?)
 }
 
 /// How often the device asks to be polled (header 249).
@@ -90,7 +98,7 @@ extension CCTalkRequest {
             }
         }
         switch self {
-        case .simplePoll, .setInhibits, .setMasterInhibit, .reset:
+        case .simplePoll, .setInhibits, .setMasterInhibit, .reset, .enableHopper:
             try expect(0...0)
             return .ack
         case .equipmentCategory, .manufacturer, .productCode, .softwareRevision:
@@ -105,7 +113,7 @@ extension CCTalkRequest {
         case .commsRevision:
             try expect(3...3)
             return .commsRevision(release: data[0], major: data[1], minor: data[2])
-        case .coinID:
+        case .coinID, .hopperCoin:
             try expect(6...6)
             guard data.allSatisfy({ (0x20...0x7E).contains($0) }) || data.allSatisfy({ $0 == 0 }) else {
                 throw CCTalkReplyError(request: header, reason: "not a coin id: \(CCTalkFrame.hex(data))")
@@ -131,6 +139,18 @@ extension CCTalkRequest {
                 throw CCTalkReplyError(request: header, reason: "\(data.count) data bytes, expected \(CreditBuffer.byteCount)")
             }
             return .creditBuffer(buffer)
+        case .hopperStatus:
+            try expect(4...4)
+            return .hopperStatus(CCTalkHopperStatus(eventCounter: data[0], remaining: data[1], lastPaid: data[2], lastUnpaid: data[3]))
+        case .testHopper:
+            try expect(1...3)
+            return .hopperRegisters(CCTalkHopperRegisters(bytes: data))
+        case .dispenseHopperCoins:
+            try expect(0...1)
+            return .dispenseTaken(eventCounter: data.first)
+        case .emergencyStop:
+            try expect(0...1)
+            return .stopped(unpaid: data.first)
         }
     }
 

@@ -16,7 +16,7 @@ extension AcceptorEvent {
             self = .note(.fault(code: code.code, name: code.name, message: code.message, extra: extra))
         case .faultCleared:
             self = .note(.faultCleared)
-        case .configured, .notResponding, .responding, .refused, .malformedReply, .lineError, .notACoinAcceptor:
+        case .configured, .notResponding, .responding, .refused, .malformedReply, .lineError, .notACoinAcceptor, .deviceAnswer:
             return nil
         }
     }

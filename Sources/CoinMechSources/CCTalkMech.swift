@@ -56,7 +56,7 @@ public final class CCTalkMech: AcceptorMech {
         case .batch(let batch): batch.lostCount > 0 ? .critical : .debug
         case .fault, .notResponding, .notACoinAcceptor, .refused: .warning
         case .identified, .responding, .faultCleared: .notice
-        case .configured, .malformedReply, .lineError: .debug
+        case .configured, .malformedReply, .lineError, .deviceAnswer: .debug
         }
     }
 
