@@ -1,7 +1,8 @@
 /// What really happened in a `coinsim --protocol cctalk` session: every insertion, every
 /// event of the acceptor's buffer and whether a reply carried it to the host before it left
-/// the buffer. A host's ledger joins with it by (session, event): the host's epochs follow
-/// the acceptor's sessions. Documented field by field in docs/SIMULATOR.md.
+/// the buffer; and every dispense of the payout hoppers beside it, coin by coin paid. A host's
+/// ledger joins with it by (session, event): the host's epochs follow the acceptor's sessions.
+/// Documented field by field in docs/SIMULATOR.md.
 public struct CCTalkGroundTruth: Codable, Sendable {
     public var `protocol` = "cctalk"
     public var scenario: String
@@ -25,6 +26,8 @@ public struct CCTalkGroundTruth: Codable, Sendable {
     public var sessions = Sessions()
     public var polls = Polls()
     public var connections = GroundTruth.Connections()
+    /// The payout hoppers on the bus, in scenario order.
+    public var hoppers: [Hopper] = []
 
     public init(scenario: String, seed: UInt64, device: Device) {
         self.scenario = scenario
@@ -41,6 +44,37 @@ public struct CCTalkGroundTruth: Codable, Sendable {
         public var coinIds: [String: String]
         /// The counter at the start (above 0: events before the host came).
         public var initialCounter: UInt8
+    }
+
+    /// What a hopper paid: every coin that dropped counts once in `paidCoins`, and once in the
+    /// `paid` of the dispense it belonged to.
+    public struct Hopper: Codable, Sendable {
+        public var address: UInt8
+        public var coinId: String
+        public var valueMinor: Int64
+        public var serialNumber: UInt32
+        /// Coins in it at the start and at the end.
+        public var coinsStart: Int
+        public var coinsEnd: Int
+        public var paidCoins: Int
+        public var paidMinor: Int64
+        /// Faults played: power lost mid-payout, a coin jammed, ran out mid-payout.
+        public var powerDowns: Int
+        public var jams: Int
+        public var empties: Int
+        public var dispenses: [Dispense]
+    }
+
+    /// One dispense (167) the hopper took; `asked` = `paid` + `unpaid`.
+    public struct Dispense: Codable, Sendable {
+        /// The event counter it gave.
+        public var counter: UInt8
+        public var asked: Int
+        public var paid: Int
+        /// Left unpaid when it stopped; for one `under_way`, still to pay when the session ended.
+        public var unpaid: Int
+        /// "done", "empty", "jam", "power_down", "emergency_stop", "reset" or "under_way".
+        public var ended: String
     }
 
     public struct Sent: Codable, Sendable {

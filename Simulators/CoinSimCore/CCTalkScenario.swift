@@ -3,7 +3,7 @@ import CoinMechCCTalk
 import CoinMechSettings
 
 /// The `cctalk` block of a scenario: the ccTalk coin acceptor `coinsim --protocol cctalk`
-/// plays, and its faults. Every key is documented in docs/SIMULATOR.md.
+/// plays, its faults, and the payout hoppers beside it on the bus. Every key is documented in docs/SIMULATOR.md.
 public struct CCTalkScenario: Sendable, Hashable {
     public var address: UInt8 = CCTalkFrame.coinAcceptorAddress
     public var checksum: CCTalkChecksum = .simple
@@ -25,6 +25,8 @@ public struct CCTalkScenario: Sendable, Hashable {
     /// The first insertion comes this long after the host opened the device.
     public var startMilliseconds = 1000.0
     public var faults = Faults()
+    /// Payout hoppers on the same bus, each at its own address (`cctalk.hoppers`).
+    public var hoppers: [CCTalkHopperScenario] = []
 
     public struct Faults: Sendable, Hashable {
         /// Chances per buffer poll (header 229) that the reply is not sent, is a NAK, is a
@@ -57,7 +59,7 @@ public struct CCTalkScenario: Sendable, Hashable {
 
     static let keys: Set<String> = [
         "address", "checksum", "echo", "coins", "sorter_path", "serial_number", "manufacturer", "product_code", "counter",
-        "reply_ms", "self_inhibit_ms", "start_ms", "faults",
+        "reply_ms", "self_inhibit_ms", "start_ms", "faults", "hoppers",
     ]
 
     /// Reads the `cctalk` table; errors name the file, the line and the key.
@@ -127,6 +129,8 @@ public struct CCTalkScenario: Sendable, Hashable {
             f.powerOffMilliseconds = try milliseconds(faults, "power_off_ms", 1...60_000) ?? f.powerOffMilliseconds
             s.faults = f
         }
+        // After `address`: no hopper may take the acceptor's.
+        s.hoppers = try CCTalkHopperScenario.parse(table.tables("hoppers") ?? [], acceptorAddress: s.address)
         return s
     }
 

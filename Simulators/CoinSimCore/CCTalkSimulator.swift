@@ -16,6 +16,10 @@ import Glibc
 /// baud rate both ways; replies to buffer polls are lost, refused, BUSY or damaged as the
 /// faults say; the line echoes the host's bytes when `cctalk.echo` is set.
 ///
+/// The payout hoppers of `cctalk.hoppers` (`CCTalkHopper`) share the bus at their own
+/// addresses: their replies take the same time and the same line, their coins drop as time
+/// passes whether or not anyone listens, and a hopper losing power silences only itself.
+///
 /// Single-threaded: one `ppoll` loop over the pty and a signalfd, like `MechSimulator`.
 public final class CCTalkSimulator {
     public typealias Options = SimulatorOptions
@@ -25,8 +29,10 @@ public final class CCTalkSimulator {
         var bytes: [UInt8]
         /// The events an intact buffer reply carries.
         var reported: [CCTalkAcceptor.EventKey]
-        /// The acknowledged request was a reset: the acceptor restarts once it is out.
+        /// The acknowledged request was a reset: the device restarts once it is out.
         var resets: Bool
+        /// The hopper (index in `hoppers`) that replied; nil for the acceptor.
+        var hopper: Int? = nil
     }
 
     private let options: Options
@@ -35,6 +41,9 @@ public final class CCTalkSimulator {
     private let announce: @Sendable (String) -> Void
     private var generator: InsertionGenerator
     private var acceptor: CCTalkAcceptor
+    private var hoppers: [CCTalkHopper]
+    /// Address → index in `hoppers`.
+    private let hopperIndex: [UInt8: Int]
     private var truth: CCTalkGroundTruth
     private var faultRandom: SplitMix64
     private var parser: CCTalkParser
@@ -74,7 +83,10 @@ public final class CCTalkSimulator {
         device.selfInhibitNanoseconds = UInt64(settings.selfInhibitMilliseconds * 1e6)
         acceptor = settings.counter > 0 ? CCTalkAcceptor(settings: device, runningWithCounter: settings.counter) : CCTalkAcceptor(settings: device)
         positions = Dictionary(device.coinIDs.map { ($0.value, $0.key) }, uniquingKeysWith: min)
-        parser = CCTalkParser(checksum: settings.checksum, destinations: [settings.address, CCTalkFrame.broadcastAddress])
+        hoppers = settings.hoppers.map { CCTalkHopper(settings: $0.device) }
+        hopperIndex = Dictionary(uniqueKeysWithValues: settings.hoppers.enumerated().map { ($0.element.address, $0.offset) })
+        parser = CCTalkParser(checksum: settings.checksum,
+                              destinations: Set([settings.address, CCTalkFrame.broadcastAddress] + settings.hoppers.map(\.address)))
         truth = CCTalkGroundTruth(scenario: scenario.name, seed: scenario.seed, device: CCTalkGroundTruth.Device(
             address: settings.address, checksum: settings.checksum.rawValue, echo: settings.echo, serialNumber: settings.serialNumber,
             coinIds: Dictionary(uniqueKeysWithValues: device.coinIDs.map { ("\($0.key)", $0.value.text) }), initialCounter: settings.counter))
@@ -102,7 +114,8 @@ public final class CCTalkSimulator {
         loop: while true {
             let now = Instant.now.nanoseconds
             var wake = now + (connected ? 1_000_000_000 : 10_000_000)
-            for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, end.lingerUntil] {
+            for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, end.lingerUntil,
+                        hoppers.compactMap(\.nextEventAt).min()] {
                 if let due { wake = min(wake, due) }
             }
             let turn = try signals.wait(master: terminal.master, until: wake, now: now)
@@ -130,6 +143,7 @@ public final class CCTalkSimulator {
                 break loop
             }
             if let off = poweredOffUntil, Instant.now.nanoseconds >= off { poweredOffUntil = nil }
+            advanceHoppers(to: Instant.now.nanoseconds)
             deliverOutgoing()
             if connected, poweredOffUntil == nil, !end.isStopping, let due = nextInsertion, Instant.now.nanoseconds >= due {
                 if playInsertion() {
@@ -139,7 +153,9 @@ public final class CCTalkSimulator {
                     nextInsertion = Instant.now.nanoseconds + UInt64(generator.gap(after: truth.sent.insertions) * 1e9)
                 }
             }
-            if end.isOver(at: Instant.now.nanoseconds, connected: connected, quiet: outgoing.isEmpty) { break loop }
+            // Coins still dropping from a hopper keep the session going, as coins in the mech do.
+            let paying = hoppers.contains { $0.payout != nil || $0.poweredOffUntil != nil }
+            if end.isOver(at: Instant.now.nanoseconds, connected: connected, quiet: outgoing.isEmpty && !paying) { break loop }
         }
         finish()
         return truth
@@ -161,7 +177,7 @@ public final class CCTalkSimulator {
             if faults.powerCycleAt.contains(number) {
                 truth.sessions.powerCycles += 1
                 restart()
-                dropOutgoing()  // what was on its way dies with the power
+                dropOutgoing { $0.hopper == nil }  // what was on its way dies with the power (the hoppers have their own)
                 poweredOffUntil = Instant.now.nanoseconds + UInt64(faults.powerOffMilliseconds * 1e6)
                 return false  // this insertion waits for the power
             }
@@ -249,44 +265,97 @@ public final class CCTalkSimulator {
         parser.feed(bytes, at: now) { if case .frame(let frame) = $0 { frames.append(frame) } }
         truth.polls.garbageBytes = parser.counts.garbageBytes
         truth.polls.badRequestChecksums = parser.counts.badChecksums
-        guard poweredOffUntil == nil else { return }  // nobody home
-        for frame in frames where frame.destination == settings.address {
+        advanceHoppers(to: now)
+        for frame in frames {
+            let hopper = hopperIndex[frame.destination]
+            guard frame.destination == settings.address || hopper != nil else { continue }
             // Requests queue on the line: each has fully arrived after the one before.
             hostLineFreeAt = max(hostLineFreeAt, now) &+ transit(frame.encoded(settings.checksum).count)
             let arrival = scenario.firmware.baud == 0 ? now : hostLineFreeAt
-            truth.polls.requests += 1
-            if let last = lastRequestAt { truth.polls.longestGapMs = max(truth.polls.longestGapMs, Double(now - last) / 1e6) }
-            lastRequestAt = now
-            let handling = acceptor.handle(frame, at: now)
-            guard var reply = handling.reply else { continue }
-            var reported = handling.reported
-            if reply.header == CCTalkHeader.nak.rawValue { truth.polls.unknownHeaders += 1 }
-            var corrupt = false
-            if frame.header == CCTalkHeader.readBufferedCredit.rawValue {
-                truth.polls.bufferPolls += 1
-                let f = settings.faults
-                let roll = Double.random(in: 0..<1, using: &faultRandom)
-                if roll < f.lostReply {
-                    truth.polls.lostReplies += 1
-                    continue
-                } else if roll < f.lostReply + f.nak + f.busy {
-                    let nak = roll < f.lostReply + f.nak
-                    if nak { truth.polls.naks += 1 } else { truth.polls.busies += 1 }
-                    reply = CCTalkFrame(destination: reply.destination, source: reply.source,
-                                        header: (nak ? CCTalkHeader.nak : .busy).rawValue)
-                    reported = []
-                } else if roll < f.lostReply + f.nak + f.busy + f.badChecksum {
-                    truth.polls.badChecksums += 1
-                    corrupt = true
-                    reported = []
-                }
+            if let hopper {
+                answerHopper(hopper, frame, at: now, arrival: arrival)
+            } else if poweredOffUntil == nil {  // else nobody home
+                answerAcceptor(frame, at: now, arrival: arrival)
             }
-            var out = reply.encoded(settings.checksum)
-            if corrupt { out[out.count - 1] ^= 0x5A }
-            let deliverAt = max(arrival &+ UInt64(settings.replyMilliseconds * 1e6), lineFreeAt) &+ transit(out.count)
-            lineFreeAt = deliverAt
-            truth.polls.replies += 1
-            outgoing.append(Outgoing(deliverAt: deliverAt, bytes: out, reported: reported, resets: handling.resets))
+        }
+    }
+
+    /// Queues the acceptor's reply to `frame`, as the buffer-poll faults say.
+    private func answerAcceptor(_ frame: CCTalkFrame, at now: UInt64, arrival: UInt64) {
+        truth.polls.requests += 1
+        if let last = lastRequestAt { truth.polls.longestGapMs = max(truth.polls.longestGapMs, Double(now - last) / 1e6) }
+        lastRequestAt = now
+        let handling = acceptor.handle(frame, at: now)
+        guard var reply = handling.reply else { return }
+        var reported = handling.reported
+        if reply.header == CCTalkHeader.nak.rawValue { truth.polls.unknownHeaders += 1 }
+        var corrupt = false
+        if frame.header == CCTalkHeader.readBufferedCredit.rawValue {
+            truth.polls.bufferPolls += 1
+            let f = settings.faults
+            let roll = Double.random(in: 0..<1, using: &faultRandom)
+            if roll < f.lostReply {
+                truth.polls.lostReplies += 1
+                return
+            } else if roll < f.lostReply + f.nak + f.busy {
+                let nak = roll < f.lostReply + f.nak
+                if nak { truth.polls.naks += 1 } else { truth.polls.busies += 1 }
+                reply = CCTalkFrame(destination: reply.destination, source: reply.source,
+                                    header: (nak ? CCTalkHeader.nak : .busy).rawValue)
+                reported = []
+            } else if roll < f.lostReply + f.nak + f.busy + f.badChecksum {
+                truth.polls.badChecksums += 1
+                corrupt = true
+                reported = []
+            }
+        }
+        var out = reply.encoded(settings.checksum)
+        if corrupt { out[out.count - 1] ^= 0x5A }
+        let deliverAt = max(arrival &+ UInt64(settings.replyMilliseconds * 1e6), lineFreeAt) &+ transit(out.count)
+        lineFreeAt = deliverAt
+        truth.polls.replies += 1
+        outgoing.append(Outgoing(deliverAt: deliverAt, bytes: out, reported: reported, resets: handling.resets))
+    }
+
+    /// Queues a hopper's reply to `frame`: none while it has no power.
+    private func answerHopper(_ index: Int, _ frame: CCTalkFrame, at now: UInt64, arrival: UInt64) {
+        var reply: CCTalkFrame?
+        playHopper(index) { reply = $0.handle(frame, at: now) }
+        guard let reply else { return }
+        let out = reply.encoded(settings.checksum)
+        let deliverAt = max(arrival &+ UInt64(settings.replyMilliseconds * 1e6), lineFreeAt) &+ transit(out.count)
+        lineFreeAt = deliverAt
+        let resets = frame.header == CCTalkHeader.resetDevice.rawValue && reply.header == CCTalkHeader.reply.rawValue
+        outgoing.append(Outgoing(deliverAt: deliverAt, bytes: out, reported: [], resets: resets, hopper: index))
+    }
+
+    // MARK: Hoppers
+
+    /// Every hopper plays what is due by `now`: coins drop, payouts stop short, power goes and
+    /// comes back.
+    private func advanceHoppers(to now: UInt64) {
+        for index in hoppers.indices { playHopper(index) { $0.advance(to: now) } }
+    }
+
+    /// Changes a hopper; if that cut its power, its replies still on their way die with it.
+    private func playHopper(_ index: Int, _ change: (inout CCTalkHopper) -> Void) {
+        let powerDowns = hoppers[index].powerDowns
+        change(&hoppers[index])
+        if hoppers[index].powerDowns != powerDowns { dropOutgoing { $0.hopper == index } }
+    }
+
+    /// What each hopper paid, for the truth.
+    private func hopperTruth() -> [CCTalkGroundTruth.Hopper] {
+        zip(settings.hoppers, hoppers).map { scenario, hopper in
+            CCTalkGroundTruth.Hopper(
+                address: scenario.address, coinId: scenario.coin.text, valueMinor: scenario.valueMinor, serialNumber: scenario.serialNumber,
+                coinsStart: scenario.coins, coinsEnd: hopper.level, paidCoins: hopper.paidCoins, paidMinor: Int64(hopper.paidCoins) * scenario.valueMinor,
+                powerDowns: hopper.powerDowns, jams: hopper.jams, empties: hopper.empties,
+                dispenses: hopper.payouts.map { payout in
+                    // One still paying: what it had yet to pay counts as unpaid, so asked = paid + unpaid.
+                    CCTalkGroundTruth.Dispense(counter: payout.counter, asked: payout.asked, paid: payout.paid, unpaid: payout.asked - payout.paid,
+                                               ended: payout.ended?.rawValue ?? "under_way")
+                })
         }
     }
 
@@ -307,17 +376,20 @@ public final class CCTalkSimulator {
                 if let index = eventIndex[key], !truth.events[index].lost { truth.events[index].reported = true }
                 leftInFlight[key] = nil
             }
-            if next.resets {
+            if next.resets, let hopper = next.hopper {
+                playHopper(hopper) { $0.restart(at: now) }
+            } else if next.resets {
                 truth.sessions.hostResets += 1
                 restart()
             }
         }
     }
 
-    /// Replies on their way never get out: events that left the buffer meanwhile are lost.
-    private func dropOutgoing() {
-        let dropped = outgoing
-        outgoing.removeAll()
+    /// Replies on their way (those `matching`) never get out: events that left the buffer
+    /// meanwhile are lost.
+    private func dropOutgoing(matching: (Outgoing) -> Bool = { _ in true }) {
+        let dropped = outgoing.filter(matching)
+        outgoing.removeAll(where: matching)
         for reply in dropped {
             for key in reply.reported {
                 if let cause = leftInFlight.removeValue(forKey: key) { left(key, to: cause) }
@@ -331,6 +403,8 @@ public final class CCTalkSimulator {
 
     private func finish() {
         dropOutgoing()
+        advanceHoppers(to: Instant.now.nanoseconds)
+        truth.hoppers = hopperTruth()
         truth.durationS = Double(Instant.now.nanoseconds - start) / 1e9
     }
 

@@ -20,8 +20,16 @@ extension SessionOptions {
             return """
                 \(truth.scenario) (ccTalk): \(truth.sent.insertions) inserted, \(o.credited) credited, \(o.inhibited) inhibited \
                 (\(o.selfInhibited) unpolled), \(o.rejected) rejected; \(truth.lostEvents) events lost (\(truth.lostCredits) credits); \
-                \(truth.polls.bufferPolls) buffer polls (\(truth.ended))
+                \(truth.polls.bufferPolls) buffer polls\(hoppers(truth)) (\(truth.ended))
                 """
         }
+    }
+
+    /// "; hopper 3 (EU200A) paid 5 of 5 in 1 dispense …" for each hopper, if there are any.
+    private func hoppers(_ truth: CCTalkGroundTruth) -> String {
+        truth.hoppers.map { h in
+            let asked = h.dispenses.map(\.asked).reduce(0, +)
+            return "; hopper \(h.address) (\(h.coinId)) paid \(h.paidCoins) of \(asked) in \(h.dispenses.count) dispenses, \(h.coinsEnd) left"
+        }.joined()
     }
 }
