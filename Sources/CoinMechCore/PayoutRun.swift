@@ -171,6 +171,12 @@ public struct PayoutRun: Sendable {
         return settlement(order: record.order, paidMinor: paidMinor, paid: paid, reason: reason, afterRestart: true)
     }
 
+    /// An open payout whose device cannot say what it paid: nothing settled as paid, the whole
+    /// amount owed, and the reason says to check the cash first.
+    public static func unverified(_ record: PayoutRecord, _ why: String) -> PayoutSettlement {
+        settlement(order: record.order, paidMinor: 0, paid: [:], reason: why, afterRestart: true)
+    }
+
     private static func settlement(order: PayoutOrder, paidMinor: Int64, paid: [Int: Int], reason: String?, afterRestart: Bool) -> PayoutSettlement {
         let debt = max(order.amountMinor - paidMinor, 0)
         let outcome: PayoutSettlement.Outcome = debt == 0 ? .done : paidMinor == 0 ? .failed : .partial

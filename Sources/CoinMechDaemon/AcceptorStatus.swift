@@ -21,8 +21,23 @@ public struct AcceptorStatus: Sendable {
     public var statistics: CCTalkHostStatistics
     public var counts: AcceptorCounts
     public var ledgerFailure: String?
+    /// Payout hoppers on a ccTalk bus: each with its level by the ledger and its own state.
+    public var hoppers: [Hopper]?
+    public var hopperCurrency: String?
+    public var hoppersHeld = false
 
-    init(engine: CCTalkHost, core: AcceptorCore) {
+    public struct Hopper: Sendable {
+        public var unit: Int
+        public var device: CCTalkHopperBank.Hopper
+        public var level: Int
+    }
+
+    init(engine: CCTalkHost, core: AcceptorCore, mech: CCTalkMech? = nil) {
+        if let mech, let bank = mech.bank {
+            hoppers = bank.hoppers.enumerated().map { Hopper(unit: $0.offset, device: $0.element, level: mech.levels[$0.offset]) }
+            hopperCurrency = mech.payoutCurrency
+            hoppersHeld = bank.held
+        }
         identity = engine.identity
         responding = engine.isResponding
         accepting = engine.accepting
@@ -102,6 +117,30 @@ public struct AcceptorStatus: Sendable {
             object["alarm"] = .string("\(lost) event(s) LOST to buffer overruns: coins may have been taken without credit; poll faster or check the line")
         }
         if let ledgerFailure { object["ledger_failure"] = .string(ledgerFailure) }
+        if let hoppers {
+            object["held_for_payout"] = .bool(hoppersHeld)
+            object["hoppers"] = .array(hoppers.map(Self.hopperJSON))
+        }
+        return .object(object)
+    }
+
+    private static func hopperJSON(_ hopper: Hopper) -> JSON {
+        let device = hopper.device
+        var object: [String: JSON] = [
+            "unit": .int(Int64(hopper.unit)), "address": .int(Int64(device.unit.address)), "coin_id": .string(device.unit.coinID),
+            "value_minor": .int(device.unit.valueMinor), "level": .int(Int64(hopper.level)), "responding": .bool(device.responding),
+            "flags": .string(device.registers?.description ?? "not read"),
+        ]
+        if let serial = device.serialNumber { object["serial_number"] = .int(Int64(serial)) }
+        if let reported = device.reportedCoin, reported != device.unit.coinID {
+            object["alarm"] = .string("it reports coin \(reported), not the configured \(device.unit.coinID): it pays nothing until the configuration or the hopper is put right")
+        }
+        if let status = device.status {
+            object["event_counter"] = .int(Int64(status.eventCounter))
+            object["paying"] = .int(Int64(status.remaining))
+            object["last_paid"] = .int(Int64(status.lastPaid))
+            object["last_unpaid"] = .int(Int64(status.lastUnpaid))
+        }
         return .object(object)
     }
 

@@ -2,6 +2,7 @@ import CoinMechCore
 import CoinMechModel
 import CoinMechProtocol
 import CoinMechPublisher
+import CoinMechCCTalk
 import CoinMechSources
 import Logging
 
@@ -25,6 +26,10 @@ struct PayoutJob {
     /// Nil once the asker has an answer (the outcome, or "open" when a DISPENSE takes long).
     var completion: DecidingLoop.Completion?
     var stage: Stage
+    /// Inventory moves counted and not yet on the ledger: they go with the next journal write
+    /// (the next step or the settlement), so a crash before it leaves the hopper's own account
+    /// of the last step to settle from.
+    var inventory: [InventoryChange] = []
     /// Settled (or given up before anything was journalled): the job is over.
     var done = false
 
@@ -47,6 +52,12 @@ struct PayoutJob {
 /// A daemon that finds a payout open at its start holds the changer from its setup on and
 /// settles it from a count of the held changer: it never dispenses again on a guess.
 extension DecidingLoop {
+    /// The mech, if it gives change.
+    var payingMech: (any PayingMech)? {
+        guard let mech = acceptorMech as? any PayingMech, mech.givesChange else { return nil }
+        return mech
+    }
+
     /// How long the changer may take to hold still, and to count its tubes, before a payout is
     /// given up with nothing journalled.
     static let payoutHoldTimeout = Duration.seconds(10)
@@ -60,8 +71,8 @@ extension DecidingLoop {
     static let payoutCountTimeout = Duration.seconds(120)
 
     func beginPayout(amountMinor: Int64, currency: String?, requestID: String, by: String, completion: @escaping Completion) {
-        guard let mech = acceptorMech as? any PayingMech else {
-            return completion(.failure(CommandError(.unavailable, "this mech gives no change: only an MDB changer has tubes to pay from")))
+        guard let mech = payingMech else {
+            return completion(.failure(CommandError(.unavailable, "this mech gives no change: an MDB changer's tubes or ccTalk hoppers (source.hoppers) pay out")))
         }
         do throws(LedgerError) {
             if let record = try ledger.payout(requestID: requestID) {
@@ -96,7 +107,7 @@ extension DecidingLoop {
     /// Moves the payout on as far as the changer allows; called every turn of the loop.
     /// `stopping`: no further step is sent; the one under way is counted and settled.
     func servicePayout(stopping: Bool = false) {
-        guard let mech = acceptorMech as? any PayingMech else { return }
+        guard let mech = payingMech else { return }
         if !unsettledPayouts.isEmpty { settleUnsettled(mech) }
         guard var job = payout else { return }
         defer { payout = job.done ? nil : job }
@@ -106,6 +117,11 @@ extension DecidingLoop {
                 continue
             }
             failpoints.hit(.payoutCounted)
+            if let paid = counted.devicePaid, let step = run.steps.last, paid > 0 {
+                job.inventory.append(InventoryChange(source: sourceName, unit: step.type, coinID: step.coinID, valueMinor: step.valueMinor,
+                                                     kind: .paid(requestID: job.order.requestID, step: run.steps.count, paid: paid,
+                                                                 unpaid: counted.deviceUnpaid ?? max(step.count - paid, 0))))
+            }
             run.dispensed(counted)
             if stopping { run.stopHere("the daemon stopped mid-payout: no further step was sent") }
             advance(&job, run: run, tubes: counted.tubes, mech)
@@ -179,7 +195,8 @@ extension DecidingLoop {
             ]
             release(&job, mech, .success(.object(result)))
         case .exact(let plan):
-            guard let step = run.nextStep(tubes: tubes) else { return }
+            guard var step = run.nextStep(tubes: tubes) else { return }
+            step.deviceMark = mech.deviceMark(type: step.type)
             let entries: [LedgerEntry] = [.payoutRequested(job.order, source: sourceName, plan: plan, device: mech.deviceIdentity),
                                           .payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)]
             do throws(LedgerError) {
@@ -198,11 +215,15 @@ extension DecidingLoop {
     /// After a step's count: the next step journalled and sent, or the settlement.
     private func advance(_ job: inout PayoutJob, run: PayoutRun, tubes: [Int], _ mech: any PayingMech) {
         var run = run
-        guard let step = run.nextStep(tubes: tubes) else {
+        guard var step = run.nextStep(tubes: tubes) else {
             return settle(&job, run: run, run.settlement(), mech)
         }
+        step.deviceMark = mech.deviceMark(type: step.type)
         do throws(LedgerError) {
-            hub.publish(try ledger.append([.payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)]).events)
+            let counted = job.inventory.map(LedgerEntry.inventory)
+            hub.publish(try ledger.append(counted + [.payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)]).events)
+            mech.recorded(job.inventory)
+            job.inventory = []
         } catch {
             // Not sent: the step pays nothing, and the payout ends with the rest owed (a step
             // that was journalled after all is settled as not paid: its tube did not move).
@@ -234,7 +255,9 @@ extension DecidingLoop {
         if case .settling = job.stage {} else { job.stage = .settling(run, settlement, since: .now) }
         let result: AppendResult
         do throws(LedgerError) {
-            result = try ledger.append([.payoutSettled(requestID: job.order.requestID, settlement)])
+            result = try ledger.append(job.inventory.map(LedgerEntry.inventory) + [.payoutSettled(requestID: job.order.requestID, settlement)])
+            mech.recorded(job.inventory)
+            job.inventory = []
         } catch .precondition(let message) {
             logger.error("payout settled already: answered from the ledger", metadata: ["request_id": "\(job.order.requestID)", "why": "\(message)"])
             let record = try? ledger.payout(requestID: job.order.requestID)
@@ -290,9 +313,21 @@ extension DecidingLoop {
         }
         guard tubes.reads > after else { return }
         while let record = unsettledPayouts.first {
-            let settlement = PayoutRun.settle(record, tubes: tubes.counts, reported: tubes.reported, device: mech.deviceIdentity)
+            let settlement: PayoutSettlement
+            var inventory: [InventoryChange] = []
+            switch mech.restartAccount(record) {
+            case .wait:
+                return
+            case .counts(let counts, let reported, let moves):
+                settlement = PayoutRun.settle(record, tubes: counts, reported: reported, device: mech.deviceIdentity)
+                // Recorded only where the settlement believes the device (the same one).
+                if settlement.paidMinor > 0 { inventory = moves.map { var move = $0; move.source = sourceName; return move } }
+            case .unverifiable(let why):
+                settlement = PayoutRun.unverified(record, why)
+            }
             do throws(LedgerError) {
-                hub.publish(try ledger.append([.payoutSettled(requestID: record.order.requestID, settlement)]).events)
+                hub.publish(try ledger.append(inventory.map(LedgerEntry.inventory) + [.payoutSettled(requestID: record.order.requestID, settlement)]).events)
+                mech.recorded(inventory)
             } catch .precondition(let message) {
                 logger.error("the payout left open is settled already", metadata: ["request_id": "\(record.order.requestID)", "why": "\(message)"])
             } catch {
@@ -335,5 +370,42 @@ extension DecidingLoop {
              "count": .int(Int64(count))]
         })
         return .object(result)
+    }
+}
+
+/// Inventory: an operator's refill or count of a hopper, audited on the ledger (who, how many,
+/// the level before and after). A hopper cannot count its own coins, so these, and what each
+/// payout step paid by the hopper's own account, are all that move its level.
+extension DecidingLoop {
+    func changeInventory(unit name: String, _ kind: InventoryChange.Kind, completion: @escaping Completion) {
+        guard let mech = payingMech, let payable = mech.payableCoins, let levels = mech.tubeCounts?.counts ?? (mech as? CCTalkMech)?.levels else {
+            return completion(.failure(CommandError(.unavailable, "this mech has no payout units whose level the ledger keeps: refill and float are for ccTalk hoppers (an MDB changer counts its own tubes)")))
+        }
+        guard mech is CCTalkMech else {
+            return completion(.failure(CommandError(.unavailable, "an MDB changer counts its own tubes: load them through the changer and `coinctl tubes` shows its count")))
+        }
+        let matches = payable.coins.filter { "\($0.key)" == name || $0.value.coinID == name }.keys.sorted()
+        guard let unit = matches.first, matches.count == 1 else {
+            let known = payable.coins.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value.coinID ?? "?"))" }.joined(separator: ", ")
+            return completion(.failure(CommandError(.badRequest, matches.isEmpty ? "no payout unit \(name): the units are \(known)"
+                                                    : "\(name) names more than one unit (\(known)): give the unit number")))
+        }
+        guard payout == nil, unsettledPayouts.isEmpty else {
+            return completion(.failure(CommandError(.unavailable, "a payout is under way or being settled: refill or count the hopper once it is over")))
+        }
+        let coin = payable.coins[unit]!
+        let change = InventoryChange(source: sourceName, unit: unit, coinID: coin.coinID, valueMinor: coin.valueMinor, kind: kind)
+        let before = levels.indices.contains(unit) ? levels[unit] : 0
+        do throws(LedgerError) {
+            let result = try ledger.append([.inventory(change)])
+            hub.publish(result.events)
+            mech.recorded([change])
+            logger.notice("hopper inventory changed", metadata: ["unit": "\(unit)", "coin_id": "\(coin.coinID ?? "?")", "level_before": "\(before)",
+                                                                 "level": "\(change.level(after: before))", "change": "\(kind)"])
+            completion(.success(["unit": .int(Int64(unit)), "coin_id": coin.coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(before)),
+                                 "level": .int(Int64(change.level(after: before))), "seq": result.events.first.map { .int($0.seq) } ?? .null]))
+        } catch {
+            completion(.failure(CommandError(.unavailable, "the ledger could not record it, so the level is unchanged: \(error)")))
+        }
     }
 }

@@ -100,13 +100,15 @@ public final class DecidingLoop: @unchecked Sendable {
         case explain(Reading, completion: Completion)
         /// Pay out from the changer's tubes (`DecidingLoop+Payout`).
         case payout(amountMinor: Int64, currency: String?, requestID: String, by: String, completion: Completion)
+        /// An operator's refill or count of a payout unit (`DecidingLoop+Payout`).
+        case inventory(unit: String, InventoryChange.Kind, completion: Completion)
 
         /// Who hears how it went.
         var completion: Completion {
             switch self {
             case .inhibit(_, _, let completion), .collect(_, let completion), .install(_, let completion), .reloadFailed(_, let completion),
                  .teachStart(_, _, let completion), .teachCommit(_, let completion), .teachAbort(_, let completion), .explain(_, let completion),
-                 .payout(_, _, _, _, let completion):
+                 .payout(_, _, _, _, let completion), .inventory(_, _, let completion):
                 completion
             }
         }
@@ -143,14 +145,15 @@ public final class DecidingLoop: @unchecked Sendable {
             context.acceptor = MechContext.Acceptor(
                 persisted: try ledger.acceptorCounter(source: source.name, address: settings.address),
                 remembered: try ledger.lastAcceptorIdentification(source: source.name),
-                positions: settings.positions, creditableCoinIDs: Self.creditableCoinIDs(chain.current, logger: logger))
+                positions: settings.positions, creditableCoinIDs: Self.creditableCoinIDs(chain.current, logger: logger),
+                inventory: try ledger.inventory(source: source.name))
             acceptor = AcceptorCore(source: source.name, address: settings.address)
         }
         operatorPositions = context.acceptor?.positions
         let made = source.mech.make(context)
         mech = made
         acceptorMech = made as? any AcceptorMech
-        if let paying = made as? any PayingMech {
+        if let paying = made as? any PayingMech, paying.givesChange {
             unsettledPayouts = try ledger.openPayouts(source: source.name)
             // Held from the first COIN TYPE on: its tubes must count only what the payout paid.
             if !unsettledPayouts.isEmpty { paying.holdForPayout(true) }
@@ -382,6 +385,8 @@ public final class DecidingLoop: @unchecked Sendable {
                 completion(.success(LiveExplanation(reading: reading, chain: chain.current).json))
             case .payout(let amount, let currency, let requestID, let by, let completion):
                 beginPayout(amountMinor: amount, currency: currency, requestID: requestID, by: by, completion: completion)
+            case .inventory(let unit, let kind, let completion):
+                changeInventory(unit: unit, kind, completion: completion)
             }
         }
     }
@@ -468,7 +473,7 @@ public final class DecidingLoop: @unchecked Sendable {
         var snapshot = Status(connected: mech.isConnected, disconnectedReason: mech.disconnectedReason, core: core.snapshot)
         if let acceptor {
             if let cctalk = acceptorMech as? CCTalkMech {
-                snapshot.acceptor = AcceptorStatus(engine: cctalk.engine, core: acceptor)
+                snapshot.acceptor = AcceptorStatus(engine: cctalk.engine, core: acceptor, mech: cctalk)
             } else if let changer = acceptorMech as? MDBMech {
                 snapshot.acceptor = AcceptorStatus(changer: changer, core: acceptor)
             }

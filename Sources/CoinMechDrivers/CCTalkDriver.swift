@@ -10,8 +10,8 @@ public enum CCTalkDriver: MechDriver {
     public static let kind = "cctalk"
     public static let capabilities: MechCapabilities = [.classifiesItself]
     public static let simulator = "coinsim run --protocol cctalk"
-    public static let keys = ["device", "address", "checksum", "echo", "baud", "poll_interval_ms", "positions"]
-    public static let exclusiveKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions"]
+    public static let keys = ["device", "address", "checksum", "echo", "baud", "poll_interval_ms", "positions", "hoppers"]
+    public static let exclusiveKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions", "hoppers"]
 
     public struct Settings: MechSettings, Equatable {
         public var device: String
@@ -25,6 +25,9 @@ public enum CCTalkDriver: MechDriver {
         public var pollInterval: Duration = .milliseconds(200)
         /// The coin positions the operator allows; the chain narrows them further.
         public var positions: CoinPositionMask = .all
+        /// Payout hoppers on the same bus, in unit order, and the currency they pay.
+        public var hoppers: [CCTalkHopperUnit] = []
+        public var hopperCurrency: String?
 
         public init(device: String) {
             self.device = device
@@ -45,7 +48,8 @@ public enum CCTalkDriver: MechDriver {
             host.allowed = context.acceptor?.positions ?? .all  // from the first identification on
             host.creditableCoinIDs = context.acceptor?.creditableCoinIDs
             return CCTalkMech(path: device, host: host, persisted: context.acceptor?.persisted.map(CCTalkCounterState.init),
-                              remembered: context.acceptor?.remembered.flatMap { CCTalkDriver.identity(recorded: $0, address: address) })
+                              remembered: context.acceptor?.remembered.flatMap { CCTalkDriver.identity(recorded: $0, address: address) },
+                              hoppers: hoppers, currency: hopperCurrency, inventory: context.acceptor?.inventory ?? [:], failpoints: context.failpoints)
         }
 
         /// What the protocol engine is driven with.
@@ -134,6 +138,50 @@ public enum CCTalkDriver: MechDriver {
             }
             cctalk.positions = CoinPositionMask(positions: whole)
         }
+        if let hoppers = try table.tables("hoppers") {
+            let fallback = try table.strings("currencies")?.first
+            for hopper in hoppers {
+                let unit = try parseHopper(hopper, acceptor: cctalk.address, taken: Set(cctalk.hoppers.map(\.address)))
+                let currency = try hopper.string("currency") ?? fallback
+                guard let currency, currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
+                    throw hopper.error("currency", "is required (or source.currencies): the ISO 4217 code of the coin it pays, e.g. EUR")
+                }
+                if let paid = cctalk.hopperCurrency, paid != currency {
+                    throw hopper.error("currency", "is \(currency), but another hopper pays \(paid): one payout is paid in one currency")
+                }
+                cctalk.hopperCurrency = currency
+                cctalk.hoppers.append(unit)
+            }
+        }
         return cctalk
+    }
+
+    /// One `hoppers` entry: address (required, not the host's or the acceptor's), coin (its
+    /// six-character coin id), value_minor (default: the coin id's value), currency, and
+    /// dispense (`plain`, or `serial` for a hopper that wants its serial number with the count).
+    static func parseHopper(_ table: SettingsTable, acceptor: UInt8, taken: Set<UInt8>) throws(SettingsError) -> CCTalkHopperUnit {
+        try table.rejectUnknownKeys(["address", "coin", "value_minor", "currency", "dispense"])
+        guard let address = try table.int("address") else {
+            throw table.error("address", "is required: the hopper's bus address (hoppers ship at 3 to 10)")
+        }
+        guard (2...255).contains(address), UInt8(address) != acceptor, !taken.contains(UInt8(address)) else {
+            throw table.error("address", "must be 2 to 255 and not the acceptor's (\(acceptor)) or another hopper's, got \(address)")
+        }
+        guard let coin = try table.string("coin"), coin.count == 6, coin.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            throw table.error("coin", "is required: the six-character coin id of the coin it pays, e.g. EU200A")
+        }
+        let value = try table.int("value_minor").map(Int64.init) ?? CoinID(coin).nominalValue
+        guard let value, value > 0 else {
+            throw table.error("value_minor", "is required when the coin id does not say its value: what one coin is worth in minor units")
+        }
+        var serial = false
+        if let variant = try table.string("dispense") {
+            switch variant {
+            case "plain": serial = false
+            case "serial": serial = true
+            default: throw table.error("dispense", "must be plain or serial (the encrypted variants need the maker's cipher key and are not supported), got '\(variant)'")
+            }
+        }
+        return CCTalkHopperUnit(address: UInt8(address), coinID: coin, valueMinor: value, serialDispense: serial)
     }
 }

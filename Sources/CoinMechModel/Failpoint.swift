@@ -25,7 +25,7 @@ public enum Failpoint: String, Sendable, CaseIterable {
     case collect
     /// A payout step (`payout_dispensing`) committed, before its DISPENSE is sent.
     case payoutJournalled = "payout-journalled"
-    /// A DISPENSE written to the changer's line, before the changer is done paying it.
+    /// A DISPENSE written to the changer's (or a hopper's) line, before it is done paying it.
     case payoutDispensing = "payout-dispensing"
     /// A DISPENSE counted (the changer stopped paying), before the next step or the
     /// settlement is journalled.

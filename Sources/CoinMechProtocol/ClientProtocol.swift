@@ -30,6 +30,9 @@ public enum ClientProtocol {
     public static let teachDefaultCoins: Int64 = 20
     /// Amounts `payout_plan` plans, in minor units: change, not cash withdrawals.
     public static let payoutAmount: ClosedRange<Int64> = 1...100_000
+    /// Coins an operator loads into a payout unit at once (`refill`), or counts in it (`float`).
+    public static let inventoryCoins: ClosedRange<Int64> = 1...100_000
+    public static let inventoryLevel: ClosedRange<Int64> = 0...100_000
 
     /// A payout's `request_id`: the asker's name for it, 1 to 64 characters of `A-Z a-z 0-9 .
     /// _ : -` (a UUID fits).

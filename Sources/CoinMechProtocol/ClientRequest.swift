@@ -98,6 +98,25 @@ public struct ClientRequest: Sendable, Equatable {
                 throw Failure(id: id, .badRequest, "\"request_id\" is required: 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique per payout (a repeat is answered from the ledger, never paid again)")
             }
             return .payout(amountMinor: amount, currency: currency, requestID: requestID)
+        case .refill, .float:
+            let unit: String
+            if let number = fields["unit"]?.int, number >= 0 {
+                unit = "\(number)"
+            } else if let text = fields["unit"]?.string, !text.isEmpty, text.count <= 16 {
+                unit = text
+            } else {
+                throw Failure(id: id, .badRequest, "\"unit\" is required: the hopper's unit number (as `status` lists them) or its coin id, e.g. EU200A")
+            }
+            guard known == .refill else {
+                guard fields["level"] != nil, fields["level"] != .null else {
+                    throw Failure(id: id, .badRequest, "\"level\" is required: the coins counted in the hopper")
+                }
+                return .float(unit: unit, level: Int(try integer(fields, "level", default: 0, range: ClientProtocol.inventoryLevel, id: id)))
+            }
+            guard fields["coins"] != nil, fields["coins"] != .null else {
+                throw Failure(id: id, .badRequest, "\"coins\" is required: the coins loaded into the hopper")
+            }
+            return .refill(unit: unit, coins: Int(try integer(fields, "coins", default: 0, range: ClientProtocol.inventoryCoins, id: id)))
         }
     }
 

@@ -29,6 +29,12 @@ public enum OperatorCommand: Sendable, Equatable {
     /// `requestID` (`ClientProtocol.isRequestID`): journalled before any coin moves; a repeated
     /// request id is answered from the ledger.
     case payout(amountMinor: Int64, currency: String?, requestID: String)
+    /// An operator loaded `coins` (within `ClientProtocol.inventoryCoins`) into the payout
+    /// unit `unit` (a hopper's index, or its coin id): its level on the ledger rises.
+    case refill(unit: String, coins: Int)
+    /// An operator counted the payout unit `unit` at `level` coins (a float): the ledger's
+    /// level is set to it.
+    case float(unit: String, level: Int)
 
     /// A command's `cmd`, and whether it needs control permission.
     public enum Name: String, Sendable, CaseIterable {
@@ -40,11 +46,13 @@ public enum OperatorCommand: Sendable, Equatable {
         case explain
         case payoutPlan = "payout_plan"
         case payout
+        case refill
+        case float
 
         /// Changes state (or could): the peer must be a control user or group.
         public var isControl: Bool {
             switch self {
-            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout: true
+            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout, .refill, .float: true
             case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan: false
             }
         }
@@ -67,6 +75,8 @@ public enum OperatorCommand: Sendable, Equatable {
         case .explain: .explain
         case .payoutPlan: .payoutPlan
         case .payout: .payout
+        case .refill: .refill
+        case .float: .float
         }
     }
 
@@ -98,6 +108,10 @@ public enum OperatorCommand: Sendable, Equatable {
             var fields: [String: JSON] = ["amount_minor": .int(amount), "request_id": .string(requestID)]
             if let currency { fields["currency"] = .string(currency) }
             return fields
+        case .refill(let unit, let coins):
+            return ["unit": .string(unit), "coins": .int(Int64(coins))]
+        case .float(let unit, let level):
+            return ["unit": .string(unit), "level": .int(Int64(level))]
         }
     }
 

@@ -209,7 +209,7 @@ final class ClientHandler: ChannelInboundHandler {
                     handler.subscribe(since: since)
                     return nil
                 }
-            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout:
+            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout, .refill, .float:
                 control.control(command, by: peer, completion: replier(id))
             case .teachStatus:
                 reply(id, { control.teachStatus() }) { _, status in ClientProtocol.reply(id: id, result: status) }

@@ -1,4 +1,5 @@
 import CoinMechCCTalk
+import CoinMechFailpoints
 import CoinMechHotplug
 import CoinMechModel
 import CoinMechSupport
@@ -11,10 +12,19 @@ import CoinMechSupport
 /// credits come as ledger batches, which the loop must record, then report back before the
 /// host is called again: nothing (stored), `notRecorded` or `rewind`.
 ///
+/// With payout hoppers on the same bus it also gives change (`CCTalkMech+Hoppers`): the
+/// hoppers' requests go out through the host, between its buffer polls.
+///
 /// Owned by the deciding loop's thread; not thread-safe.
 public final class CCTalkMech: AcceptorMech {
     private let port: ReconnectingPort
     private var host: CCTalkHost
+    /// The payout hoppers, if any, their levels by the ledger, and the currency they pay.
+    public internal(set) var bank: CCTalkHopperBank?
+    public internal(set) var levels: [Int]
+    public let payoutCurrency: String?
+    var dispensed: [DispenseCount] = []
+    private let failpoints: Failpoints
     private var started = false
     private var hostEvents: [CCTalkHostEvent] = []
     /// The batch last reported, until the next report: what `notRecorded` hands back.
@@ -22,10 +32,18 @@ public final class CCTalkMech: AcceptorMech {
 
     /// `persisted`: the counter state the ledger holds for this acceptor (nil if none);
     /// `remembered`: who the ledger last identified at its address.
+    /// `hoppers`: the payout hoppers on the bus, paying `currency`, at the ledger's `inventory`.
     public init(path: String, host configuration: CCTalkHostConfiguration, persisted: CCTalkCounterState?,
-                remembered: CCTalkDeviceIdentity? = nil) {
+                remembered: CCTalkDeviceIdentity? = nil, hoppers: [CCTalkHopperUnit] = [], currency: String? = nil,
+                inventory: [Int: InventoryLevel] = [:], failpoints: Failpoints = .none) {
+        self.failpoints = failpoints
+        var configuration = configuration
+        configuration.otherAddresses.formUnion(hoppers.map(\.address))
         port = ReconnectingPort(path: path, baud: configuration.baud)
         host = CCTalkHost(configuration: configuration, persisted: persisted, remembered: remembered)
+        bank = hoppers.isEmpty ? nil : CCTalkHopperBank(units: hoppers)
+        payoutCurrency = currency
+        levels = hoppers.indices.map { inventory[$0]?.level ?? 0 }
     }
 
     public var location: String { port.path }
@@ -36,7 +54,8 @@ public final class CCTalkMech: AcceptorMech {
     public var lineTiming: LineTiming? { nil }
 
     public var nextWake: Instant? {
-        [host.nextWake.map { Instant(nanoseconds: $0) }, port.nextAttemptTime].compactMap { $0 }.min()
+        let hoppers = started && port.isOpen ? bank.map { Instant(nanoseconds: $0.nextWake) } : nil
+        return [host.nextWake.map { Instant(nanoseconds: $0) }, port.nextAttemptTime, hoppers].compactMap { $0 }.min()
     }
 
     /// The engine's view, for `status`.
@@ -73,10 +92,12 @@ public final class CCTalkMech: AcceptorMech {
         if !started, port.isOpen {
             started = true
             carry(host.start(now: now.nanoseconds))
+            if let asks = bank?.start(now: now.nanoseconds) { ask(asks) }
         } else if started {
             // Requests go on while the port is away: they time out, and the host reports the
             // device as not responding (once) and identifies it again when it answers.
             carry(host.tick(now: now.nanoseconds))
+            if let asks = bank?.tick(now: now.nanoseconds) { ask(asks) }
         }
         return events
     }
@@ -138,12 +159,28 @@ public final class CCTalkMech: AcceptorMech {
         return [.lost(path: port.path, reason: reason)]
     }
 
-    private func carry(_ outputs: [CCTalkHostOutput]) {
+    func carry(_ outputs: [CCTalkHostOutput]) {
         for output in outputs {
             switch output {
-            case .send(let bytes): port.write(bytes)
+            case .send(let bytes):
+                port.write(bytes)
+                // A hopper's dispense is on the line: from here it may pay.
+                if bytes.count > 3, bytes[3] == CCTalkHeader.dispenseHopperCoins.rawValue, bank?.addresses.contains(bytes[0]) == true {
+                    failpoints.hit(.payoutDispensing)
+                }
+            case .event(.deviceAnswer(let address, let request, let answer)):
+                guard var bank else { continue }
+                let asks = bank.answered(address, request, answer, now: Instant.now.nanoseconds)
+                self.bank = bank
+                collectPayments()
+                ask(asks)
             case .event(let event): hostEvents.append(event)
             }
         }
+    }
+
+    /// The hopper bank's requests, through the host.
+    func ask(_ asks: [CCTalkHopperBank.Ask]) {
+        for ask in asks { carry(host.ask(ask.request, at: ask.address, now: Instant.now.nanoseconds)) }
     }
 }

@@ -1,7 +1,7 @@
 import CoinMechModel
 
-/// A mech that gives change from its own tubes (an MDB changer). The deciding loop runs the
-/// payout journal around it (CoinMechCore's `PayoutRun`): it holds the mech, has it count its tubes, journals
+/// A mech that gives change from its own tubes (an MDB changer) or from payout hoppers (a
+/// ccTalk acceptor's bus). The deciding loop runs the payout journal around it (CoinMechCore's `PayoutRun`): it holds the mech, has it count its tubes, journals
 /// a step, asks for the DISPENSE, and settles from the counts the mech reports after.
 public protocol PayingMech: AcceptorMech {
     /// The coins it pays, by its coin type, and their currency; nil until it is set up.
@@ -23,4 +23,25 @@ public protocol PayingMech: AcceptorMech {
     func dispense(type: Int, count: Int) -> Bool
     /// DISPENSEs that are over, oldest first, with the tubes counted after each.
     func takeDispensed() -> [DispenseCount]
+
+    /// Whether it gives change at all (a ccTalk acceptor does only with hoppers configured).
+    var givesChange: Bool { get }
+    /// The device's own mark a step from `type` is journalled with (a hopper's event counter,
+    /// which says after a crash whether the step was taken); nil where the tubes tell.
+    func deviceMark(type: Int) -> Int?
+    /// What settles a payout found open at a start, from the held device's own account.
+    func restartAccount(_ record: PayoutRecord) -> PayoutRestartAccount
+    /// The ledger recorded these moves of its inventory: the levels follow them.
+    func recorded(_ changes: [InventoryChange])
+}
+
+extension PayingMech {
+    public var givesChange: Bool { true }
+    public func deviceMark(type: Int) -> Int? { nil }
+    /// A changer's tubes, as counted with it held: their fall since each step is what it paid.
+    public func restartAccount(_ record: PayoutRecord) -> PayoutRestartAccount {
+        guard let tubes = tubeCounts else { return .wait }
+        return .counts(tubes.counts, reported: tubes.reported, inventory: [])
+    }
+    public func recorded(_ changes: [InventoryChange]) {}
 }

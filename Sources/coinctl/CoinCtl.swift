@@ -28,7 +28,7 @@ struct CoinCtl: ParsableCommand {
             control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
             error.
             """,
-        subcommands: [Status.self, Totals.self, Tubes.self, PayoutPlan.self, Payout.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
+        subcommands: [Status.self, Totals.self, Tubes.self, Hoppers.self, Refill.self, Float.self, PayoutPlan.self, Payout.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {
@@ -86,6 +86,40 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "An MDB changer's change tubes: coins in each, as it last counted them.")
         @OptionGroup var common: Common
         func run() throws { try common.run(.status) { Format.tubesTable($0) } }
+    }
+
+    struct Hoppers: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The ccTalk payout hoppers: each one's coin, its level on the ledger and its own state.")
+        @OptionGroup var common: Common
+        func run() throws { try common.run(.status) { Format.hoppersTable($0) } }
+    }
+
+    struct Refill: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Record coins loaded into a hopper: its level on the ledger rises (audited, with who did it).")
+        @OptionGroup var common: Common
+        @Argument(help: "The hopper: its unit number (coinctl hoppers lists them) or its coin id, e.g. EU200A.") var unit: String
+        @Argument(help: "The coins loaded.") var coins: Int
+
+        func validate() throws {
+            guard ClientProtocol.inventoryCoins.contains(Int64(coins)) else { throw ValidationError("coins must be 1 to \(ClientProtocol.inventoryCoins.upperBound), got \(coins)") }
+        }
+
+        func run() throws { try common.run(.refill(unit: unit, coins: coins)) { Format.inventoryChange($0) } }
+    }
+
+    struct Float: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Record a hopper's coins as counted: its level on the ledger is set to them (audited, with who did it).")
+        @OptionGroup var common: Common
+        @Argument(help: "The hopper: its unit number (coinctl hoppers lists them) or its coin id, e.g. EU200A.") var unit: String
+        @Argument(help: "The coins counted in it.") var level: Int
+
+        func validate() throws {
+            guard ClientProtocol.inventoryLevel.contains(Int64(level)) else { throw ValidationError("level must be 0 to \(ClientProtocol.inventoryLevel.upperBound), got \(level)") }
+        }
+
+        func run() throws { try common.run(.float(unit: unit, level: level)) { Format.inventoryChange($0) } }
     }
 
     struct PayoutPlan: ParsableCommand {

@@ -103,6 +103,25 @@ enum Format {
             .joined(separator: "\n")
     }
 
+    /// `coinctl hoppers`: unit, address, coin, level by the ledger, and the hopper's own word.
+    static func hoppersTable(_ s: JSON) -> String {
+        guard let hoppers = s["acceptor"]?["hoppers"]?.array else {
+            return "this mech has no payout hoppers (a ccTalk source lists them under hoppers; source.kind is \(s["source"]?["kind"]?.string ?? "?"))"
+        }
+        let header = "\(pad("unit", 5))\(pad("address", 9))\(pad("coin", 8))\(pad("level", 7, right: true))  state"
+        let rows = hoppers.map { h in
+            let state = h["responding"] == false ? "not responding" : h["alarm"]?.string ?? h["flags"]?.string ?? "?"
+            return "\(pad("\(h["unit"]?.int ?? 0)", 5))\(pad("\(h["address"]?.int ?? 0)", 9))\(pad(h["coin_id"]?.string ?? "?", 8))"
+                + "\(pad("\(h["level"]?.int ?? 0)", 7, right: true))  \(state)"
+        }
+        return ([header] + rows).joined(separator: "\n")
+    }
+
+    /// `coinctl refill` and `coinctl float`: the level before and after.
+    static func inventoryChange(_ r: JSON) -> String {
+        "hopper \(r["unit"]?.int ?? 0) (\(r["coin_id"]?.string ?? "?")): \(r["level_before"]?.int ?? 0) → \(r["level"]?.int ?? 0) coins"
+    }
+
     /// `coinctl payout-plan`: the coins that would be paid, or why none would.
     static func payoutPlan(_ p: JSON) -> String {
         let currency = p["currency"]?.string ?? "?"

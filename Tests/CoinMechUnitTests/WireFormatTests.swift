@@ -26,6 +26,8 @@ struct WireFormatTests {
         (.payoutPlan(amountMinor: 35, currency: "USD"), #"{"amount_minor":35,"cmd":"payout_plan","currency":"USD","id":1}"#),
         (.payoutPlan(amountMinor: 35, currency: nil), #"{"amount_minor":35,"cmd":"payout_plan","id":1}"#),
         (.payout(amountMinor: 35, currency: "USD", requestID: "sale-1042"), #"{"amount_minor":35,"cmd":"payout","currency":"USD","id":1,"request_id":"sale-1042"}"#),
+        (.refill(unit: "EU200A", coins: 40), #"{"cmd":"refill","coins":40,"id":1,"unit":"EU200A"}"#),
+        (.float(unit: "0", level: 120), #"{"cmd":"float","id":1,"level":120,"unit":"0"}"#),
     ])
     func requests(command: OperatorCommand, line: String) throws {
         #expect(command.request(id: .int(1)).description == line)
@@ -37,7 +39,7 @@ struct WireFormatTests {
     @Test("every command has a wire name, and the read and control sets are the documented ones")
     func names() {
         #expect(ClientProtocol.readCommands == ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain", "payout_plan"])
-        #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort", "payout"])
+        #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort", "payout", "refill", "float"])
     }
 
     @Test("the example session's hello, reply and error, as PROTOCOL.md prints them")
@@ -51,7 +53,7 @@ struct WireFormatTests {
         let refused = ClientRequest.parse(#"{"cmd":"fly","id":2}"#).flatMap { request in request.command.map { _ in request } }
         guard case .failure(let failure) = refused else { Issue.record("'fly' was taken"); return }
         #expect(ClientProtocol.error(id: failure.id, failure.code, failure.message).description
-            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, inhibit, payout, payout_plan, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
+            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, float, inhibit, payout, payout_plan, refill, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
     }
 
     @Test("events: a pending accept, its coin, a rejection, a lost source, and how a subscriber gets them")

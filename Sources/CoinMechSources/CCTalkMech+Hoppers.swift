@@ -1,0 +1,107 @@
+import CoinMechCCTalk
+import CoinMechModel
+
+/// Giving change from payout hoppers on the acceptor's bus. A hopper cannot count the coins it
+/// holds, so its "tube" is the ledger's level for it (`inventory`), and what a step paid is
+/// the hopper's own account (header 166), which the loop records as the level's move.
+extension CCTalkMech: PayingMech {
+    public var givesChange: Bool { bank != nil }
+
+    public var payableCoins: (currency: String, coins: [Int: PayoutCoin])? {
+        guard let bank, let payoutCurrency else { return nil }
+        return (payoutCurrency, Dictionary(uniqueKeysWithValues: bank.hoppers.enumerated().map { index, hopper in
+            (index, PayoutCoin(coinID: hopper.unit.coinID, valueMinor: hopper.unit.valueMinor))
+        }))
+    }
+
+    /// Held: the hoppers are enabled only for the dispense under way. The acceptor goes on
+    /// taking coins: it routes none into a hopper here (a recycling acceptor is not supported).
+    public func holdForPayout(_ on: Bool) {
+        guard var bank else { return }
+        let asks = bank.hold(on)
+        self.bank = bank
+        ask(asks)
+    }
+
+    public var isHeldStill: Bool { bank.map { $0.held && $0.isIdle } ?? false }
+
+    /// The ledger's levels; `reads` counts the rounds in which every hopper's status was read
+    /// (a settlement or a plan waits for one taken while held).
+    public var tubeCounts: (reads: UInt64, counts: [Int], reported: Int)? {
+        guard let bank else { return nil }
+        return (bank.rounds, levels, levels.count)
+    }
+
+    public var deviceIdentity: String? { bank?.identity }
+
+    public func countTubes() {
+        guard var bank else { return }
+        let asks = bank.count()
+        self.bank = bank
+        ask(asks)
+    }
+
+    public func dispense(type: Int, count: Int) -> Bool {
+        guard var bank, let asks = bank.dispense(type, count: count) else { return false }
+        self.bank = bank
+        ask(asks)
+        return true
+    }
+
+    public func takeDispensed() -> [DispenseCount] {
+        defer { dispensed.removeAll() }
+        return dispensed
+    }
+
+    public func deviceMark(type: Int) -> Int? { bank?.mark(type).map(Int.init) }
+
+    public func recorded(_ changes: [InventoryChange]) {
+        for change in changes where levels.indices.contains(change.unit) {
+            levels[change.unit] = change.level(after: levels[change.unit])
+        }
+    }
+
+    /// The hoppers' levels as the ledger holds them (steps before the last are on it), less
+    /// what the last step's hopper says it paid, if its counter shows the step was taken.
+    public func restartAccount(_ record: PayoutRecord) -> PayoutRestartAccount {
+        guard let bank else { return .unverifiable("no hoppers are configured any more") }
+        guard let last = record.steps.last else { return .counts(levels, reported: levels.count, inventory: []) }
+        guard bank.hoppers.indices.contains(last.type) else {
+            return .unverifiable("the hopper of unit \(last.type) that paid is not configured any more")
+        }
+        let hopper = bank.hoppers[last.type]
+        guard let status = hopper.status, let registers = hopper.registers, status.remaining == 0 else { return .wait }
+        let paid: Int
+        if let mark = last.deviceMark.map(UInt8.init(truncatingIfNeeded:)), status.eventCounter == CCTalkHopperStatus.counter(mark, after: 1) {
+            paid = Int(status.lastPaid)
+        } else if let mark = last.deviceMark, status.eventCounter == UInt8(truncatingIfNeeded: mark) {
+            paid = 0  // not taken
+        } else if registers.powerDownDuringPayout {
+            paid = Int(status.lastPaid)  // power went during its payout; it kept the count
+        } else {
+            return .unverifiable("hopper \(hopper.unit.address)'s event counter is \(status.eventCounter), and the step was journalled at \(last.deviceMark.map(String.init) ?? "no mark"): it restarted or was paid from by another host, so what it paid cannot be told; check the cash before paying the debt")
+        }
+        var counts = levels
+        counts[last.type] -= paid
+        let change = InventoryChange(source: "", unit: last.type, coinID: last.coinID, valueMinor: last.valueMinor,
+                                     kind: .paid(requestID: record.order.requestID, step: record.steps.count, paid: paid,
+                                                 unpaid: max(last.count - paid, 0)))
+        return .counts(counts, reported: counts.count, inventory: paid > 0 ? [change] : [])
+    }
+
+    /// Finished dispenses become counts: the levels with the paid coins taken off (they move
+    /// for good once the ledger records it). A short payment the hopper accounts for is a jam
+    /// the payout plans around; one it cannot account for ends the payout.
+    func collectPayments() {
+        guard var bank else { return }
+        let payments = bank.takeFinished()
+        self.bank = bank
+        for payment in payments {
+            var counts = levels
+            if counts.indices.contains(payment.unit) { counts[payment.unit] -= payment.paid }
+            dispensed.append(DispenseCount(type: payment.unit, count: payment.count, tubes: counts,
+                                           jammed: payment.certain && payment.paid < payment.count, uncertain: !payment.certain,
+                                           devicePaid: payment.paid, deviceUnpaid: payment.unpaid))
+        }
+    }
+}
