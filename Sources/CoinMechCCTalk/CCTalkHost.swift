@@ -72,8 +72,8 @@ public struct CCTalkHost: Sendable {
     /// Requests to other devices, in order: they go out between buffer polls, whatever the
     /// acceptor's state.
     private var deviceJobs: [Job] = []
-    /// The last transaction begun was a buffer poll.
-    private var lastWasPoll = false
+    /// The last transaction begun was the acceptor's: another device's request may go next.
+    private var deviceTurn = false
     private var draft: CCTalkDeviceIdentity
     private var allowed: CoinPositionMask
     private var inhibited = false
@@ -341,16 +341,13 @@ public struct CCTalkHost: Sendable {
         case .identifying, .running:
             break
         }
-        if !deviceJobs.isEmpty, phase != .stopped, lastWasPoll {
-            // Other devices take turns with the polls: an acceptor that does not answer, its
-            // polls retried, must not starve a hopper that is paying.
-            lastWasPoll = false
-            let job = deviceJobs.removeFirst()
-            if case .device(let address, let request) = job { begin(job, request, to: address, now: now, &out) }
-            return
-        }
+        // Other devices (payout hoppers) take turns with the acceptor's own transactions, polls
+        // included: a silent acceptor whose polls are retried must not starve a hopper that is
+        // paying, and hoppers must not hold up the acceptor's master inhibit and identification,
+        // or coins it takes meanwhile push unrecorded events out of its five-deep buffer.
+        let deviceWaiting = !deviceJobs.isEmpty && phase != .stopped
+        if deviceWaiting, deviceTurn { return beginDeviceJob(now, &out) }
         if now >= nextPollAt {
-            lastWasPoll = true
             // The buffer poll comes first, every interval, whatever else is going on.
             nextPollAt = nextPollAt &+ configuration.pollInterval
             if nextPollAt <= now { nextPollAt = now &+ configuration.pollInterval }
@@ -358,12 +355,7 @@ public struct CCTalkHost: Sendable {
             begin(.ask(.readBufferedCredit), .readBufferedCredit, now: now, &out)
             return
         }
-        lastWasPoll = false
-        if !deviceJobs.isEmpty, phase != .stopped {
-            let job = deviceJobs.removeFirst()
-            if case .device(let address, let request) = job { begin(job, request, to: address, now: now, &out) }
-            return
-        }
+        if deviceWaiting, !(isResponding && (!jobs.isEmpty || resetStage != .none)) { return beginDeviceJob(now, &out) }
         guard isResponding else { return }  // only polls while the device is away
         if resetStage == .requested, resetIsSafe, var announced = counterState {
             // Stored before the reset goes out: a host restarted meanwhile still knows.
@@ -443,7 +435,13 @@ public struct CCTalkHost: Sendable {
 
     // MARK: Transactions
 
+    private mutating func beginDeviceJob(_ now: UInt64, _ out: inout [CCTalkHostOutput]) {
+        let job = deviceJobs.removeFirst()
+        if case .device(let address, let request) = job { begin(job, request, to: address, now: now, &out) }
+    }
+
     private mutating func begin(_ job: Job, _ request: CCTalkRequest, to address: UInt8? = nil, now: UInt64, _ out: inout [CCTalkHostOutput]) {
+        if case .device = job { deviceTurn = false } else { deviceTurn = true }
         let address = address ?? configuration.address
         let bytes = request.frame(to: address, from: configuration.hostAddress).encoded(configuration.checksum)
         send(Transaction(job: job, address: address, request: request, bytes: bytes, deadline: 0), now: now, &out)
