@@ -3,6 +3,7 @@ import CoinMechAudit
 import CoinMechFailpoints
 import CoinMechHarness
 import CoinMechLedger
+import CoinMechModel
 import CoinSimCore
 import Foundation
 
@@ -10,7 +11,8 @@ import Foundation
 enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
     case serial
     /// A ccTalk coin acceptor (`coinsim --protocol cctalk`): it takes coins itself, so the
-    /// money is each credit event of its buffer, recorded once with its counter.
+    /// money is each credit event of its buffer, recorded once with its counter; and three
+    /// payout hoppers on its bus, paying change asked for throughout the run.
     case cctalk
     /// An MDB coin changer (`coinsim --protocol mdb`): coins in as ccTalk's, and payouts out of
     /// its tubes, asked for throughout the run.
@@ -19,12 +21,12 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
     var simulatorArguments: [String] { self == .serial ? [] : ["--protocol", rawValue] }
 
     /// Whether a daemon on this mech passes `point`: an acceptor is never answered or asked
-    /// about a coin, and its batches pass before-commit, after-commit and published; only a
-    /// changer pays out.
+    /// about a coin, and its batches pass before-commit, after-commit and published; a changer
+    /// and the hoppers pay out.
     func passes(_ point: Failpoints.Point) -> Bool {
         switch point {
         case .readingParsed, .answerWritten, .confirmationReceived, .confirmationCommitted: self == .serial
-        case .payoutJournalled, .payoutDispensing, .payoutCounted: self == .mdb
+        case .payoutJournalled, .payoutDispensing, .payoutCounted: self != .serial
         default: true
         }
     }
@@ -39,7 +41,11 @@ extension Run {
     func writeCCTalkFiles(user: String, seed: UInt64) throws {
         try """
             log_level: info
-            source: {kind: cctalk, device: mech}
+            source:
+              kind: cctalk
+              device: mech
+              hoppers:
+            \(Self.hoppers.map { "    - {address: \($0.address), coin: \($0.coin), currency: EUR}" }.joined(separator: "\n"))
             state_dir: state
             runtime_dir: run
             cache_dir: cache
@@ -58,8 +64,28 @@ extension Run {
               echo: true
               coins: {"1": EU005A, "2": EU010A, "3": EU020A, "4": EU050A, "5": EU100A, "6": EU200A}
               faults: {lost_reply: 0.02, nak: 0.01, busy: 0.01}
+              hoppers:
+            \(Self.hoppers.map { "    - {address: \($0.address), coin: \($0.coin), value_minor: \($0.value), coins: \($0.coins), pay_interval_ms: 120\($0.faults)}" }.joined(separator: "\n"))
             """.write(toFile: "\(dir)/crash.yaml", atomically: true, encoding: .utf8)
+        // The operator's count of the hoppers as loaded, before the first daemon: the ledger's
+        // levels start from the hoppers' real contents.
+        let ledger = try Ledger(directory: "\(dir)/state")
+        for (unit, hopper) in Self.hoppers.enumerated() {
+            _ = try ledger.append([.inventory(InventoryChange(source: "cctalk", unit: unit, coinID: hopper.coin, valueMinor: hopper.value,
+                                                              kind: .set(level: hopper.coins, by: "crash-suite")))])
+        }
     }
+
+    /// The hoppers: €2, 50c and 10c. The 50c one jams once and the €2 one loses power mid-payout
+    /// once, early enough for the short run.
+    static let hoppers: [(address: Int, coin: String, value: Int64, coins: Int, faults: String)] = [
+        (3, "EU200A", 200, 60, ", faults: {power_down_after: 6, power_off_ms: 400}"),
+        (4, "EU050A", 50, 60, ", faults: {jam_after: 10}"),
+        (5, "EU010A", 10, 150, ""),
+    ]
+
+    /// Euro amounts the payer asks for; 5c is refused (no hopper makes it).
+    static let payoutAmounts: [Int64] = [10, 50, 60, 200, 250, 260, 370, 5, 120, 430]
 
     func cctalkAudit() throws -> CCTalkMoneyAudit {
         let decoder = JSONDecoder()
@@ -67,5 +93,13 @@ extension Run {
         let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
         let ledger = try Ledger(directory: "\(dir)/state")
         return CCTalkMoneyAudit(truth: truth, events: try ledger.events(since: 0, limit: 100_000_000), source: "cctalk")
+    }
+
+    func hopperAudit() throws -> HopperMoneyAudit {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let truth = try decoder.decode(CCTalkGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
+        let ledger = try Ledger(directory: "\(dir)/state")
+        return HopperMoneyAudit(hoppers: truth.hoppers, payouts: try ledger.payouts(source: "cctalk"), levels: try ledger.inventory(source: "cctalk"))
     }
 }

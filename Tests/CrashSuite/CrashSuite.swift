@@ -92,6 +92,8 @@ struct Verdict {
     var cctalk: CCTalkMoneyAudit?
     /// The MDB run's audit, and its payouts as the payer saw them (then `audit` is empty).
     var mdb: MDBMoneyAudit?
+    /// The ccTalk run's money out, from its hoppers.
+    var hoppers: HopperMoneyAudit?
     var payer: Payer.State?
 
     /// Daemons that died mid-run: each may take one POLL reply's coins with it (MDB).
@@ -101,7 +103,8 @@ struct Verdict {
 
     var isClean: Bool {
         if let mdb { return mdb.isClean && mdb.skipped <= skippedAllowed }
-        return cctalk?.isClean ?? audit.isClean
+        if let cctalk { return cctalk.isClean && hoppers?.isClean != false }
+        return audit.isClean
     }
 
     /// The mech's surprises a serial run must have met for its verdict to mean what CI takes it
@@ -109,6 +112,10 @@ struct Verdict {
     var unreached: [String] {
         if let mdb {
             return [("a payout that jammed", mdb.jams), ("a payout cut by a power cycle", mdb.resetsMidPayout),
+                    ("a payout repeated after a death", payer?.repeats ?? 0)].filter { $0.1 == 0 }.map(\.0)
+        }
+        if let hoppers {
+            return [("a hopper that jammed", hoppers.jams), ("a hopper that lost power mid-payout", hoppers.powerDowns),
                     ("a payout repeated after a death", payer?.repeats ?? 0)].filter { $0.1 == 0 }.map(\.0)
         }
         guard cctalk == nil else { return [] }
@@ -128,7 +135,13 @@ struct Verdict {
         if let cctalk {
             return "{\"protocol\": \"cctalk\", \"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
                 + "\"credits\": \(cctalk.credits), \"lost\": \(cctalk.lost.count), \"doubled\": \(cctalk.doubled.count), "
-                + "\"phantom\": \(cctalk.phantom.count), \"dropped_by_acceptor\": \(cctalk.namedLost), \"value_ok\": \(cctalk.creditedValue == cctalk.owedValue)}"
+                + "\"phantom\": \(cctalk.phantom.count), \"dropped_by_acceptor\": \(cctalk.namedLost), \"value_ok\": \(cctalk.creditedValue == cctalk.owedValue)"
+                + (hoppers.map { h in
+                    ", \"payouts\": \(h.payouts), \"dispenses\": \(h.dispenses), \"repeats\": \(payer?.repeats ?? 0), \"refused\": \(payer?.refused ?? 0), "
+                        + "\"jams\": \(h.jams), \"power_downs\": \(h.powerDowns), \"empties\": \(h.empties), \"paid_minor\": \(h.paidMinor), "
+                        + "\"debt_minor\": \(h.debtMinor), \"unverifiable\": \(h.unverifiable), \"open\": \(h.open), \"paid_twice\": \(h.paidTwice), "
+                        + "\"unpaid_unrecorded\": \(h.unpaidUnrecorded), \"inventory_mismatch\": \(h.inventoryMismatch.count)"
+                } ?? "") + "}"
         }
         return "{\"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), \"power_losses\": \(powerLosses), "
             + "\"reboots_while_away\": \(rebootsWhileAway), \"false_duplicates\": \(falseDuplicates), "
@@ -205,7 +218,11 @@ final class Run {
         guard sim.readLine(timeout: 20) != nil else { throw CrashSuiteError("coinsim printed no device: see \(dir)/coinsim.log") }
         var verdict = Verdict(audit: MoneyAudit(truths: [], events: [], boots: [:]))
         // Money out, throughout the run: payouts asked for while the daemon lives and dies.
-        let payer = lineProtocol == .mdb ? Payer(socket: socket, seed: random.next()) : nil
+        let payer: Payer? = switch lineProtocol {
+        case .mdb: Payer(socket: socket, seed: random.next())
+        case .cctalk: Payer(socket: socket, seed: random.next(), amounts: Self.payoutAmounts)
+        case .serial: nil
+        }
         payer?.start()
 
         if failpoints {
@@ -240,7 +257,9 @@ final class Run {
         }
         if lineProtocol == .cctalk {
             verdict.cctalk = try cctalkAudit()
+            verdict.hoppers = try hopperAudit()
             if let audit = verdict.cctalk, !audit.isClean { print(audit.problems) }
+            if let audit = verdict.hoppers, !audit.isClean { print(audit.problems) }
             return verdict
         }
         let truth: GroundTruth

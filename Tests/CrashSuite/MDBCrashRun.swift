@@ -9,7 +9,7 @@ import Foundation
 import Synchronization
 
 /// Asks the daemon for payouts, one after another, for as long as the run lasts: the money out
-/// of the MDB crash run. A payout whose answer never came (the daemon died, or stopped) is asked
+/// of the MDB and ccTalk (hopper) crash runs. A payout whose answer never came (the daemon died, or stopped) is asked
 /// again with the same request id until it is answered: a correct daemon pays it once, answering
 /// the repeat from its ledger. Runs on a thread of its own.
 final class Payer: Sendable {
@@ -28,8 +28,11 @@ final class Payer: Sendable {
         var unanswered = 0
     }
 
-    init(socket: String, seed: UInt64) {
+    private let amounts: [Int64]
+
+    init(socket: String, seed: UInt64, amounts: [Int64] = [5, 15, 30, 35, 40, 65, 90, 3]) {
         self.socket = socket
+        self.amounts = amounts
         state = Mutex(State(seed: seed))
     }
 
@@ -49,7 +52,6 @@ final class Payer: Sendable {
     private func run() {
         defer { state.withLock { $0.finished = true } }
         var random = SplitMix64(seed: state.withLock { $0.seed })
-        let amounts: [Int64] = [5, 15, 30, 35, 40, 65, 90, 3]
         var current: (id: String, amount: Int64)?
         while !state.withLock({ $0.stopping }) {
             if current == nil {
