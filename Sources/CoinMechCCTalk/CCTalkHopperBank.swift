@@ -104,6 +104,14 @@ public struct CCTalkHopperBank: Sendable {
         return "hoppers " + parts.compactMap { $0 }.joined(separator: ",")
     }
 
+    /// Whether hopper `index` can take a dispense when it is idle: known, paying the configured
+    /// coin, answering, and no flag that stops payouts until a reset.
+    public func canPay(_ index: Int) -> Bool {
+        guard hoppers.indices.contains(index) else { return false }
+        let hopper = hoppers[index]
+        return hopper.isReady && hopper.registers?.needsReset != true && !(hopper.unit.serialDispense && hopper.serialNumber == nil)
+    }
+
     /// The event counter a step on hopper `index` is journalled with: the one last read.
     public func mark(_ index: Int) -> UInt8? { hoppers.indices.contains(index) ? hoppers[index].status?.eventCounter : nil }
 

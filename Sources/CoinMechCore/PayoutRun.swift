@@ -139,7 +139,7 @@ public struct PayoutRun: Sendable {
     /// says that the cash must be checked before the debt is paid.
     public static func settle(_ record: PayoutRecord, tubes: [Int], reported: Int = 16, device: String? = nil) -> PayoutSettlement {
         let unverified: String? = if let paid = record.device, let now = device, paid != now {
-            "the changer at the address is not the one that paid (it was \(paid), it is \(now)): its tubes cannot say what was paid; check the cash before paying the debt"
+            "the device at the address is not the one that paid (it was \(paid), it is \(now)): its count cannot say what was paid; check the cash before paying the debt"
         } else if let type = record.steps.map(\.type).first(where: { $0 >= reported }) {
             "the changer's count does not cover the tube of type \(type) paid from: what was paid cannot be told; check the cash before paying the debt"
         } else {
@@ -161,7 +161,7 @@ public struct PayoutRun: Sendable {
         }
         let paidMinor = paid.reduce(Int64(0)) { $0 + Int64($1.value) * (values[$1.key] ?? 0) }
         var reason = record.steps.isEmpty ? "the daemon stopped before any coin was to move"
-            : paidMinor < record.order.amountMinor ? "the daemon stopped mid-payout; the changer's tubes say what was paid" : nil
+            : paidMinor < record.order.amountMinor ? "the daemon stopped mid-payout; the device's own count (the changer's tubes, the hopper's last payout) says what was paid" : nil
         // A tube above its count before the payout was filled while no daemon watched: what it
         // paid cannot be told from it, and is counted as nothing.
         let rose = before.filter { type, first in tubes.indices.contains(type) && tubes[type] > first }.keys.sorted()

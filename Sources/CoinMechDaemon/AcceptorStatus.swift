@@ -30,11 +30,13 @@ public struct AcceptorStatus: Sendable {
         public var unit: Int
         public var device: CCTalkHopperBank.Hopper
         public var level: Int
+        /// It could take a dispense now (no fault waiting for a reset, answering).
+        public var canPay: Bool
     }
 
     init(engine: CCTalkHost, core: AcceptorCore, mech: CCTalkMech? = nil) {
         if let mech, let bank = mech.bank {
-            hoppers = bank.hoppers.enumerated().map { Hopper(unit: $0.offset, device: $0.element, level: mech.levels[$0.offset]) }
+            hoppers = bank.hoppers.enumerated().map { Hopper(unit: $0.offset, device: $0.element, level: mech.levels[$0.offset], canPay: bank.canPay($0.offset)) }
             hopperCurrency = mech.payoutCurrency
             hoppersHeld = bank.held
         }
@@ -129,6 +131,7 @@ public struct AcceptorStatus: Sendable {
         var object: [String: JSON] = [
             "unit": .int(Int64(hopper.unit)), "address": .int(Int64(device.unit.address)), "coin_id": .string(device.unit.coinID),
             "value_minor": .int(device.unit.valueMinor), "level": .int(Int64(hopper.level)), "responding": .bool(device.responding),
+            "can_pay": .bool(hopper.canPay),
             "flags": .string(device.registers?.description ?? "not read"),
         ]
         if let serial = device.serialNumber { object["serial_number"] = .int(Int64(serial)) }

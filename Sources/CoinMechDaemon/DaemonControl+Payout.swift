@@ -19,10 +19,10 @@ extension DaemonControl {
             pays = changer.currency ?? "?"
             tubes = changer.values.map { PayoutPlanner.Coins(type: $0.key, valueMinor: $0.value, count: changer.tubes[$0.key]) }
         } else if let hoppers = status.acceptor?.hoppers {
-            // A hopper's level is the ledger's; one below 0 is counted as empty.
+            // A hopper's level is the ledger's; one below 0, or one that cannot pay now, is empty.
             names = Dictionary(uniqueKeysWithValues: hoppers.map { ($0.unit, $0.device.unit.coinID) })
             pays = status.acceptor?.hopperCurrency ?? "?"
-            tubes = hoppers.map { PayoutPlanner.Coins(type: $0.unit, valueMinor: $0.device.unit.valueMinor, count: max($0.level, 0)) }
+            tubes = hoppers.map { PayoutPlanner.Coins(type: $0.unit, valueMinor: $0.device.unit.valueMinor, count: $0.canPay ? max($0.level, 0) : 0) }
         } else {
             throw CommandError(.unavailable, "this mech gives no change: an MDB changer's tubes or ccTalk hoppers (source.hoppers) pay out (source.kind is \(configuration.source.kind))")
         }

@@ -297,7 +297,7 @@ extension DecidingLoop {
         }
         guard var job = payout else { return }
         payout = nil
-        logger.warning("stopping mid-payout: the next start settles it from the changer's tubes", metadata: ["request_id": "\(job.order.requestID)"])
+        logger.warning("stopping mid-payout: the next start settles it from the device's own count", metadata: ["request_id": "\(job.order.requestID)"])
         job.answer(.failure(CommandError(.unavailable, "the daemon stopped mid-payout: the next start settles it from the changer's own count; ask again with request id \(job.order.requestID) for the outcome")))
     }
 

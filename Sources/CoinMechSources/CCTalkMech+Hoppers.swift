@@ -27,9 +27,11 @@ extension CCTalkMech: PayingMech {
 
     /// The ledger's levels; `reads` counts the rounds in which every hopper's status was read
     /// (a settlement or a plan waits for one taken while held).
+    /// A hopper that cannot pay now (a fault that waits for its reset, not answering, another
+    /// coin than configured) counts as empty, so no plan sends it a dispense it would refuse.
     public var tubeCounts: (reads: UInt64, counts: [Int], reported: Int)? {
         guard let bank else { return nil }
-        return (bank.rounds, levels, levels.count)
+        return (bank.rounds, levels.indices.map { bank.canPay($0) ? levels[$0] : 0 }, levels.count)
     }
 
     public var deviceIdentity: String? { bank?.identity }
@@ -97,7 +99,9 @@ extension CCTalkMech: PayingMech {
         let payments = bank.takeFinished()
         self.bank = bank
         for payment in payments {
-            var counts = levels
+            // The paying hopper's own level, less what it paid, is the step's fall; the others
+            // count as empty where they cannot pay, so the rest is not planned onto them.
+            var counts = levels.indices.map { $0 == payment.unit || bank.canPay($0) ? levels[$0] : 0 }
             if counts.indices.contains(payment.unit) { counts[payment.unit] -= payment.paid }
             dispensed.append(DispenseCount(type: payment.unit, count: payment.count, tubes: counts,
                                            jammed: payment.certain && payment.paid < payment.count, uncertain: !payment.certain,

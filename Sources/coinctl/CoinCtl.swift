@@ -125,7 +125,7 @@ extension CoinCtl {
     struct PayoutPlan: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "payout-plan",
-            abstract: "How an MDB changer would pay an amount from its tubes, or the nearest amounts it can pay. Nothing moves.")
+            abstract: "How an MDB changer or ccTalk hoppers would pay an amount, or the nearest amounts they can pay. Nothing moves.")
         @OptionGroup var common: Common
         @Argument(help: "The amount, with two decimals as coinctl totals prints money, e.g. 0.35.") var amount: String
         @Option(help: "Its currency (default: the changer's).") var currency: String?
@@ -152,7 +152,7 @@ extension CoinCtl {
 
     struct Payout: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Pay an amount from an MDB changer's tubes, journalled before any coin moves.",
+            abstract: "Pay an amount from an MDB changer's tubes or ccTalk hoppers, journalled before any coin moves.",
             discussion: """
                 The changer pays the fewest coins that make the amount exactly, or nothing moves (the nearest amounts are named). \
                 A request id names the payout: asked again with the same id, it is answered from the ledger and never paid twice. \
