@@ -31,14 +31,12 @@ public enum FleetMetrics {
         for (cabinet, seq) in figures.contiguous.sorted(by: { $0.key < $1.key }) {
             gauge("coinmech_fleet_contiguous_seq", Double(seq), [("cabinet", cabinet)], help: "Every seq up to this one is stored (F7)")
         }
-        if let page = try? await store.fleetPage(now: now, dayStart: now) {
+        if let tallies = try? await store.tallies() {
             for state in ["online", "offline", "unknown"] {
-                gauge("coinmech_fleet_cabinets", Double(page.cabinets.filter { $0.state == state }.count), [("state", state)], help: "Cabinets by their bridge's state")
+                gauge("coinmech_fleet_cabinets", Double(tallies.cabinets[state] ?? 0), [("state", state)], help: "Cabinets by their bridge's state")
             }
-            var open: [String: Int] = [:]
-            for alert in page.openAlerts { open[alert.kind, default: 0] += 1 }
             for kind in (AlertRules.kinds.union(["events_missing", "ledger_conflict"])).sorted() {
-                gauge("coinmech_fleet_alerts_open", Double(open[kind] ?? 0), [("kind", kind)], help: "Open alerts by kind")
+                gauge("coinmech_fleet_alerts_open", Double(tallies.openAlerts[kind] ?? 0), [("kind", kind)], help: "Open alerts by kind")
             }
         }
         return String(decoding: r.emitToBuffer(), as: UTF8.self)

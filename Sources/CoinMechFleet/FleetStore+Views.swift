@@ -3,18 +3,24 @@ import PostgresNIO
 
 extension FleetStore {
     /// The fleet page: every cabinet with its cash box (credit since its last `collect`),
-    /// today's credit (since `dayStart`) and open alerts.
-    public func fleetPage(now: Double, dayStart: Double) async throws -> FleetViews.FleetPage {
-        let alerts = try await alerts(openOnly: true, cabinet: nil)
+    /// today's credit (since `dayStart`) and open alerts; `only` one cabinet's line (its page
+    /// reads no other cabinet's events).
+    public func fleetPage(now: Double, dayStart: Double, only: String? = nil) async throws -> FleetViews.FleetPage {
+        let alerts = try await alerts(openOnly: true, cabinet: only)
         let box = try await money("""
             SELECT e.cabinet, e.currency, coalesce(sum(e.value_minor), 0)::bigint FROM events e
-            WHERE e.kind = 'coin' AND e.seq > coalesce((SELECT max(x.seq) FROM events x WHERE x.cabinet = e.cabinet AND x.kind = 'collect'), 0)
+            WHERE e.kind = 'coin' AND (\(only)::text IS NULL OR e.cabinet = \(only))
+            AND e.seq > coalesce((SELECT max(x.seq) FROM events x WHERE x.cabinet = e.cabinet AND x.kind = 'collect'), 0)
             GROUP BY e.cabinet, e.currency
             """)
-        let today = try await money("SELECT cabinet, currency, coalesce(sum(value_minor), 0)::bigint FROM events WHERE kind = 'coin' AND time >= \(dayStart) GROUP BY cabinet, currency")
+        let today = try await money("""
+            SELECT cabinet, currency, coalesce(sum(value_minor), 0)::bigint FROM events
+            WHERE kind = 'coin' AND time >= \(dayStart) AND (\(only)::text IS NULL OR cabinet = \(only)) GROUP BY cabinet, currency
+            """)
         var lines: [FleetViews.CabinetLine] = []
         for try await (cabinet, site, state, since, reason, contiguous) in try await client.query("""
-            SELECT cabinet, site, state, state_since, state_reason, contiguous_seq FROM cabinets ORDER BY site, cabinet
+            SELECT cabinet, site, state, state_since, state_reason, contiguous_seq FROM cabinets
+            WHERE (\(only)::text IS NULL OR cabinet = \(only)) ORDER BY site, cabinet
             """, logger: logger).decode((String, String, String, Double?, String?, Int64).self) {
             lines.append(FleetViews.CabinetLine(cabinet: cabinet, site: site, state: state, stateSince: since, stateReason: reason, cashBox: box[cabinet] ?? [],
                                                 today: today[cabinet] ?? [], openAlerts: alerts.filter { $0.cabinet == cabinet }.map(\.kind), storedSeq: contiguous))
@@ -24,7 +30,7 @@ extension FleetStore {
 
     /// One cabinet's page; nil if the fleet has never heard of it.
     public func cabinetPage(_ cabinet: String, now: Double, dayStart: Double) async throws -> FleetViews.CabinetPage? {
-        guard let line = try await fleetPage(now: now, dayStart: dayStart).cabinets.first(where: { $0.cabinet == cabinet }) else { return nil }
+        guard let line = try await fleetPage(now: now, dayStart: dayStart, only: cabinet).cabinets.first else { return nil }
         var recent: [FleetViews.EventLine] = []
         for try await (seq, time, kind, json) in try await client.query("""
             SELECT seq, time, kind, event::text FROM events WHERE cabinet = \(cabinet) ORDER BY seq DESC LIMIT 50
@@ -134,6 +140,17 @@ extension FleetStore {
             out.append(FleetViews.Alert(id: id, cabinet: cab, kind: kind, detail: detail, opened: opened, closed: closed, ackedBy: acked))
         }
         return out
+    }
+
+    /// Cabinets by their bridge's state, and open alerts by kind: what `/metrics` shows at
+    /// every scrape, counted by the database rather than read row by row.
+    public func tallies() async throws -> (cabinets: [String: Int], openAlerts: [String: Int]) {
+        var cabinets: [String: Int] = [:], alerts: [String: Int] = [:]
+        for try await (state, count) in try await client.query("SELECT state, count(*) FROM cabinets GROUP BY state", logger: logger)
+            .decode((String, Int64).self) { cabinets[state] = Int(count) }
+        for try await (kind, count) in try await client.query("SELECT kind, count(*) FROM alerts WHERE closed IS NULL GROUP BY kind", logger: logger)
+            .decode((String, Int64).self) { alerts[kind] = Int(count) }
+        return (cabinets, alerts)
     }
 
     public func site(of cabinet: String) async throws -> String? {

@@ -195,5 +195,12 @@ struct FleetEndToEndTests {
         #expect(try http.request("GET", "/", cookie: alice).status == 303, "logged out")
         let metrics = try http.request("GET", "/metrics")
         #expect(metrics.status == 200 && metrics.body.contains("coinmech_fleet_events_stored_total 5"))
+        // The tallies, against the database's own rows.
+        let state = try rig.query("SELECT state FROM cabinets WHERE cabinet = 'c-1'")
+        #expect(metrics.body.contains(#"coinmech_fleet_cabinets{state="\#(state)"} 1"#), "\(metrics.body)")
+        let jams = try rig.query("SELECT count(*) FROM alerts WHERE kind = 'jam' AND closed IS NULL")
+        #expect(metrics.body.contains(#"coinmech_fleet_alerts_open{kind="jam"} \#(jams)"#))
+        let page = try http.request("GET", "/cabinet/c-1", cookie: bob)
+        #expect(page.status == 200 && page.body.contains(#"data-cash-box="USD:50""#), "one cabinet's page, read for that cabinet alone")
     }
 }
