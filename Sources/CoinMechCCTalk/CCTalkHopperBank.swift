@@ -76,6 +76,9 @@ public struct CCTalkHopperBank: Sendable {
     public private(set) var held = false
     private var stage = Stage.idle
     private var finished: [CCTalkHopperPayment] = []
+    /// Finished dispenses held back until a fresh round has read every hopper: the next step,
+    /// on whichever hopper, is journalled with a counter read after this one ended.
+    private var finishedWaiting: [CCTalkHopperPayment] = []
     /// Replies still to come, per hopper (a request is not asked again while one waits).
     private var waiting: [Int: Set<CCTalkHeader>] = [:]
     /// Hoppers still to answer in the round under way.
@@ -90,10 +93,12 @@ public struct CCTalkHopperBank: Sendable {
     /// The addresses it talks to.
     public var addresses: Set<UInt8> { Set(hoppers.map(\.unit.address)) }
 
-    /// Every hopper known and idle, nothing paying.
+    /// Nothing paying: no dispense under way, no finished one waiting for its round, and no
+    /// hopper that answers says it is still paying. A hopper that does not answer, or pays
+    /// another coin, does not hold the others up: it cannot pay (`canPay`), so no plan uses it.
     public var isIdle: Bool {
-        guard case .idle = stage else { return false }
-        return hoppers.allSatisfy { $0.isReady && $0.status?.remaining == 0 }
+        guard case .idle = stage, finishedWaiting.isEmpty else { return false }
+        return hoppers.allSatisfy { !$0.isReady || $0.status?.remaining == 0 }
     }
 
     /// Who the hoppers are, as the payout journal records it: a payout left open is settled
@@ -109,7 +114,8 @@ public struct CCTalkHopperBank: Sendable {
     public func canPay(_ index: Int) -> Bool {
         guard hoppers.indices.contains(index) else { return false }
         let hopper = hoppers[index]
-        return hopper.isReady && hopper.registers?.needsReset != true && !(hopper.unit.serialDispense && hopper.serialNumber == nil)
+        return hopper.isReady && hopper.registers?.needsReset != true && hopper.registers?.encryptionEnabled != true
+            && !(hopper.unit.serialDispense && hopper.serialNumber == nil)
     }
 
     /// The event counter a step on hopper `index` is journalled with: the one last read.
@@ -183,8 +189,7 @@ public struct CCTalkHopperBank: Sendable {
     public mutating func dispense(_ index: Int, count: Int) -> [Ask]? {
         guard case .idle = stage, hoppers.indices.contains(index), (1...255).contains(count) else { return nil }
         let hopper = hoppers[index]
-        guard hopper.isReady, let status = hopper.status, status.remaining == 0, hopper.registers?.needsReset != true,
-              !(hopper.unit.serialDispense && hopper.serialNumber == nil) else { return nil }
+        guard canPay(index), finishedWaiting.isEmpty, let status = hopper.status, status.remaining == 0 else { return nil }
         stage = .sending(Dispense(index: index, count: count, mark: status.eventCounter))
         let serial = hopper.unit.serialDispense ? hopper.serialNumber : nil
         return ask(index, [.enableHopper(true), .dispenseHopperCoins(count: UInt8(count), serialNumber: serial)])
@@ -259,6 +264,8 @@ public struct CCTalkHopperBank: Sendable {
             stage = .paying(dispense, remaining: remaining, movedAt: movedAt)
             return ask(index, [.emergencyStop])
         default:
+            // A hopper that does not answer cannot pay: the round goes on without it.
+            if request == .hopperStatus { finishRound(index) }
             return []
         }
     }
@@ -271,13 +278,13 @@ public struct CCTalkHopperBank: Sendable {
                 stage = .paying(dispense, remaining: Int(status.remaining), movedAt: now)
                 return statusRead(index, status, now: now)
             }
-            if status.eventCounter == dispense.mark {
-                // Twice the same counter, a reply's time apart: it was not taken.
-                if reads >= 1 { return finish(dispense, taken: false, paid: 0, unpaid: 0, certain: true, why: "the hopper did not take the dispense") }
+            if status.eventCounter == dispense.mark, reads < 1 {
+                // The dispense may still be on its way: read again, a reply's time later.
                 stage = .verifying(dispense, sameCounterReads: reads + 1)
                 return ask(index, [.hopperStatus])
             }
-            // Restarted meanwhile: the registers say whether power went during a payout.
+            // Not moved after two reads, or moved elsewhere: the registers say which (power cut
+            // during it, not taken, or a restart that leaves it unknown).
             stage = .finishing(dispense, status)
             return ask(index, [.testHopper])
         case .paying(let dispense, let remaining, let movedAt) where dispense.index == index:
@@ -310,10 +317,15 @@ public struct CCTalkHopperBank: Sendable {
             return finish(dispense, taken: true, paid: paid, unpaid: unpaid, certain: adds,
                           why: adds ? why : "its account does not add up: \(paid) paid and \(unpaid) unpaid of \(dispense.count)")
         }
-        if registers.powerDownDuringPayout {
+        // The flag first: a hopper with it set refuses every dispense, so it was set during
+        // this one, whatever the mark (a first dispense after a power-up has mark 0 too).
+        if registers.powerDownDuringPayout, status.eventCounter == 0 {
             // It kept its counts through the power cut: they are this payout's.
             return finish(dispense, taken: true, paid: paid, unpaid: unpaid, certain: paid + unpaid == dispense.count,
                           why: "power lost during the payout")
+        }
+        if status.eventCounter == dispense.mark {
+            return finish(dispense, taken: false, paid: 0, unpaid: 0, certain: true, why: "the hopper did not take the dispense")
         }
         return finish(dispense, taken: false, paid: 0, unpaid: dispense.count, certain: false,
                       why: "the hopper restarted (event counter \(status.eventCounter), the dispense was sent at \(dispense.mark)): whether it paid cannot be told")
@@ -321,9 +333,9 @@ public struct CCTalkHopperBank: Sendable {
 
     private mutating func finish(_ dispense: Dispense, taken: Bool, paid: Int, unpaid: Int, certain: Bool, why: String?) -> [Ask] {
         stage = .idle
-        finished.append(CCTalkHopperPayment(unit: dispense.index, count: dispense.count, taken: taken, paid: paid, unpaid: unpaid,
-                                            certain: certain, why: why))
-        return ask(dispense.index, [.enableHopper(false)])
+        finishedWaiting.append(CCTalkHopperPayment(unit: dispense.index, count: dispense.count, taken: taken, paid: paid, unpaid: unpaid,
+                                                   certain: certain, why: why))
+        return ask(dispense.index, [.enableHopper(false)]) + count()
     }
 
     /// A round ends with every hopper's status (asked after its registers, on a line that
@@ -335,6 +347,8 @@ public struct CCTalkHopperBank: Sendable {
         if left.isEmpty {
             roundLeft = nil
             rounds += 1
+            finished += finishedWaiting
+            finishedWaiting = []
         }
     }
 

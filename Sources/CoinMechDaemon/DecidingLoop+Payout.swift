@@ -318,8 +318,10 @@ extension DecidingLoop {
             switch mech.restartAccount(record) {
             case .wait:
                 return
-            case .counts(let counts, let reported, let moves):
-                settlement = PayoutRun.settle(record, tubes: counts, reported: reported, device: mech.deviceIdentity)
+            case .counts(let counts, let reported, let moves, let caveat):
+                var settled = PayoutRun.settle(record, tubes: counts, reported: reported, device: mech.deviceIdentity)
+                if let caveat, settled.debtMinor > 0 { settled.reason = caveat + (settled.reason.map { "; " + $0 } ?? "") }
+                settlement = settled
                 // Recorded only where the settlement believes the device (the same one).
                 if settlement.paidMinor > 0 { inventory = moves.map { var move = $0; move.source = sourceName; return move } }
             case .unverifiable(let why):
@@ -378,7 +380,7 @@ extension DecidingLoop {
 /// payout step paid by the hopper's own account, are all that move its level.
 extension DecidingLoop {
     func changeInventory(unit name: String, _ kind: InventoryChange.Kind, completion: @escaping Completion) {
-        guard let mech = payingMech, let payable = mech.payableCoins, let levels = mech.tubeCounts?.counts ?? (mech as? CCTalkMech)?.levels else {
+        guard let mech = payingMech, let payable = mech.payableCoins, let levels = (mech as? CCTalkMech)?.levels else {
             return completion(.failure(CommandError(.unavailable, "this mech has no payout units whose level the ledger keeps: refill and float are for ccTalk hoppers (an MDB changer counts its own tubes)")))
         }
         guard mech is CCTalkMech else {

@@ -139,12 +139,16 @@ public enum CCTalkDriver: MechDriver {
             cctalk.positions = CoinPositionMask(positions: whole)
         }
         if let hoppers = try table.tables("hoppers") {
-            let fallback = try table.strings("currencies")?.first
+            let cabinet = try table.strings("currencies")
+            let fallback = cabinet?.first
             for hopper in hoppers {
                 let unit = try parseHopper(hopper, acceptor: cctalk.address, taken: Set(cctalk.hoppers.map(\.address)))
                 let currency = try hopper.string("currency") ?? fallback
                 guard let currency, currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
                     throw hopper.error("currency", "is required (or source.currencies): the ISO 4217 code of the coin it pays, e.g. EUR")
+                }
+                if let cabinet, !cabinet.contains(currency) {
+                    throw hopper.error("currency", "is \(currency), which source.currencies (\(cabinet.joined(separator: ", "))) does not take: change is paid in the cabinet's money")
                 }
                 if let paid = cctalk.hopperCurrency, paid != currency {
                     throw hopper.error("currency", "is \(currency), but another hopper pays \(paid): one payout is paid in one currency")
@@ -169,6 +173,9 @@ public enum CCTalkDriver: MechDriver {
         }
         guard let coin = try table.string("coin"), coin.count == 6, coin.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
             throw table.error("coin", "is required: the six-character coin id of the coin it pays, e.g. EU200A")
+        }
+        if let given = try table.int("value_minor"), given <= 0 {
+            throw table.error("value_minor", "must be at least 1: what one coin is worth in minor units, got \(given)")
         }
         let value = try table.int("value_minor").map(Int64.init) ?? CoinID(coin).nominalValue
         guard let value, value > 0 else {

@@ -67,28 +67,33 @@ extension CCTalkMech: PayingMech {
     /// what the last step's hopper says it paid, if its counter shows the step was taken.
     public func restartAccount(_ record: PayoutRecord) -> PayoutRestartAccount {
         guard let bank else { return .unverifiable("no hoppers are configured any more") }
-        guard let last = record.steps.last else { return .counts(levels, reported: levels.count, inventory: []) }
+        guard let last = record.steps.last else { return .counts(levels, reported: levels.count, inventory: [], caveat: nil) }
         guard bank.hoppers.indices.contains(last.type) else {
             return .unverifiable("the hopper of unit \(last.type) that paid is not configured any more")
         }
         let hopper = bank.hoppers[last.type]
         guard let status = hopper.status, let registers = hopper.registers, status.remaining == 0 else { return .wait }
         let paid: Int
-        if let mark = last.deviceMark.map(UInt8.init(truncatingIfNeeded:)), status.eventCounter == CCTalkHopperStatus.counter(mark, after: 1) {
+        let mark = last.deviceMark.map(UInt8.init(truncatingIfNeeded:))
+        if let mark, status.eventCounter == CCTalkHopperStatus.counter(mark, after: 1) {
             paid = Int(status.lastPaid)
-        } else if let mark = last.deviceMark, status.eventCounter == UInt8(truncatingIfNeeded: mark) {
+        } else if registers.powerDownDuringPayout, status.eventCounter == 0 {
+            // The flag before the mark: a hopper with it set refuses every dispense, so power
+            // went during this step (its mark may be 0 too); it kept the count.
+            paid = Int(status.lastPaid)
+        } else if let mark, status.eventCounter == mark {
             paid = 0  // not taken
-        } else if registers.powerDownDuringPayout {
-            paid = Int(status.lastPaid)  // power went during its payout; it kept the count
         } else {
-            return .unverifiable("hopper \(hopper.unit.address)'s event counter is \(status.eventCounter), and the step was journalled at \(last.deviceMark.map(String.init) ?? "no mark"): it restarted or was paid from by another host, so what it paid cannot be told; check the cash before paying the debt")
+            // The earlier steps are on the ledger's levels; this one counts as nothing paid.
+            return .counts(levels, reported: levels.count, inventory: [],
+                           caveat: "hopper \(hopper.unit.address)'s event counter is \(status.eventCounter), and step \(record.steps.count) was journalled at \(last.deviceMark.map(String.init) ?? "no mark"): it restarted or was paid from by another host, so what that step paid cannot be told; check the cash before paying the debt")
         }
         var counts = levels
         counts[last.type] -= paid
         let change = InventoryChange(source: "", unit: last.type, coinID: last.coinID, valueMinor: last.valueMinor,
                                      kind: .paid(requestID: record.order.requestID, step: record.steps.count, paid: paid,
                                                  unpaid: max(last.count - paid, 0)))
-        return .counts(counts, reported: counts.count, inventory: paid > 0 ? [change] : [])
+        return .counts(counts, reported: counts.count, inventory: paid > 0 ? [change] : [], caveat: nil)
     }
 
     /// Finished dispenses become counts: the levels with the paid coins taken off (they move

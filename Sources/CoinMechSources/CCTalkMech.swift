@@ -43,7 +43,9 @@ public final class CCTalkMech: AcceptorMech {
         host = CCTalkHost(configuration: configuration, persisted: persisted, remembered: remembered)
         bank = hoppers.isEmpty ? nil : CCTalkHopperBank(units: hoppers)
         payoutCurrency = currency
-        levels = hoppers.indices.map { inventory[$0]?.level ?? 0 }
+        // A level is the hopper's only if the ledger's row is for the same coin: a list
+        // reordered or a hopper swapped for another coin starts empty until it is counted.
+        levels = hoppers.enumerated().map { unit, hopper in inventory[unit].flatMap { $0.coinID == hopper.coinID ? $0.level : nil } ?? 0 }
     }
 
     public var location: String { port.path }

@@ -41,7 +41,7 @@ extension PayingMech {
     /// A changer's tubes, as counted with it held: their fall since each step is what it paid.
     public func restartAccount(_ record: PayoutRecord) -> PayoutRestartAccount {
         guard let tubes = tubeCounts else { return .wait }
-        return .counts(tubes.counts, reported: tubes.reported, inventory: [])
+        return .counts(tubes.counts, reported: tubes.reported, inventory: [], caveat: nil)
     }
     public func recorded(_ changes: [InventoryChange]) {}
 }

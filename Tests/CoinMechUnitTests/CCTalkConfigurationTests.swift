@@ -32,6 +32,14 @@ struct CCTalkConfigurationTests {
         #expect(cctalk.hostConfiguration.pollInterval == 100_000_000)
     }
 
+    @Test("hoppers: units in order, the value from the coin id unless given, the cabinet's currency")
+    func hoppers() throws {
+        let configuration = try parse("{kind: cctalk, device: x, currencies: [EUR], hoppers: [{address: 3, coin: EU200A}, {address: 5, coin: EU010A, value_minor: 10, dispense: serial}]}")
+        guard let cctalk = configuration.source.mech as? CCTalkDriver.Settings else { Issue.record("not a cctalk source"); return }
+        #expect(cctalk.hoppers == [CCTalkHopperUnit(address: 3, coinID: "EU200A", valueMinor: 200), CCTalkHopperUnit(address: 5, coinID: "EU010A", valueMinor: 10, serialDispense: true)])
+        #expect(cctalk.hopperCurrency == "EUR")
+    }
+
     @Test("bad values are named with what to write instead", arguments: [
         ("{kind: cctalk}", "key 'source.device': is required for kind cctalk"),
         ("{kind: cctalk, device: x, address: 1}", "key 'source.address': must be 2 to 255"),
@@ -41,6 +49,15 @@ struct CCTalkConfigurationTests {
         ("{kind: cctalk, device: x, deadline_ms: 50}", "key 'source.deadline_ms': does not apply"),
         ("{kind: cctalk, device: x, positions: [0, 17]}", "key 'source.positions': must list coin positions from 1 to 16"),
         ("{kind: serial, device: x, address: 2}", "key 'source.address': applies to cctalk sources only"),
+        ("{kind: cctalk, device: x, hoppers: [{coin: EU200A, currency: EUR}]}", "key 'source.hoppers[0].address': is required"),
+        ("{kind: cctalk, device: x, hoppers: [{address: 2, coin: EU200A, currency: EUR}]}", "not the acceptor's (2)"),
+        ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU200A, currency: EUR}, {address: 3, coin: EU100A, currency: EUR}]}", "or another hopper's"),
+        ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU2, currency: EUR}]}", "six-character coin id"),
+        ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU200A, value_minor: 0, currency: EUR}]}", "must be at least 1"),
+        ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU200A}]}", "is required (or source.currencies)"),
+        ("{kind: cctalk, device: x, currencies: [EUR], hoppers: [{address: 3, coin: GB100A, currency: GBP}]}", "which source.currencies (EUR) does not take"),
+        ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU200A, currency: EUR}, {address: 4, coin: GB100A, currency: GBP}]}", "another hopper pays EUR"),
+        ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU200A, currency: EUR, dispense: encrypted}]}", "the encrypted variants need the maker's cipher key"),
     ])
     func errors(source: String, message: String) {
         #expect {

@@ -100,6 +100,15 @@ struct CCTalkHopperBankTests {
         .reply(.hopperStatus(CCTalkHopperStatus(eventCounter: counter, remaining: remaining, lastPaid: paid, lastUnpaid: unpaid)))
     }
 
+    static let clear = CCTalkAnswer.reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0, 0, 0])))
+
+    /// The round a finished dispense waits for: every hopper's status read afresh.
+    static func round(_ bank: inout CCTalkHopperBank, _ counters: [UInt8] = [8, 20], paid: [UInt8] = [0, 0]) {
+        for (index, unit) in units.enumerated() {
+            _ = bank.answered(unit.address, .hopperStatus, status(counters[index], paid: paid[index]), now: 400_000_000)
+        }
+    }
+
     @Test("a dispense journals the counter read before it; done when the counter is one past it and nothing remains")
     func paysByItsOwnCount() throws {
         var bank = Self.ready()
@@ -113,8 +122,11 @@ struct CCTalkHopperBankTests {
         #expect(bank.takeFinished().isEmpty)
         let last = bank.answered(3, .hopperStatus, Self.status(8, paid: 3), now: 300_000_000)
         #expect(last.map(\.request) == [.testHopper])
-        _ = bank.answered(3, .testHopper, .reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0, 0, 0]))), now: 310_000_000)
+        _ = bank.answered(3, .testHopper, Self.clear, now: 310_000_000)
+        #expect(bank.takeFinished().isEmpty && !bank.isIdle, "held back until every hopper is read again: the next step's mark is fresh")
+        Self.round(&bank, [8, 20], paid: [3, 0])
         #expect(bank.takeFinished() == [CCTalkHopperPayment(unit: 0, count: 3, taken: true, paid: 3, unpaid: 0, certain: true, why: nil)])
+        #expect(bank.isIdle && bank.mark(0) == 8)
     }
 
     @Test("a dispense whose reply is lost was taken if the counter moved, and not taken if it stayed twice")
@@ -123,7 +135,8 @@ struct CCTalkHopperBankTests {
         _ = taken.dispense(0, count: 2)
         #expect(taken.answered(3, .dispenseHopperCoins(count: 2, serialNumber: nil), nil, now: 10).map(\.request) == [.hopperStatus])
         _ = taken.answered(3, .hopperStatus, Self.status(8, paid: 2), now: 20)
-        _ = taken.answered(3, .testHopper, .reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0, 0, 0]))), now: 30)
+        _ = taken.answered(3, .testHopper, Self.clear, now: 30)
+        Self.round(&taken, [8, 20], paid: [2, 0])
         #expect(taken.takeFinished().first?.paid == 2)
 
         var notTaken = Self.ready()
@@ -132,6 +145,8 @@ struct CCTalkHopperBankTests {
         _ = notTaken.answered(3, .hopperStatus, Self.status(7, paid: 0), now: 20)
         #expect(notTaken.takeFinished().isEmpty, "once is not enough: the dispense may still be on its way")
         _ = notTaken.answered(3, .hopperStatus, Self.status(7, paid: 0), now: 200_000_000)
+        _ = notTaken.answered(3, .testHopper, Self.clear, now: 210_000_000)
+        Self.round(&notTaken, [7, 20])
         #expect(notTaken.takeFinished() == [CCTalkHopperPayment(unit: 0, count: 2, taken: false, paid: 0, unpaid: 0, certain: true,
                                                                  why: "the hopper did not take the dispense")])
     }
@@ -143,6 +158,7 @@ struct CCTalkHopperBankTests {
         _ = bank.answered(3, .dispenseHopperCoins(count: 3, serialNumber: nil), .reply(.dispenseTaken(eventCounter: 8)), now: 10)
         _ = bank.answered(3, .hopperStatus, Self.status(0, paid: 1, unpaid: 2), now: 500_000_000)
         _ = bank.answered(3, .testHopper, .reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0xC0, 0, 0x01]))), now: 510_000_000)
+        Self.round(&bank, [0, 20], paid: [1, 0])
         let payment = bank.takeFinished().first
         #expect(payment?.paid == 1 && payment?.unpaid == 2 && payment?.certain == true && payment?.taken == true)
         // Held: a hopper that needs a reset is not reset while a payout may need its counter.
@@ -156,8 +172,33 @@ struct CCTalkHopperBankTests {
         _ = restarted.answered(3, .dispenseHopperCoins(count: 3, serialNumber: nil), .reply(.dispenseTaken(eventCounter: 8)), now: 10)
         _ = restarted.answered(3, .hopperStatus, Self.status(0, paid: 0, unpaid: 0), now: 500_000_000)
         _ = restarted.answered(3, .testHopper, .reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0xC0, 0, 0]))), now: 510_000_000)
+        Self.round(&restarted, [0, 20])
         let unknown = restarted.takeFinished().first
         #expect(unknown?.certain == false && unknown?.paid == 0, "what it paid cannot be told: nothing more is paid on it")
+    }
+
+    @Test("power cut during the first dispense after a power-up (mark 0): the flag says it was taken, before the mark says it was not")
+    func powerDownFromMarkZero() {
+        var bank = Self.ready(counters: [0, 20])
+        _ = bank.dispense(0, count: 2)
+        // The reply is lost with the power; the hopper comes back at counter 0, flag set.
+        _ = bank.answered(3, .dispenseHopperCoins(count: 2, serialNumber: nil), nil, now: 10)
+        _ = bank.answered(3, .hopperStatus, Self.status(0, paid: 1, unpaid: 1), now: 500_000_000)
+        _ = bank.answered(3, .hopperStatus, Self.status(0, paid: 1, unpaid: 1), now: 700_000_000)
+        _ = bank.answered(3, .testHopper, .reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0xC0, 0, 0x01]))), now: 710_000_000)
+        Self.round(&bank, [0, 20], paid: [1, 0])
+        let payment = bank.takeFinished().first
+        #expect(payment?.taken == true && payment?.paid == 1 && payment?.unpaid == 1 && payment?.certain == true, "\(String(describing: payment))")
+    }
+
+    @Test("a hopper that does not answer does not hold the others up: the round goes on without it, and it cannot pay")
+    func silentHopperLeftOut() {
+        var bank = Self.ready()
+        _ = bank.hold(false)
+        _ = bank.count()
+        _ = bank.answered(3, .hopperStatus, Self.status(7, paid: 0), now: 10)
+        for _ in 0..<3 { _ = bank.answered(4, .hopperStatus, nil, now: 20) }
+        #expect(bank.rounds == 1 && !bank.canPay(1) && bank.canPay(0) && bank.isIdle, "rounds \(bank.rounds)")
     }
 
     @Test("a payout that stops moving is stopped with 172, and the hopper's account of it is what was paid")
@@ -171,6 +212,7 @@ struct CCTalkHopperBankTests {
         _ = bank.answered(4, .emergencyStop, .reply(.stopped(unpaid: 3)), now: 11_010_000_000)
         _ = bank.answered(4, .hopperStatus, Self.status(21, paid: 1, unpaid: 3), now: 11_100_000_000)
         _ = bank.answered(4, .testHopper, .reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0x80, 0, 0]))), now: 11_110_000_000)
+        Self.round(&bank, [7, 21], paid: [0, 1])
         let payment = bank.takeFinished().first
         #expect(payment?.paid == 1 && payment?.unpaid == 3 && payment?.certain == true)
         #expect(payment?.why?.contains("stopped") == true)

@@ -76,12 +76,12 @@ extension Run {
         }
     }
 
-    /// The hoppers: €2, 50c and 10c. The 50c one jams once and the €2 one loses power mid-payout
-    /// once, early enough for the short run.
+    /// The hoppers: €2, 50c and 10c, full enough for the long run. The 50c one jams once and the
+    /// €2 one loses power mid-payout once, early enough for the short run.
     static let hoppers: [(address: Int, coin: String, value: Int64, coins: Int, faults: String)] = [
-        (3, "EU200A", 200, 60, ", faults: {power_down_after: 6, power_off_ms: 400}"),
-        (4, "EU050A", 50, 60, ", faults: {jam_after: 10}"),
-        (5, "EU010A", 10, 150, ""),
+        (3, "EU200A", 200, 250, ", faults: {power_down_after: 6, power_off_ms: 400}"),
+        (4, "EU050A", 50, 250, ", faults: {jam_after: 10}"),
+        (5, "EU010A", 10, 600, ""),
     ]
 
     /// Euro amounts the payer asks for; 5c is refused (no hopper makes it).
