@@ -6,12 +6,13 @@ import Testing
 
 @Suite("Scenario files: every key parsed, bad files named by key and line")
 struct ScenarioTests {
-    @Test("every shipped scenario parses", arguments: ["default", "eur-mix", "eur-close", "faults", "burst", "soak"])
+    @Test("every shipped scenario parses", arguments: ["default", "eur-mix", "eur-close", "faults", "burst", "soak", "cctalk", "cctalk-hoppers"])
     func shippedScenariosParse(name: String) throws {
         let path = "\(TestSupport.packageRoot)/Simulators/scenarios/\(name).yaml"
         let scenario = try Scenario.load(path: path)
         #expect(scenario.name == name)
         #expect(!scenario.mix.isEmpty)
+        #expect(name != "cctalk-hoppers" || scenario.cctalk.hoppers.count == 3)
     }
 
     @Test("keys are read into the scenario")
