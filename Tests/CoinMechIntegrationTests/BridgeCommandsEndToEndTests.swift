@@ -57,7 +57,7 @@ struct BridgeCommandsEndToEndTests {
     @Test("status, inhibit and resend run and answer once per id; not allowed, unknown, expired, too far ahead and retained are refused or ignored, never run")
     func commands() throws {
         let harness = try DaemonHarness()
-        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"))
+        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
         try """
             cabinet: c-0042
             site: test-site

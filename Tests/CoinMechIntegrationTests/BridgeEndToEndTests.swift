@@ -16,44 +16,8 @@ import Glibc
 @Suite("Fleet bridge: every ledger event reaches a consumer that acks, through kill -9 of the bridge and the broker", .serialized)
 struct BridgeEndToEndTests {
     /// mosquitto on loopback, persisting to its folder every second (docs/FLEET.md's test setup).
-    final class Broker {
-        let dir: String
-        let port: Int
-        private(set) var process: ChildProcess?
-
-        init(dir: String) throws {
-            self.dir = dir
-            port = try Self.freePort()
-            try """
-                listener \(port) 127.0.0.1
-                allow_anonymous true
-                # Started as root it would switch to the mosquitto user, who cannot write the
-                # test's folder: its persistence would fail, silently.
-                user root
-                persistence true
-                persistence_location \(dir)/
-                autosave_interval 1
-                """.write(toFile: "\(dir)/mosquitto.conf", atomically: true, encoding: .utf8)
-            try start()
-        }
-
-        func start() throws {
-            let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", "\(dir)/mosquitto.conf"], absolute: true)
-            process = broker
-            try TestSupport.waitUntil("mosquitto listening on \(port)", timeout: 20) {
-                guard broker.isRunning else { throw TestFailure("mosquitto exited: \(broker.stderr)") }
-                return Self.accepts(port)
-            }
-        }
-
-        func kill() {
-            process?.signal(SIGKILL)
-            _ = process?.wait(timeout: 20)
-        }
-
-        static func accepts(_ port: Int) -> Bool { Loopback.accepts(port) }
-        static func freePort() throws -> Int { try Loopback.freePort() }
-    }
+    /// The harness's broker: a real mosquitto with persistence on, saved every second.
+    typealias Broker = MosquittoBroker
 
     /// The fleet's side, small: a persistent session on every cabinet's `event`, each event kept
     /// once by seq, and the highest contiguous seq acked (retained) on the cabinet's `ack`.
@@ -75,7 +39,7 @@ struct BridgeEndToEndTests {
             while Date() < end {
                 if subscriber?.isRunning != true {
                     _ = subscriber?.wait(timeout: 5)
-                    guard Broker.accepts(broker.port) else {
+                    guard Loopback.accepts(broker.port) else {
                         usleep(100_000)
                         continue
                     }
@@ -124,7 +88,7 @@ struct BridgeEndToEndTests {
     @Test("each ledger event once in the consumer's store, in full, through a kill -9 of the bridge and of the broker; the will says the bridge is gone; the cursor follows the acks")
     func exactlyOnceAtTheConsumer() throws {
         let harness = try DaemonHarness()
-        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"))
+        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
         let window = 32
         // An ack timeout far beyond the test: what comes back after a crash comes from the
         // resend the contract says (from the cursor after a bridge start or a broker reconnect),

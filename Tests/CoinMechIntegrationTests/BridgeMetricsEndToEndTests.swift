@@ -35,8 +35,8 @@ struct BridgeMetricsEndToEndTests {
     @Test("the credited value and cash box at coinsim's truth; each flag 0 or 1; the broker's loss shown; Prometheus scrapes it and loads the alert rules")
     func metrics() throws {
         let harness = try DaemonHarness()
-        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"))
-        let port = try Broker.freePort()
+        let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
+        let port = try Loopback.freePort()
         try """
             cabinet: c-0042
             site: test-site
@@ -91,7 +91,7 @@ struct BridgeMetricsEndToEndTests {
 
         // A real Prometheus scrapes it, with the shipped alert rules.
         let promDir = TestSupport.temporaryDirectory("prometheus")
-        let promPort = try Broker.freePort()
+        let promPort = try Loopback.freePort()
         let rules = "\(TestSupport.packageRoot)/packaging/prometheus/coinmech-alerts.yml"
         try """
             global: {scrape_interval: 1s, evaluation_interval: 1s}

@@ -48,7 +48,7 @@ struct BridgeSecurityEndToEndTests {
         let dir = TestSupport.temporaryDirectory("mqtt-tls")
         try Self.certificates(in: dir, clients: ["c-0042", "coinmech-fleet"])
         try Self.documentedACL().write(toFile: "\(dir)/coinmech.acl", atomically: true, encoding: .utf8)
-        let port = try Broker.freePort()
+        let port = try Loopback.freePort()
         try """
             listener \(port) 127.0.0.1
             cafile \(dir)/ca.pem
@@ -63,7 +63,7 @@ struct BridgeSecurityEndToEndTests {
         let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", "\(dir)/mosquitto.conf"], absolute: true)
         try TestSupport.waitUntil("mosquitto listening with TLS", timeout: 20) {
             guard broker.isRunning else { throw TestFailure("mosquitto exited: \(broker.stderr)") }
-            return Broker.accepts(port)
+            return Loopback.accepts(port)
         }
         let tls = { (who: String) in ["-h", "127.0.0.1", "-p", "\(port)", "--cafile", "\(dir)/ca.pem", "--cert", "\(dir)/\(who).pem", "--key", "\(dir)/\(who).key"] }
         let fleet = try ChildProcess("/usr/bin/mosquitto_sub", tls("coinmech-fleet") + ["-q", "1", "-v", "-t", "coinmech/v1/#"], absolute: true)
@@ -119,7 +119,7 @@ struct BridgeSecurityEndToEndTests {
         let harness = try DaemonHarness()
         let dir = TestSupport.temporaryDirectory("mqtt-password")
         try Self.run("/usr/bin/mosquitto_passwd", ["-b", "-c", "\(dir)/passwords", "c-0042", "s3cret"])
-        let port = try Broker.freePort()
+        let port = try Loopback.freePort()
         try """
             listener \(port) 127.0.0.1
             allow_anonymous false
@@ -129,7 +129,7 @@ struct BridgeSecurityEndToEndTests {
         let broker = try ChildProcess("/usr/sbin/mosquitto", ["-c", "\(dir)/mosquitto.conf"], absolute: true)
         try TestSupport.waitUntil("mosquitto listening", timeout: 20) {
             guard broker.isRunning else { throw TestFailure("mosquitto exited: \(broker.stderr)") }
-            return Broker.accepts(port)
+            return Loopback.accepts(port)
         }
         try harness.startDaemon()
         var bridges: [ChildProcess] = []
