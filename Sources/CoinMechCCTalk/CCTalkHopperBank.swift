@@ -27,6 +27,9 @@ public struct CCTalkHopperBank: Sendable {
         public var status: CCTalkHopperStatus?
         /// Requests in a row it did not answer.
         public var silentInARow = 0
+        /// Its last status read failed (no reply, or not a status): its counter is not known
+        /// to be current, so it is not dispensed from until it is read again.
+        public var statusStale = false
         public var responding: Bool { silentInARow < Self.silentLimit }
 
         static let silentLimit = 3
@@ -60,6 +63,11 @@ public struct CCTalkHopperBank: Sendable {
         var count: Int
         var mark: UInt8
         var stopSent = false
+        /// The hopper was seen taking it (an ACK, or its counter one past the mark): from then
+        /// on it is never concluded "not taken", whatever its counter does later.
+        var confirmed = false
+        /// Coins remaining as last read while it paid: what it paid at least is the rest.
+        var lastRemaining: Int?
     }
 
     /// A payout that does not move for this long is stopped (172).
@@ -114,7 +122,7 @@ public struct CCTalkHopperBank: Sendable {
     public func canPay(_ index: Int) -> Bool {
         guard hoppers.indices.contains(index) else { return false }
         let hopper = hoppers[index]
-        return hopper.isReady && hopper.registers?.needsReset != true && hopper.registers?.encryptionEnabled != true
+        return hopper.isReady && !hopper.statusStale && hopper.registers?.needsReset != true && hopper.registers?.encryptionEnabled != true
             && !(hopper.unit.serialDispense && hopper.serialNumber == nil)
     }
 
@@ -145,7 +153,13 @@ public struct CCTalkHopperBank: Sendable {
                 nextPayingPollAt = now &+ Self.payingPollInterval
                 asks += ask(index, [.hopperStatus])
             }
-        case .idle, .sending, .finishing:
+        case .finishing(let dispense, _):
+            // The registers' answer was lost or refused: ask again.
+            if now >= nextPayingPollAt {
+                nextPayingPollAt = now &+ Self.payingPollInterval
+                asks += ask(dispense.index, [.testHopper])
+            }
+        case .idle, .sending:
             break
         }
         if now >= nextRefreshAt, case .idle = stage {
@@ -165,7 +179,7 @@ public struct CCTalkHopperBank: Sendable {
     /// When `tick` next has something to do.
     public var nextWake: UInt64 {
         switch stage {
-        case .paying, .verifying: min(nextPayingPollAt, nextRefreshAt)
+        case .paying, .verifying, .finishing: min(nextPayingPollAt, nextRefreshAt)
         default: nextRefreshAt
         }
     }
@@ -220,9 +234,11 @@ public struct CCTalkHopperBank: Sendable {
             return registersRead(index, registers, now: now)
         case (.hopperStatus, .reply(.hopperStatus(let status))):
             hoppers[index].status = status
+            hoppers[index].statusStale = false
             return statusRead(index, status, now: now)
         case (.dispenseHopperCoins, .reply(.dispenseTaken)):
-            if case .sending(let dispense) = stage, dispense.index == index {
+            if case .sending(var dispense) = stage, dispense.index == index {
+                dispense.confirmed = true
                 stage = .paying(dispense, remaining: dispense.count, movedAt: now)
                 nextPayingPollAt = now &+ Self.payingPollInterval
             }
@@ -236,6 +252,10 @@ public struct CCTalkHopperBank: Sendable {
         case (.emergencyStop, _), (.enableHopper, _), (.reset, _):
             if request == .reset { hoppers[index].status = nil; hoppers[index].registers = nil }
             return request == .reset ? ask(index, [.testHopper, .hopperStatus]) : []
+        case (.hopperStatus, _):
+            // Refused, or not a status: its counter is not known to be current.
+            hoppers[index].statusStale = true
+            finishRound(index)
         default:
             break
         }
@@ -265,7 +285,10 @@ public struct CCTalkHopperBank: Sendable {
             return ask(index, [.emergencyStop])
         default:
             // A hopper that does not answer cannot pay: the round goes on without it.
-            if request == .hopperStatus { finishRound(index) }
+            if request == .hopperStatus {
+                hoppers[index].statusStale = true
+                finishRound(index)
+            }
             return []
         }
     }
@@ -275,11 +298,13 @@ public struct CCTalkHopperBank: Sendable {
         switch stage {
         case .verifying(let dispense, let reads) where dispense.index == index:
             if status.eventCounter == CCTalkHopperStatus.counter(dispense.mark, after: 1) {
-                stage = .paying(dispense, remaining: Int(status.remaining), movedAt: now)
+                var taken = dispense
+                taken.confirmed = true
+                stage = .paying(taken, remaining: Int(status.remaining), movedAt: now)
                 return statusRead(index, status, now: now)
             }
             if status.eventCounter == dispense.mark, reads < 1 {
-                // The dispense may still be on its way: read again, a reply's time later.
+                // The dispense may still be on its way: read once more.
                 stage = .verifying(dispense, sameCounterReads: reads + 1)
                 return ask(index, [.hopperStatus])
             }
@@ -287,8 +312,12 @@ public struct CCTalkHopperBank: Sendable {
             // during it, not taken, or a restart that leaves it unknown).
             stage = .finishing(dispense, status)
             return ask(index, [.testHopper])
-        case .paying(let dispense, let remaining, let movedAt) where dispense.index == index:
+        case .paying(var dispense, let remaining, let movedAt) where dispense.index == index:
             let ours = status.eventCounter == CCTalkHopperStatus.counter(dispense.mark, after: 1)
+            if ours {
+                dispense.confirmed = true
+                dispense.lastRemaining = Int(status.remaining)
+            }
             guard ours else {
                 // The counter went back: the hopper restarted mid-payout (a power cut).
                 stage = .finishing(dispense, status)
@@ -309,20 +338,29 @@ public struct CCTalkHopperBank: Sendable {
     private mutating func registersRead(_ index: Int, _ registers: CCTalkHopperRegisters, now: UInt64) -> [Ask] {
         guard case .finishing(let dispense, let status) = stage, dispense.index == index else { return [] }
         let paid = Int(status.lastPaid), unpaid = Int(status.lastUnpaid)
+        // A hopper whose memory of paid and unpaid coins may be wrong says so: not believed.
+        let trusted = !registers.memoryChecksumError
         if status.eventCounter == CCTalkHopperStatus.counter(dispense.mark, after: 1) {
-            let adds = paid + unpaid == dispense.count
+            let adds = paid + unpaid == dispense.count && trusted
             let why: String? = unpaid == 0 ? nil
                 : registers.jammed ? "jammed (\(registers))" : registers.payoutTimeout ? "empty (\(registers))"
                 : dispense.stopSent ? "stopped: it did not move for \(Self.stallTimeout / 1_000_000_000) s or stopped answering" : "stopped short (\(registers))"
             return finish(dispense, taken: true, paid: paid, unpaid: unpaid, certain: adds,
-                          why: adds ? why : "its account does not add up: \(paid) paid and \(unpaid) unpaid of \(dispense.count)")
+                          why: adds ? why : "its account cannot be believed: \(paid) paid and \(unpaid) unpaid of \(dispense.count) (\(registers))")
         }
         // The flag first: a hopper with it set refuses every dispense, so it was set during
         // this one, whatever the mark (a first dispense after a power-up has mark 0 too).
         if registers.powerDownDuringPayout, status.eventCounter == 0 {
             // It kept its counts through the power cut: they are this payout's.
-            return finish(dispense, taken: true, paid: paid, unpaid: unpaid, certain: paid + unpaid == dispense.count,
+            return finish(dispense, taken: true, paid: paid, unpaid: unpaid, certain: trusted && paid + unpaid == dispense.count,
                           why: "power lost during the payout")
+        }
+        // Seen taking it, then back at another counter without the flag: it restarted after
+        // paying some or all. What it paid at least is what it had paid when last read.
+        if dispense.confirmed {
+            let atLeast = dispense.lastRemaining.map { max(dispense.count - $0, 0) } ?? 0
+            return finish(dispense, taken: true, paid: atLeast, unpaid: dispense.count - atLeast, certain: false,
+                          why: "the hopper restarted after taking the dispense (event counter \(status.eventCounter)): it paid at least \(atLeast) of \(dispense.count), the rest cannot be told")
         }
         if status.eventCounter == dispense.mark {
             return finish(dispense, taken: false, paid: 0, unpaid: 0, certain: true, why: "the hopper did not take the dispense")

@@ -146,7 +146,7 @@ public struct CCTalkHost: Sendable {
         var due: UInt64
         switch phase {
         case .stopped: return nil
-        case .refused: due = nextVerifyAt
+        case .refused: due = deviceJobs.isEmpty ? nextVerifyAt : max(quietUntil, pending?.deadline ?? 0)
         case .identifying, .running:
             // Work that can go out goes as soon as the line may be used (a reset step as soon as
             // the driver's next call has settled the last batch: coins that keep coming must not
@@ -336,7 +336,11 @@ public struct CCTalkHost: Sendable {
         case .stopped:
             return
         case .refused:
-            guard now >= nextVerifyAt else { return }
+            // Not a coin acceptor at its address: the hoppers are still served meanwhile.
+            guard now >= nextVerifyAt else {
+                if !deviceJobs.isEmpty { beginDeviceJob(now, &out) }
+                return
+            }
             restartIdentification()
         case .identifying, .running:
             break

@@ -157,6 +157,10 @@ public final class DecidingLoop: @unchecked Sendable {
             unsettledPayouts = try ledger.openPayouts(source: source.name)
             // Held from the first COIN TYPE on: its tubes must count only what the payout paid.
             if !unsettledPayouts.isEmpty { paying.holdForPayout(true) }
+        } else if case let open = try ledger.openPayouts(source: source.name), !open.isEmpty {
+            // Its changer or hoppers are configured no more: nothing can say what they paid.
+            logger.critical("payouts left open by a daemon before this one cannot be settled: this source gives no change any more (its hoppers or changer are not configured); put the configuration back to settle them from the device, or check the cash",
+                            metadata: ["open": "\(open.map(\.order.requestID))"])
         }
         var settings = DecidingCore.Settings(source: source.name, credit: source.mech.credit, deadline: source.answerDeadline,
                                              line: made.lineTiming)

@@ -139,6 +139,11 @@ public enum CCTalkDriver: MechDriver {
             cctalk.positions = CoinPositionMask(positions: whole)
         }
         if let hoppers = try table.tables("hoppers") {
+            // A CRC-16 frame carries no source address: a late reply of the acceptor could be
+            // taken for a hopper's, and a hopper's account is what money out is settled from.
+            guard cctalk.checksum == .simple else {
+                throw table.error("hoppers", "need the 8-bit checksum (simple8): a CRC-16 frame names no sender, so a reply could not be told from the acceptor's")
+            }
             let cabinet = try table.strings("currencies")
             let fallback = cabinet?.first
             for hopper in hoppers {

@@ -53,7 +53,9 @@ extension LedgerWriter {
     /// once: a second one for the same step is refused, so a retried write cannot lower the
     /// level twice.
     func inventory(_ change: InventoryChange) throws -> LedgerEvent {
-        let before = try Int.fetchOne(db, sql: "SELECT level FROM inventory WHERE source = ? AND unit = ?", arguments: [change.source, change.unit]) ?? 0
+        // A row counted for another coin (the unit's hopper changed) is no level of this one.
+        let row = try Row.fetchOne(db, sql: "SELECT level, coin_id FROM inventory WHERE source = ? AND unit = ?", arguments: [change.source, change.unit])
+        let before: Int = row.flatMap { row in (row["coin_id"] as String?) == change.coinID ? row["level"] : nil } ?? 0
         let level = change.level(after: before)
         var detail = ["unit": "\(change.unit)", "value_minor": "\(change.valueMinor)", "level_before": "\(before)", "level": "\(level)"]
         if let coinID = change.coinID { detail["coin_id"] = coinID }

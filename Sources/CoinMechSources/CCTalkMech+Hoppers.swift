@@ -75,14 +75,23 @@ extension CCTalkMech: PayingMech {
         guard let status = hopper.status, let registers = hopper.registers, status.remaining == 0 else { return .wait }
         let paid: Int
         let mark = last.deviceMark.map(UInt8.init(truncatingIfNeeded:))
+        let unknown = { (why: String) in
+            PayoutRestartAccount.counts(self.levels, reported: self.levels.count, inventory: [],
+                                        caveat: "hopper \(hopper.unit.address): \(why), so what step \(record.steps.count) paid cannot be told; check the cash before paying the debt")
+        }
+        if registers.memoryChecksumError { return unknown("its memory of paid and unpaid coins may be wrong (memory checksum error)") }
         if let mark, status.eventCounter == CCTalkHopperStatus.counter(mark, after: 1) {
             paid = Int(status.lastPaid)
         } else if registers.powerDownDuringPayout, status.eventCounter == 0 {
             // The flag before the mark: a hopper with it set refuses every dispense, so power
             // went during this step (its mark may be 0 too); it kept the count.
             paid = Int(status.lastPaid)
-        } else if let mark, status.eventCounter == mark {
+        } else if let mark, status.eventCounter == mark, mark != 0 {
             paid = 0  // not taken
+        } else if mark == 0, status.eventCounter == 0 {
+            // At 0 both before and now: not taken, or taken and paid and then a restart without
+            // the flag (after its last coin). The hopper cannot tell which.
+            return unknown("its event counter was 0 before the step and is 0 again without \"power down during payout\"")
         } else {
             // The earlier steps are on the ledger's levels; this one counts as nothing paid.
             return .counts(levels, reported: levels.count, inventory: [],

@@ -58,6 +58,7 @@ struct CCTalkConfigurationTests {
         ("{kind: cctalk, device: x, currencies: [EUR], hoppers: [{address: 3, coin: GB100A, currency: GBP}]}", "which source.currencies (EUR) does not take"),
         ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU200A, currency: EUR}, {address: 4, coin: GB100A, currency: GBP}]}", "another hopper pays EUR"),
         ("{kind: cctalk, device: x, hoppers: [{address: 3, coin: EU200A, currency: EUR, dispense: encrypted}]}", "the encrypted variants need the maker's cipher key"),
+        ("{kind: cctalk, device: x, checksum: crc16, hoppers: [{address: 3, coin: EU200A, currency: EUR}]}", "need the 8-bit checksum (simple8)"),
     ])
     func errors(source: String, message: String) {
         #expect {

@@ -191,6 +191,31 @@ struct CCTalkHopperBankTests {
         #expect(payment?.taken == true && payment?.paid == 1 && payment?.unpaid == 1 && payment?.certain == true, "\(String(describing: payment))")
     }
 
+    @Test("seen paying, then back at counter 0 without the flag: never 'not taken', and what it paid at least is kept")
+    func restartAfterTaking() {
+        var bank = Self.ready(counters: [0, 20])
+        _ = bank.dispense(0, count: 4)
+        _ = bank.answered(3, .dispenseHopperCoins(count: 4, serialNumber: nil), .reply(.dispenseTaken(eventCounter: 1)), now: 10)
+        _ = bank.answered(3, .hopperStatus, Self.status(1, remaining: 1, paid: 3), now: 300_000_000)
+        // A brown-out after its last coin: counter 0 again, no "power down during payout".
+        _ = bank.answered(3, .hopperStatus, Self.status(0, paid: 4), now: 400_000_000)
+        _ = bank.answered(3, .testHopper, .reply(.hopperRegisters(CCTalkHopperRegisters(bytes: [0xC0, 0, 0]))), now: 410_000_000)
+        Self.round(&bank, [0, 20])
+        let payment = bank.takeFinished().first
+        #expect(payment?.taken == true && payment?.certain == false && payment?.paid == 3, "\(String(describing: payment))")
+    }
+
+    @Test("a status read that failed leaves the hopper's counter unknown: it cannot pay until read again")
+    func staleStatusCannotPay() {
+        var bank = Self.ready()
+        _ = bank.count()
+        _ = bank.answered(3, .hopperStatus, Self.status(7, paid: 0), now: 10)
+        _ = bank.answered(4, .hopperStatus, nil, now: 20)
+        #expect(!bank.canPay(1) && bank.dispense(1, count: 1) == nil, "no dispense on a counter that may be stale")
+        _ = bank.answered(4, .hopperStatus, Self.status(20, paid: 0), now: 30)
+        #expect(bank.canPay(1))
+    }
+
     @Test("a hopper that does not answer does not hold the others up: the round goes on without it, and it cannot pay")
     func silentHopperLeftOut() {
         var bank = Self.ready()
