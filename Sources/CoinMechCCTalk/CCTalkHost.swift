@@ -218,11 +218,6 @@ public struct CCTalkHost: Sendable {
         return service(now)
     }
 
-    /// Requests to other devices not answered yet (the one on the line included).
-    public var devicesAsked: Int {
-        deviceJobs.count + (pending.map { if case .device = $0.job { 1 } else { 0 } } ?? 0)
-    }
-
     /// Asks the device to reset (header 1); it comes back with its counter at 0, and the host
     /// sets it up again. A reset wipes the buffer, so the host first inhibits the acceptor
     /// and reads the buffer once more, and sends the reset only when the ledger has it all.

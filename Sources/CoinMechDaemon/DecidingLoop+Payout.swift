@@ -2,7 +2,6 @@ import CoinMechCore
 import CoinMechModel
 import CoinMechProtocol
 import CoinMechPublisher
-import CoinMechCCTalk
 import CoinMechSources
 import Logging
 
@@ -382,9 +381,6 @@ extension DecidingLoop {
     func changeInventory(unit name: String, _ kind: InventoryChange.Kind, completion: @escaping Completion) {
         guard let mech = payingMech, let payable = mech.payableCoins, let levels = (mech as? CCTalkMech)?.levels else {
             return completion(.failure(CommandError(.unavailable, "this mech has no payout units whose level the ledger keeps: refill and float are for ccTalk hoppers (an MDB changer counts its own tubes)")))
-        }
-        guard mech is CCTalkMech else {
-            return completion(.failure(CommandError(.unavailable, "an MDB changer counts its own tubes: load them through the changer and `coinctl tubes` shows its count")))
         }
         let matches = payable.coins.filter { "\($0.key)" == name || $0.value.coinID == name }.keys.sorted()
         guard let unit = matches.first, matches.count == 1 else {

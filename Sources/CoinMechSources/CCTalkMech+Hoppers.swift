@@ -94,8 +94,7 @@ extension CCTalkMech: PayingMech {
             return unknown("its event counter was 0 before the step and is 0 again without \"power down during payout\"")
         } else {
             // The earlier steps are on the ledger's levels; this one counts as nothing paid.
-            return .counts(levels, reported: levels.count, inventory: [],
-                           caveat: "hopper \(hopper.unit.address)'s event counter is \(status.eventCounter), and step \(record.steps.count) was journalled at \(last.deviceMark.map(String.init) ?? "no mark"): it restarted or was paid from by another host, so what that step paid cannot be told; check the cash before paying the debt")
+            return unknown("its event counter is \(status.eventCounter), and the step was journalled at \(last.deviceMark.map(String.init) ?? "no mark"): it restarted or was paid from by another host")
         }
         var counts = levels
         counts[last.type] -= paid
