@@ -29,22 +29,16 @@ public struct HopperMoneyAudit: Sendable {
     public var unverifiable = 0
 
     public init(hoppers: [CCTalkGroundTruth.Hopper], payouts: [PayoutRecord], levels: [Int: InventoryLevel]) {
-        self.payouts = payouts.count
-        open = payouts.filter(\.isOpen).count
+        let tally = PayoutJournalTally(payouts)
+        self.payouts = tally.payouts
+        open = tally.open
+        paidMinor = tally.paidMinor
+        debtMinor = tally.debtMinor
+        unverifiable = tally.settlements.filter { $0.reason?.contains("cannot be told") == true }.count
         dispenses = hoppers.reduce(0) { $0 + $1.dispenses.count }
-        var asked: [Int: Int] = [:], recorded: [Int: Int] = [:]
-        for payout in payouts {
-            for step in payout.steps { asked[step.type, default: 0] += step.count }
-            if let settlement = payout.settlement {
-                for (unit, count) in settlement.paidCoins { recorded[unit, default: 0] += count }
-                paidMinor += settlement.paidMinor
-                debtMinor += settlement.debtMinor
-                if settlement.reason?.contains("cannot be told") == true { unverifiable += 1 }
-            }
-        }
         for (unit, hopper) in hoppers.enumerated() {
-            paidTwice += max(0, hopper.paidCoins - asked[unit, default: 0])
-            unpaidUnrecorded += abs(hopper.paidCoins - recorded[unit, default: 0])
+            paidTwice += tally.paidTwice(unit, devicePaid: hopper.paidCoins)
+            unpaidUnrecorded += tally.unpaidUnrecorded(unit, devicePaid: hopper.paidCoins)
             if levels[unit]?.level != hopper.coinsEnd { inventoryMismatch.append(unit) }
             jams += hopper.jams
             powerDowns += hopper.powerDowns

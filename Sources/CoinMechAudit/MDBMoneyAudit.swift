@@ -59,22 +59,17 @@ public struct MDBMoneyAudit: Sendable {
         }
         skipped = kept - credited
 
-        self.payouts = payouts.count
-        open = payouts.filter(\.isOpen).count
+        let tally = PayoutJournalTally(payouts)
+        self.payouts = tally.payouts
+        open = tally.open
+        paidMinor = tally.paidMinor
+        debtMinor = tally.debtMinor
         dispenses = truth.payouts.count
-        var truthPaid: [Int: Int] = [:], ledgerPaid: [Int: Int] = [:], asked: [Int: Int] = [:]
+        var truthPaid: [Int: Int] = [:]
         for payout in truth.payouts { truthPaid[payout.type, default: 0] += payout.paid }
-        for payout in payouts {
-            for step in payout.steps { asked[step.type, default: 0] += step.count }
-            if let settlement = payout.settlement {
-                for (type, count) in settlement.paidCoins { ledgerPaid[type, default: 0] += count }
-                debtMinor += settlement.debtMinor
-                paidMinor += settlement.paidMinor
-            }
-        }
-        for type in Set(truthPaid.keys).union(ledgerPaid.keys).union(asked.keys) {
-            paidTwice += max(0, truthPaid[type, default: 0] - asked[type, default: 0])
-            unpaidUnrecorded += abs(truthPaid[type, default: 0] - ledgerPaid[type, default: 0])
+        for type in Set(truthPaid.keys).union(tally.recorded.keys).union(tally.asked.keys) {
+            paidTwice += tally.paidTwice(type, devicePaid: truthPaid[type, default: 0])
+            unpaidUnrecorded += tally.unpaidUnrecorded(type, devicePaid: truthPaid[type, default: 0])
         }
         jams = truth.payouts.filter { $0.ended == "jam" }.count
         resetsMidPayout = truth.payouts.filter { $0.ended == "reset" }.count
