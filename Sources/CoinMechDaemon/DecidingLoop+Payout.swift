@@ -219,10 +219,7 @@ extension DecidingLoop {
         }
         step.deviceMark = mech.deviceMark(type: step.type)
         do throws(LedgerError) {
-            let counted = job.inventory.map(LedgerEntry.inventory)
-            hub.publish(try ledger.append(counted + [.payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)]).events)
-            mech.recorded(job.inventory)
-            job.inventory = []
+            hub.publish(try journal([.payoutDispensing(requestID: job.order.requestID, step: run.steps.count, step)], after: &job.inventory, mech).events)
         } catch {
             // Not sent: the step pays nothing, and the payout ends with the rest owed (a step
             // that was journalled after all is settled as not paid: its tube did not move).
@@ -254,9 +251,7 @@ extension DecidingLoop {
         if case .settling = job.stage {} else { job.stage = .settling(run, settlement, since: .now) }
         let result: AppendResult
         do throws(LedgerError) {
-            result = try ledger.append(job.inventory.map(LedgerEntry.inventory) + [.payoutSettled(requestID: job.order.requestID, settlement)])
-            mech.recorded(job.inventory)
-            job.inventory = []
+            result = try journal([.payoutSettled(requestID: job.order.requestID, settlement)], after: &job.inventory, mech)
         } catch .precondition(let message) {
             logger.error("payout settled already: answered from the ledger", metadata: ["request_id": "\(job.order.requestID)", "why": "\(message)"])
             let record = try? ledger.payout(requestID: job.order.requestID)
@@ -270,6 +265,15 @@ extension DecidingLoop {
         log(settlement, order: job.order)
         let record = PayoutRecord(order: job.order, source: sourceName, requestedSeq: 0, settledSeq: result.events.first?.seq, steps: run.steps, settlement: settlement)
         release(&job, mech, .success(Self.payoutReply(record: record, coins: run.coins, repeated: false)))
+    }
+
+    /// Appends `entries` after the inventory moves counted so far, in one transaction; once it
+    /// commits, the mech's levels follow the moves and they are gone from `inventory`.
+    private func journal(_ entries: [LedgerEntry], after inventory: inout [InventoryChange], _ mech: any PayingMech) throws(LedgerError) -> AppendResult {
+        let result = try ledger.append(inventory.map(LedgerEntry.inventory) + entries)
+        mech.recorded(inventory)
+        inventory = []
+        return result
     }
 
     /// Given up before anything was journalled: nothing paid.
@@ -327,8 +331,7 @@ extension DecidingLoop {
                 settlement = PayoutRun.unverified(record, why)
             }
             do throws(LedgerError) {
-                hub.publish(try ledger.append(inventory.map(LedgerEntry.inventory) + [.payoutSettled(requestID: record.order.requestID, settlement)]).events)
-                mech.recorded(inventory)
+                hub.publish(try journal([.payoutSettled(requestID: record.order.requestID, settlement)], after: &inventory, mech).events)
             } catch .precondition(let message) {
                 logger.error("the payout left open is settled already", metadata: ["request_id": "\(record.order.requestID)", "why": "\(message)"])
             } catch {
