@@ -40,6 +40,14 @@ struct ModelMech {
         devseq = 0
     }
 
+    /// A coin that heard no answer within its 50 ms deadline is returned, as the real mech does
+    /// (a daemon killed between its decision and its answer leaves one).
+    mutating func expireDeadlines(now: Instant) {
+        for (seq, coin) in coins[boot] ?? [:] where coin.fate == nil && coin.inFlightUntil == nil && now > coin.sentAt + .milliseconds(50) {
+            coins[boot]?[seq]?.fate = .returned
+        }
+    }
+
     /// Where each coin really ended: (boot, devseq) → stored?
     var truth: [String: Bool] {
         var truth: [String: Bool] = [:]
@@ -84,7 +92,8 @@ struct MoneyPropertyTests {
                     }
                     mech.coins[mech.boot]?[seq] = coin
                 case .query(let boot, let seq):
-                    if let coin = mech.coins[boot]?[seq], coin.inFlightUntil != nil { continue }  // on its way: asked again later
+                    // On its way, or still waiting for its answer: asked again later (as coinsim).
+                    if let coin = mech.coins[boot]?[seq], coin.fate == nil { continue }
                     let fate = mech.coins[boot]?[seq]?.fate ?? .unknown
                     mech.outbox.append((rig.now + .milliseconds(3), .journal(boot: boot, deviceSeq: seq, fate: fate)))
                 case .askSession:
@@ -98,6 +107,7 @@ struct MoneyPropertyTests {
 
         for _ in 0..<steps {
             rig.now = rig.now + .milliseconds(Int64.random(in: 10...120, using: &random))
+            mech.expireDeadlines(now: rig.now)
             // Coins reach the cash box (or bounce), and say so; the line loses some confirmations.
             for (seq, coin) in mech.coins[mech.boot] ?? [:] {
                 guard let until = coin.inFlightUntil, until <= rig.now else { continue }
@@ -162,6 +172,7 @@ struct MoneyPropertyTests {
         // Time passes; the mech answers; nothing should stay pending.
         for _ in 0..<400 where rig.core.snapshot.pending > 0 || !mech.outbox.isEmpty {
             rig.now = rig.now + .milliseconds(50)
+            mech.expireDeadlines(now: rig.now)
             for (seq, coin) in mech.coins[mech.boot] ?? [:] {
                 guard let until = coin.inFlightUntil, until <= rig.now else { continue }
                 mech.coins[mech.boot]?[seq] = ModelMech.Coin(sentAt: coin.sentAt, fate: coin.bounces ? .returned : .stored, inFlightUntil: nil, bounces: coin.bounces)
