@@ -12,6 +12,8 @@ import GRDBSQLite
 /// most once (a unique index on the settling event's `ref_seq`): no coin is credited twice.
 public final class Ledger: Sendable {
     public let path: String
+    /// The directory holding the ledger (and the decision journal beside it).
+    public let directory: String
     let pool: DatabasePool
 
     public static let fileName = "ledger.sqlite3"
@@ -21,6 +23,7 @@ public final class Ledger: Sendable {
     /// Opens (creating if needed) the ledger in `directory` and brings its schema up to date.
     public init(directory: String, maximumPageCount: Int? = nil) throws(LedgerError) {
         path = "\(directory)/\(Self.fileName)"
+        self.directory = directory
         var configuration = Configuration()
         configuration.busyMode = .timeout(Double(Self.defaultBusyTimeoutMilliseconds) / 1000)
         configuration.label = "ledger"

@@ -1,0 +1,102 @@
+@testable import CoinMechLedger
+import CoinMechModel
+@testable import CoinMechTestSupport
+import Foundation
+import Testing
+
+/// The decision journal's file: what one append makes durable, what a crash can leave of the
+/// last one, what replay puts on a real ledger.
+@Suite("Decision journal: lines, torn tails, damage, replay into the ledger")
+struct DecisionJournalTests {
+    static func record(_ seq: UInt64, accept: Bool = true, epoch: Int64 = 3) -> DecisionRecord {
+        DecisionRecord(source: "serial", epoch: epoch, deviceSeq: seq, diameterMM: 24.26, weightG: 5.67, thicknessMM: nil, channel: nil,
+                       verdict: accept ? .accept(currency: "USD", code: "quarter", valueMinor: 25)
+                           : .reject(reason: "slug", message: "weight 3.1 g \"light\"\n\tby a \\ third\u{1} — ¢"),
+                       link: "coin-table", chainGeneration: 7)
+    }
+
+    static func file(_ directory: String) -> [UInt8] { Array(FileManager.default.contents(atPath: DecisionJournal.path(directory: directory)) ?? Data()) }
+
+    @Test("what is appended reads back exactly: accepts, rejects with quotes, control characters and non-ASCII, absent fields, detail")
+    func roundTrip() throws {
+        let dir = TestSupport.temporaryDirectory("journal")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var odd = Self.record(2, accept: false)
+        odd.channel = 4
+        odd.thicknessMM = 1.75
+        odd.detail = ["coin_id": "US025A", "sorter_path": "1"]
+        let records = [Self.record(1), odd, Self.record(3)]
+        let journal = try DecisionJournal(directory: dir)
+        try journal.append(Array(records.prefix(2)))
+        try journal.append([records[2]])
+        let parsed = try DecisionJournal.parse(Self.file(dir), path: "j")
+        #expect(parsed.records == records)
+        #expect(parsed.tornBytes == 0)
+    }
+
+    @Test("a last append cut short anywhere is dropped as torn (it was never answered); the lines before it stand")
+    func tornTail() throws {
+        let whole = DecisionJournalLine.encode(Self.record(1))! + DecisionJournalLine.encode(Self.record(2))!
+        let last = DecisionJournalLine.encode(Self.record(3))!
+        for cut in [1, 10, last.count / 2, last.count - 2, last.count - 1] {
+            let parsed = try DecisionJournal.parse(whole + last.prefix(cut), path: "j")
+            #expect(parsed.records.map(\.deviceSeq) == [1, 2], "cut at \(cut)")
+            #expect(parsed.tornBytes == cut, "cut at \(cut)")
+        }
+        // A power cut can leave zeros where the appended bytes were to go.
+        let zeros = try DecisionJournal.parse(whole + [UInt8](repeating: 0, count: 300), path: "j")
+        #expect(zeros.records.count == 2 && zeros.tornBytes == 300)
+    }
+
+    @Test("a damaged line with good lines after it is not a torn write: replay refuses, saying what to do, and the ledger is untouched")
+    func damageInTheMiddle() throws {
+        var middle = DecisionJournalLine.encode(Self.record(2))!
+        middle[20] ^= 0x01
+        let bytes = DecisionJournalLine.encode(Self.record(1))! + middle + DecisionJournalLine.encode(Self.record(3))!
+        let error = #expect(throws: LedgerError.self) { try DecisionJournal.parse(bytes, path: "j") }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("decision journal line 2 is damaged and good lines follow it"))
+        #expect("\(error.map { "\($0)" } ?? "")".contains("move it aside"))
+        let dir = TestSupport.temporaryDirectory("journal")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let ledger = try Ledger(directory: dir)
+        #expect(FileManager.default.createFile(atPath: DecisionJournal.path(directory: dir), contents: Data(bytes)))
+        #expect(throws: LedgerError.self) { try DecisionJournal.replay(directory: dir, into: ledger) }
+        #expect(try ledger.pendingCoins(source: "serial").isEmpty)
+        #expect(Self.file(dir) == bytes, "kept for inspection")
+    }
+
+    @Test("replay puts what the ledger lacks on it as pending, ignores what it has, empties the journal, and a second replay does nothing")
+    func replay() throws {
+        let dir = TestSupport.temporaryDirectory("journal")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let ledger = try Ledger(directory: dir)
+        #expect(try DecisionJournal.replay(directory: dir, into: ledger) == DecisionJournal.Replay(), "no journal: nothing to do")
+        _ = try ledger.append([.decision(Self.record(1), credit: .onConfirmation)])
+        let journal = try DecisionJournal(directory: dir)
+        try journal.append([Self.record(1), Self.record(2), Self.record(3, accept: false)])
+        let replay = try DecisionJournal.replay(directory: dir, into: ledger)
+        #expect(replay == DecisionJournal.Replay(recorded: 2, alreadyRecorded: 1, tornBytes: 0))
+        #expect(try ledger.pendingCoins(source: "serial").map(\.deviceSeq) == [1, 2])
+        #expect(Self.file(dir).isEmpty)
+        #expect(try DecisionJournal.replay(directory: dir, into: ledger) == DecisionJournal.Replay())
+        #expect(try ledger.pendingCoins(source: "serial").count == 2)
+    }
+
+    @Test("trim empties the journal only once it is long; a measurement that is not a number is refused before anything is written")
+    func trimAndRefusal() throws {
+        let dir = TestSupport.temporaryDirectory("journal")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let line = DecisionJournalLine.encode(Self.record(1))!
+        let journal = try DecisionJournal(directory: dir, trimAt: line.count * 2)
+        try journal.append([Self.record(1)])
+        journal.trim()
+        #expect(Self.file(dir).count == line.count)
+        try journal.append([Self.record(2)])
+        journal.trim()
+        #expect(Self.file(dir).isEmpty)
+        var nan = Self.record(3)
+        nan.weightG = .nan
+        #expect(throws: LedgerError.self) { try journal.append([Self.record(4), nan]) }
+        #expect(Self.file(dir).isEmpty)
+    }
+}
