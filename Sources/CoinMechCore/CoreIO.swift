@@ -9,6 +9,13 @@ public enum CoreInput: Sendable {
     case committed(AppendResult)
     /// The `commit` the core asked for failed; nothing was recorded.
     case commitFailed(LedgerError)
+    /// The `journal` the core asked for is durable.
+    case journalled
+    /// The `journal` the core asked for could not be written (why, for people).
+    case journalFailed(String)
+    /// The shell did not write the `journal`: the ledger is too close to its size limit to be
+    /// sure the commit after the answers fits. Nothing wrong: the batch is committed first.
+    case journalDeclined
     /// Time passed: queries falling due, the wait for the mech's session, a ledger retry.
     case tick
     /// The operator inhibits the mech or lifts it.
@@ -43,6 +50,12 @@ public enum CoreOutput: Sendable, Equatable {
     /// writer; then step with `.committed` or `.commitFailed` before anything else. Always the
     /// last output of a step.
     case commit([LedgerEntry], busyTimeout: Duration)
+    /// Make these decisions durable in the decision journal (`DecisionJournal`): an append
+    /// and one sync, before any answer; then step with `.journalled` or `.journalFailed` before
+    /// anything else. Always the last output of a step. Their ledger commit follows the answers.
+    case journal([DecisionRecord])
+    /// Every journalled decision is on the ledger: the journal may be emptied.
+    case trimJournal
     /// Tell the mech to keep or return the coin.
     case answer(deviceSeq: UInt64, accept: Bool)
     /// Ask the mech what became of a coin.

@@ -7,7 +7,10 @@ import CoinMechModel
 ///
 /// The money rules live here:
 /// - a batch of readings is decided, planned (`AnswerPlan`: accepts that can no longer reach the
-///   mech in time are withdrawn) and committed before any answer; answers, then publication;
+///   mech in time are withdrawn) and made durable before any answer: committed to the ledger,
+///   or, for a batch of fresh decisions with a decision journal, appended to the journal and
+///   committed to the ledger after the answers (the journal is replayed into the ledger at
+///   start); answers, then publication;
 /// - an accept is pending until the mech's word settles it (`PendingCoins`), once;
 /// - the mech's sessions are known by boot (`EpochBook`), so a question reaches the right one;
 /// - a ledger that cannot write returns every coin and inhibits the mech; one that is merely
@@ -35,6 +38,10 @@ public struct DecidingCore: Sendable {
         public var busyTimeout: Duration = .seconds(5)
         /// Teach mode commits no window fitted on fewer sample coins than this.
         public var teachMinimumSamples = 10
+        /// The shell keeps a decision journal (`.journal`): a batch of fresh decisions is made
+        /// durable there and answered before its ledger commit, which then leaves the mech's
+        /// wait (docs/LEDGER.md, "The decision journal").
+        public var decisionJournal = false
 
         public init(source: String, credit: CreditRule, deadline: AnswerDeadline?, line: LineTiming?) {
             self.source = source
@@ -99,6 +106,10 @@ public struct DecidingCore: Sendable {
     private var awaitingSessionSince: Instant?
     /// Occurrences a failed commit could not record: recorded with the next one.
     private var carriedOver: [Occurrence] = []
+    /// Batches answered from the decision journal whose ledger commit failed: their decisions
+    /// go first into the commit that ends the ledger's failure, and their accepts are pending
+    /// from then (the mech is asked about them, as after a restart).
+    private var journalOwed: [Batch] = []
     private var awaiting: Awaiting?
     /// Teach mode: readings are samples and every coin is returned (nil: deciding as usual).
     public private(set) var teach: TeachSession?
@@ -126,8 +137,10 @@ public struct DecidingCore: Sendable {
 
     /// What `status` shows.
     public var snapshot: Snapshot {
-        Snapshot(counters: counters, inhibited: operatorInhibit, pluginInhibit: pluginInhibit, ledgerFailing: ledgerFailingSince != nil,
-                 pending: pending.count, teach: teach)
+        // Accepts answered from the journal and waiting for the ledger are pending coins too.
+        let owed = journalOwed.reduce(0) { count, batch in count + batch.items.filter(\.decided.verdict.isAccept).count }
+        return Snapshot(counters: counters, inhibited: operatorInhibit, pluginInhibit: pluginInhibit, ledgerFailing: ledgerFailingSince != nil,
+                        pending: pending.count + owed, teach: teach)
     }
 
     /// The mech returns every coin while the operator, a failing ledger or a link out of service
@@ -165,6 +178,18 @@ public struct DecidingCore: Sendable {
         case .commitFailed(let error):
             guard let awaited = awaiting.take() else { preconditionFailure("a commit outcome with no commit awaited") }
             return commitFailed(awaited, error, now: now)
+        case .journalled:
+            guard case .journal(let batch, let entries, _)? = awaiting.take() else { preconditionFailure("a journal outcome with no journal awaited") }
+            return journalled(batch, entries: entries, now: now)
+        case .journalFailed(let reason):
+            guard case .journal(let batch, let entries, let budget)? = awaiting.take() else { preconditionFailure("a journal outcome with no journal awaited") }
+            logger.error("the decision journal could not be written: this batch is committed to the ledger before it is answered", metadata: ["error": "\(reason)"])
+            awaiting = .batch(batch)
+            return [.commit(entries, busyTimeout: budget)]
+        case .journalDeclined:
+            guard case .journal(let batch, let entries, let budget)? = awaiting.take() else { preconditionFailure("a journal outcome with no journal awaited") }
+            awaiting = .batch(batch)
+            return [.commit(entries, busyTimeout: budget)]
         case .calibrationStaged(let result):
             guard case .staging(let ticket, let by)? = awaiting.take() else { preconditionFailure("a staged calibration nobody asked for") }
             return staged(result, ticket: ticket, by: by, now: now)
@@ -236,7 +261,7 @@ public struct DecidingCore: Sendable {
             let occurrence = Occurrence.teachAbort(source: settings.source, currency: teach.request.currency, code: teach.request.code,
                                                    samples: teach.samples.count, by: by)
             return commit([.note(occurrence)], awaiting: .command(ticket, .teachAbort(teach)), now: now)
-        case .committed, .commitFailed, .calibrationStaged, .calibrationInstalled:
+        case .committed, .commitFailed, .journalled, .journalFailed, .journalDeclined, .calibrationStaged, .calibrationInstalled:
             return []
         }
     }
@@ -281,6 +306,11 @@ public struct DecidingCore: Sendable {
     /// What a batch waits for its commit with.
     private enum Awaiting: Sendable {
         case batch(Batch)
+        /// A batch of fresh decisions in the decision journal: answered once it is durable there,
+        /// then committed (`entries`, within `budget` if it falls back to committing first).
+        case journal(Batch, entries: [LedgerEntry], budget: Duration)
+        /// A journalled batch, answered: its ledger commit, and the late answers to note after it.
+        case answered(Batch, late: [Occurrence])
         case settle([PendingCoins.Settlement])
         case command(Ticket, Command)
         /// A failing ledger tried again, with the occurrences it could not record.
@@ -555,9 +585,56 @@ public struct DecidingCore: Sendable {
         }
         outputs.append(.failpoint(.beforeCommit))
         let budget = plan.commitBudget(deadline: settings.deadline) ?? (items.isEmpty ? settings.busyTimeout : .seconds(1))
+        if journals(batch) {
+            awaiting = .journal(batch, entries: entries, budget: budget)
+            outputs.append(.journal(batch.items.map { record($0) }))
+            return outputs
+        }
         outputs.append(.commit(entries, busyTimeout: budget))
         awaiting = .batch(batch)
         return outputs
+    }
+
+    // MARK: The decision journal
+
+    /// Whether `batch` is answered from the decision journal: fresh decisions of a mech that
+    /// confirms, nothing else in the batch, a ledger that writes. Everything else is committed
+    /// first: notes and settlements are not idempotent to replay, a repeat's answer may come
+    /// from the ledger, and a failing ledger's commit is what tells it writes again.
+    private func journals(_ batch: Batch) -> Bool {
+        settings.decisionJournal && settings.credit == .onConfirmation && ledgerFailingSince == nil && journalOwed.isEmpty
+            && teach == nil && !batch.items.isEmpty && batch.occurrences.isEmpty && batch.settlements.isEmpty
+            && batch.owed.allSatisfy { if case .decided = $0 { return true }; return false }
+    }
+
+    /// The batch's decisions are durable in the journal: answer, then commit them to the ledger.
+    private mutating func journalled(_ batch: Batch, entries: [LedgerEntry], now: Instant) -> [CoreOutput] {
+        var outputs: [CoreOutput] = [.failpoint(.journalled)]
+        outputs += answerAll(batch, result: nil, journalled: true, now: now)
+        outputs.append(.failpoint(.answerWritten))
+        awaiting = .answered(batch, late: lateAnswers(batch, now: now))
+        // No deadline waits on this commit any more: it may wait for another writer as any other.
+        outputs.append(.commit(entries, busyTimeout: settings.busyTimeout))
+        return outputs
+    }
+
+    /// A journalled batch's accepts are pending once their decisions are on the ledger.
+    private mutating func pend(_ batch: Batch, outcomes: ArraySlice<EntryOutcome>, now: Instant) {
+        for (item, outcome) in zip(batch.items, outcomes) where item.decided.verdict.isAccept {
+            switch outcome {
+            case .recorded(let events):
+                guard let decision = events.first else { continue }
+                pending.add(seq: decision.seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
+            case .duplicate(let seq, let accepted):
+                // The tracker said fresh, the ledger knew the coin: only another writer does this.
+                // The ledger's own decision stands (pending after a restart if it was an accept).
+                logger.error("a journalled decision was on the ledger already: the ledger's decision stands", metadata: [
+                    "epoch": "\(item.epoch)", "devseq": "\(item.reading.deviceSeq)", "seq": "\(seq)", "ledger_accepted": "\(accepted)",
+                ])
+            default:
+                continue
+            }
+        }
     }
 
     private func transit(_ deviceSeq: UInt64) -> Duration { settings.line?.answerTransit(deviceSeq: deviceSeq) ?? .zero }
@@ -586,7 +663,10 @@ public struct DecidingCore: Sendable {
 
     /// The batch committed: answer, count, publish.
     private mutating func committed(_ awaited: Awaiting, _ result: AppendResult, now: Instant) -> [CoreOutput] {
-        let recovered = ledgerFailingSince
+        // Decisions answered from the journal and not yet on the ledger keep it failing until
+        // the recovery commit that carries them.
+        let recovered: Instant?
+        if case .recovery = awaited { recovered = ledgerFailingSince } else { recovered = journalOwed.isEmpty ? ledgerFailingSince : nil }
         if let since = recovered {
             ledgerFailingSince = nil
             logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(Self.tenths((now - since).milliseconds / 1000))"])
@@ -619,6 +699,16 @@ public struct DecidingCore: Sendable {
                 counters.lateAnswers += UInt64(late.count)
                 outputs += commit(late.map { .note($0) }, awaiting: .publishOnly, now: now)
             }
+        case .answered(let batch, let late):
+            outputs.append(.failpoint(.afterCommit))
+            pend(batch, outcomes: result.outcomes[...], now: now)
+            outputs += [.publish(result.events), .failpoint(.published), .trimJournal]
+            if !late.isEmpty {
+                counters.lateAnswers += UInt64(late.count)
+                outputs += commit(late.map { .note($0) }, awaiting: .publishOnly, now: now)
+            }
+        case .journal:
+            preconditionFailure("a commit outcome while a journal write is awaited")
         case .settle(let settlements):
             outputs.append(.failpoint(.confirmationCommitted))
             count(settlements, outcomes: result.outcomes)
@@ -657,7 +747,21 @@ public struct DecidingCore: Sendable {
                 logger.notice("teach mode aborted: nothing written", metadata: ["code": "\(session.request.code)", "samples": "\(session.samples.count)"])
                 outputs += [.publish(result.events), .reply(ticket, .teachAborted(session, seq: seq))]
             }
-        case .recovery, .notes, .publishOnly:
+        case .recovery:
+            // The decisions answered from the journal went first in this commit.
+            var offset = 0
+            for batch in journalOwed {
+                pend(batch, outcomes: result.outcomes[offset..<offset + batch.items.count], now: now)
+                offset += batch.items.count
+            }
+            if !journalOwed.isEmpty {
+                logger.notice("decisions answered from the journal are on the ledger; their accepted coins are asked about",
+                              metadata: ["decisions": "\(offset)"])
+                journalOwed = []
+                outputs.append(.trimJournal)
+            }
+            outputs.append(.publish(result.events))
+        case .notes, .publishOnly:
             outputs.append(.publish(result.events))
         case .staging, .installing:
             preconditionFailure("a commit outcome while a calibration step is awaited")
@@ -677,13 +781,14 @@ public struct DecidingCore: Sendable {
         return item.decided.verdict.isAccept
     }
 
-    /// The batch's answers in the planned order; accepts only for what is on disk.
-    private mutating func answerAll(_ batch: Batch, result: AppendResult?, now: Instant) -> [CoreOutput] {
+    /// The batch's answers in the planned order; accepts only for what is on disk (on the
+    /// ledger, or `journalled`).
+    private mutating func answerAll(_ batch: Batch, result: AppendResult?, journalled: Bool = false, now: Instant) -> [CoreOutput] {
         var outputs: [CoreOutput] = []
         for answer in batch.plan.order {
             switch batch.owed[answer.index] {
             case .decided(let index):
-                let accept = accepted(batch, index, result)
+                let accept = journalled ? batch.items[index].decided.verdict.isAccept : accepted(batch, index, result)
                 outputs.append(.answer(deviceSeq: batch.items[index].reading.deviceSeq, accept: accept))
                 if accept { counters.accepted += 1 } else { counters.rejected += 1 }
                 let readAt = batch.items[index].reading.readAt.nanoseconds
@@ -728,7 +833,7 @@ public struct DecidingCore: Sendable {
     /// The commit failed: nothing was recorded.
     private mutating func commitFailed(_ awaited: Awaiting, _ error: LedgerError, now: Instant) -> [CoreOutput] {
         var outputs: [CoreOutput] = []
-        let busy: Bool
+        var busy: Bool
         if case .busy = error { busy = true } else { busy = false }
         switch awaited {
         case .batch(let batch):
@@ -756,6 +861,15 @@ public struct DecidingCore: Sendable {
             case .teachAbort:
                 outputs.append(.reply(ticket, .unrecorded("the ledger cannot record it: still teaching")))
             }
+        case .answered(let batch, let late):
+            // Answered already, and durable in the journal: kept for the commit that ends the
+            // failure (or replayed at the next start). Not a busy ledger's "return this batch":
+            // the answers are out, so the ledger is failing until they are on it.
+            journalOwed.append(batch)
+            carry(late)
+            busy = false
+        case .journal:
+            preconditionFailure("a commit outcome while a journal write is awaited")
         case .settle, .publishOnly:
             break
         case .notes(let occurrences):
@@ -814,7 +928,8 @@ public struct DecidingCore: Sendable {
             lastRecoveryAttempt = now
             let occurrences = carriedOver + [.ledgerRecovered(failedFor: now - since)]
             carriedOver = []
-            return commit(occurrences.map { .note($0) }, awaiting: .recovery(occurrences), now: now)
+            let owed = journalOwed.flatMap { $0.items.map { LedgerEntry.decision(record($0), credit: settings.credit) } }
+            return commit(owed + occurrences.map { .note($0) }, awaiting: .recovery(occurrences), now: now)
         }
         guard settings.credit == .onConfirmation, connected, !pending.isEmpty || pending.hasLateQueries else { return [] }
         if let since = awaitingSessionSince {

@@ -58,6 +58,13 @@ public final class DecidingLoop: @unchecked Sendable {
     private let currenciesConfigured: Bool
     /// Commits slower than the answer plan allows (a source with a deadline only).
     private var commitSpeed: CommitSpeedWatch?
+    /// Where fresh decisions are made durable before they are answered (a mech that confirms
+    /// its coins); nil: every batch is committed to the ledger before it is answered.
+    private let decisionJournal: DecisionJournal?
+    /// Pages the ledger could still take at its last commit (nil: it has no size limit). Near
+    /// its limit a batch is committed before it is answered: an accept answered from the
+    /// journal must not meet a ledger that cannot take it.
+    private var ledgerPagesLeft: Int?
     private var nextTicket: UInt64 = 0
     /// A source that takes coins itself (ccTalk, MDB): its engine's shell and the money rules
     /// of its batches.
@@ -137,6 +144,15 @@ public final class DecidingLoop: @unchecked Sendable {
         chain.alarm.onRaise { [wakePipe] in wakePipe.wake() }
         stateDirectory = configuration.stateDirectory
         calibrations = CalibrationFiles(source: source.name)
+        // Decisions answered before a crash kept them off the ledger go on it before anything
+        // reads it: the source's counters and its pending coins include them.
+        let replay = try DecisionJournal.replay(directory: ledger.directory, into: ledger)
+        if replay.recorded > 0 || replay.tornBytes > 0 {
+            logger.notice("the decision journal is replayed: decisions answered before the last stop are on the ledger", metadata: [
+                "recorded": "\(replay.recorded)", "on_the_ledger_already": "\(replay.alreadyRecorded)",
+                "torn_bytes_never_answered": "\(replay.tornBytes)",
+            ])
+        }
         let state = try ledger.sourceState(source.name)
         var context = MechContext(lastDeviceSeq: state.lastDeviceSeq, failpoints: failpoints)
         if let settings = source.mech.acceptor {
@@ -168,6 +184,12 @@ public final class DecidingLoop: @unchecked Sendable {
         currenciesConfigured = source.currenciesConfigured
         commitSpeed = source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) }
         settings.teachMinimumSamples = CoinCalibration.minimumSamples
+        if source.mech.credit == .onConfirmation && source.mech.acceptor == nil {
+            decisionJournal = try DecisionJournal(directory: ledger.directory)
+            settings.decisionJournal = true
+        } else {
+            decisionJournal = nil
+        }
         let restored = DecidingCore.Restored(state: state, boots: try ledger.boots(source: source.name), pending: try ledger.pendingCoins(source: source.name),
                                              unconfirmed: try ledger.unconfirmedCoins(source: source.name))
         core = DecidingCore(settings: settings, restored: restored, logger: CoreLogger(logger), now: .now)
@@ -302,10 +324,26 @@ public final class DecidingLoop: @unchecked Sendable {
                     let started = Instant.now
                     let result = try ledger.append(entries, busyTimeoutMilliseconds: milliseconds)
                     noteCommit(took: .now - started)
+                    if decisionJournal != nil { ledgerPagesLeft = ledger.pagesLeft() }
                     step(.committed(result))
                 } catch {
                     step(.commitFailed(error))
                 }
+            case .journal(let records):
+                do throws(LedgerError) {
+                    guard let decisionJournal else { throw .write(message: "this source keeps no decision journal") }
+                    // A page a decision, and room to spare: far more than one takes.
+                    if let left = ledgerPagesLeft ?? ledger.pagesLeft(), left < Self.journalHeadroomPages + records.count {
+                        step(.journalDeclined)
+                        continue
+                    }
+                    try decisionJournal.append(records)
+                    step(.journalled)
+                } catch {
+                    step(.journalFailed("\(error)"))
+                }
+            case .trimJournal:
+                decisionJournal?.trim()
             case .answer(let seq, let accept):
                 if !mech.answer(deviceSeq: seq, accept: accept) {
                     logger.warning("could not answer the mech", metadata: ["devseq": "\(seq)", "accept": "\(accept)"])
@@ -341,6 +379,10 @@ public final class DecidingLoop: @unchecked Sendable {
             }
         }
     }
+
+    /// Pages a ledger with a size limit keeps free beyond a page per decision before a batch
+    /// may be answered from the decision journal.
+    static let journalHeadroomPages = 16
 
     /// Every commit is synced (docs/LEDGER.md): on storage slower than the commit allowance,
     /// accepts reach the mech late and it returns the coins. The operator hears of it.

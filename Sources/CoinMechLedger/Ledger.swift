@@ -14,6 +14,8 @@ public final class Ledger: Sendable {
     public let path: String
     /// The directory holding the ledger (and the decision journal beside it).
     public let directory: String
+    /// The size limit (`ledger.max_size_mb`) in pages; nil for none.
+    public let maximumPageCount: Int?
     let pool: DatabasePool
 
     public static let fileName = "ledger.sqlite3"
@@ -24,6 +26,7 @@ public final class Ledger: Sendable {
     public init(directory: String, maximumPageCount: Int? = nil) throws(LedgerError) {
         path = "\(directory)/\(Self.fileName)"
         self.directory = directory
+        self.maximumPageCount = maximumPageCount
         var configuration = Configuration()
         configuration.busyMode = .timeout(Double(Self.defaultBusyTimeoutMilliseconds) / 1000)
         configuration.label = "ledger"
@@ -92,6 +95,16 @@ public final class Ledger: Sendable {
 
     /// The writer connection's `PRAGMA synchronous` (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA): what
     /// every commit of `append` runs under.
+    /// Pages the ledger can still take before its size limit, free pages inside it counted;
+    /// nil without a limit. One that cannot be read counts as none (fail closed).
+    public func pagesLeft() -> Int? {
+        guard let maximumPageCount else { return nil }
+        let used = try? pool.writeWithoutTransaction { db in
+            try Int.fetchOne(db, sql: "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count())")
+        }
+        return (used ?? nil).map { maximumPageCount - $0 } ?? 0
+    }
+
     public func writerSynchronous() throws(LedgerError) -> Int {
         do {
             return try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }

@@ -8,9 +8,14 @@ public enum Failpoint: String, Sendable, CaseIterable {
     case readingParsed = "reading-parsed"
     /// The batch is decided, before its transaction.
     case beforeCommit = "before-commit"
-    /// The batch's transaction committed, before any answer is written.
+    /// The batch's transaction committed, before any answer is written (a batch answered from
+    /// the decision journal passes it after its answers).
     case afterCommit = "after-commit"
-    /// Every answer of the batch is written, before the batch is published.
+    /// A batch of fresh decisions is synced in the decision journal, before any answer and
+    /// before its ledger commit.
+    case journalled
+    /// Every answer of the batch is written, before the batch is published (and, on the
+    /// decision journal's path, before its ledger commit).
     case answerWritten = "answer-written"
     /// The batch is published to clients.
     case published

@@ -329,6 +329,33 @@ struct DaemonEndToEndTests {
         #expect(try harness.creditedValue() == truth.storedValue)
     }
 
+    @Test("killed with a decision synced in the decision journal and not on the ledger: the next start replays it, says so, and the mech's word settles the coin; nothing lost or doubled")
+    func killedBetweenTheJournalAndTheLedger() throws {
+        let harness = try DaemonHarness()
+        try harness.startSimulator("coins: 40\nrate_per_s: 20\nseed: 6\nmix: {quarter: 1}\nbaud: 115200\n")
+        try harness.startDaemon(environment: ["COINMECH_FAILPOINTS": "journalled=kill@4"])
+        let killed = try #require(harness.daemon)
+        #expect(killed.wait(timeout: 30) == 137, "\(harness.daemonLog)")
+        // The fourth batch's decisions are in the journal only (the journal also still holds
+        // the decisions before it, which are on the ledger: it is trimmed only once long).
+        let journal = String(decoding: FileManager.default.contents(atPath: DecisionJournal.path(directory: "\(harness.dir)/state")) ?? Data(), as: UTF8.self)
+        let inJournal = Set(journal.split(separator: "\n").compactMap { line in
+            line.firstRange(of: "\"devseq\":").flatMap { Int64(line[$0.upperBound...].prefix { $0.isNumber }) }
+        })
+        let journalled = inJournal.subtracting(try harness.decisions().compactMap(\.deviceSeq))
+        #expect(!journalled.isEmpty, "\(journal)")
+        try harness.startDaemon()
+        let truth = try harness.simulatorTruth()
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+        #expect(harness.daemonLog.contains("the decision journal is replayed") && harness.daemonLog.contains("recorded=\(journalled.count)"), "\(harness.daemonLog)")
+        // Never answered (the kill came before the answers): the mech returned them at its deadline.
+        let replayed = try harness.decisions().filter { journalled.contains($0.deviceSeq ?? -1) }
+        #expect(replayed.count == journalled.count && replayed.allSatisfy { $0.state == "returned" }, "\(replayed)")
+        let audit = try harness.audit()
+        #expect(audit.isClean, "\(audit.problems)")
+        #expect(try harness.creditedValue() == truth.storedValue)
+    }
+
     @Test("SIGINT stops as cleanly as SIGTERM")
     func sigint() throws {
         let harness = try DaemonHarness()

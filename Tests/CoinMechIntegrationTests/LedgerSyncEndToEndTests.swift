@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 
-/// The order of the daemon's own system calls, traced by strace: the ledger's WAL reaches the
-/// disk before the mech hears "accept". kill -9 cannot tell a synced commit from one in the
+/// The order of the daemon's own system calls, traced by strace: the decision reaches the disk
+/// (the decision journal, or the ledger's WAL for a batch committed first) before the mech
+/// hears "accept". kill -9 cannot tell a synced commit from one in the
 /// page cache; only the system calls (and a real power cut, `make test-vm`) can.
-@Suite("Ledger sync end to end: the WAL is synced before every accept", .serialized)
+@Suite("Ledger sync end to end: the decision journal or the WAL is synced before every accept", .serialized)
 struct LedgerSyncEndToEndTests {
     /// One traced system call, with the time it started.
     struct Call {
@@ -32,7 +33,7 @@ struct LedgerSyncEndToEndTests {
         }
     }
 
-    @Test("every accept the daemon writes to the mech follows an fsync or fdatasync of the ledger's WAL made after the reading was read")
+    @Test("every accept the daemon writes to the mech follows an fsync or fdatasync of the decision journal or the ledger's WAL made after the reading was read")
     func walSyncedBeforeEveryAccept() throws {
         let harness = try DaemonHarness()
         // strace slows every system call: the mech waits 500 ms (and is told so), so that the
@@ -61,20 +62,30 @@ struct LedgerSyncEndToEndTests {
 
         let calls = Self.calls(try String(contentsOfFile: trace, encoding: .utf8))
         let isMech = { (call: Call) in call.file.hasPrefix("/dev/pts/") }
-        let isWALSync = { (call: Call) in ["fsync", "fdatasync", "sync_file_range"].contains(call.name) && call.file.hasSuffix("/state/ledger.sqlite3-wal") }
+        let isSync = { (call: Call) in ["fsync", "fdatasync", "sync_file_range"].contains(call.name) }
+        let isWALSync = { (call: Call) in isSync(call) && call.file.hasSuffix("/state/ledger.sqlite3-wal") }
+        let isJournalSync = { (call: Call) in isSync(call) && call.file.hasSuffix("/state/decisions.journal") }
         var lastRead: Double?
         var lastSync: Double?
+        var lastWasJournal = false
         var accepts = 0
+        var viaJournal = 0
         var unsynced: [String] = []
         for call in calls.sorted(by: { $0.time < $1.time }) {
             if call.name == "read", isMech(call) { lastRead = call.time }
-            if isWALSync(call) { lastSync = call.time }
+            if isWALSync(call) || isJournalSync(call) {
+                lastSync = call.time
+                lastWasJournal = isJournalSync(call)
+            }
             guard call.name == "write", isMech(call), call.text.contains("$CMD,"), call.text.contains(",A*") else { continue }
             accepts += 1
+            if lastWasJournal { viaJournal += 1 }
             if let read = lastRead, (lastSync ?? 0) < read { unsynced.append(call.text) }
         }
         #expect(accepts >= truth.outcomes.accepted, "traced \(accepts) accept answers, the mech heard \(truth.outcomes.accepted) in time")
-        #expect(unsynced.isEmpty, "accepts written with no sync of the WAL since the reading was read: \(unsynced.prefix(3)); \(calls.filter(isWALSync).count) WAL syncs in the trace")
+        #expect(unsynced.isEmpty, "accepts written with no sync since the reading was read: \(unsynced.prefix(3)); \(calls.filter(isWALSync).count) WAL syncs, \(calls.filter(isJournalSync).count) journal syncs in the trace")
+        // A coin's reading comes alone: its accept waits for the journal's sync, not the WAL's.
+        #expect(viaJournal > 0, "no accept followed a sync of the decision journal: \(accepts) accepts")
         let audit = try harness.audit()
         #expect(audit.isClean, "\(audit.problems)")
     }

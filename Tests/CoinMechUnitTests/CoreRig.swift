@@ -128,6 +128,15 @@ struct CoreRig {
     var now = at(0)
     /// Fail the next commits with this error.
     var failures: [LedgerError] = []
+    /// The decision journal (with `settings.decisionJournal`): what it holds, and reasons to
+    /// fail its next appends with.
+    var journal: [DecisionRecord] = []
+    var journalFailures: [String] = []
+    /// Decline every journal append (a ledger near its size limit).
+    var declineJournal = false
+    /// Die at this failpoint: nothing after it is carried out until `restart()`.
+    var crashAt: Failpoint?
+    private(set) var crashed = false
     /// Every output carried out, in order (commits included).
     var log: [CoreOutput] = []
     /// Accept answers given for a coin the ledger did not hold as an accept at that moment.
@@ -158,8 +167,13 @@ struct CoreRig {
         self.decider = decider
     }
 
-    /// A daemon restart: a new core from what the ledger holds.
+    /// A daemon restart: the journal replayed into the ledger (as `DecisionJournal.replay`),
+    /// then a new core from what the ledger holds.
     mutating func restart() {
+        _ = ledger.append(journal.map { .decision($0, credit: .onConfirmation) })
+        journal = []
+        crashed = false
+        crashAt = nil
         core = DecidingCore(settings: core.settings, restored: ledger.restored(), logger: .discarding,
                             now: now)
         log.append(contentsOf: core.start(now: now))
@@ -175,8 +189,25 @@ struct CoreRig {
     private mutating func carryOut(_ outputs: [CoreOutput]) -> [CoreOutput] {
         var visible: [CoreOutput] = []
         for output in outputs {
+            guard !crashed else { break }
             log.append(output)
             switch output {
+            case .failpoint(let point) where point == crashAt:
+                crashed = true
+            case .journal(let records):
+                if declineJournal {
+                    visible += carryOut(core.step(.journalDeclined, at: now, decide: decider))
+                } else if !journalFailures.isEmpty {
+                    visible += carryOut(core.step(.journalFailed(journalFailures.removeFirst()), at: now, decide: decider))
+                } else {
+                    journal += records
+                    visible += carryOut(core.step(.journalled, at: now, decide: decider))
+                }
+            case .trimJournal:
+                for record in journal where ledger.decisions[FakeLedger.Key(epoch: record.epoch, deviceSeq: record.deviceSeq)] == nil {
+                    unrecordedAccepts.append("journal trimmed before \(record.epoch)/\(record.deviceSeq) was on the ledger")
+                }
+                journal = []
             case .commit(let entries, _):
                 if !failures.isEmpty {
                     let error = failures.removeFirst()
@@ -187,7 +218,10 @@ struct CoreRig {
                 }
             case .answer(let seq, true):
                 let decision = ledger.decisions[FakeLedger.Key(epoch: ledger.epoch, deviceSeq: seq)]
-                if decision?.accepted != true { unrecordedAccepts.append("accept for \(ledger.epoch)/\(seq) with no accept on the ledger") }
+                let journalled = journal.contains { $0.epoch == ledger.epoch && $0.deviceSeq == seq && $0.verdict.isAccept }
+                if decision?.accepted != true && !journalled {
+                    unrecordedAccepts.append("accept for \(ledger.epoch)/\(seq) with no accept on the ledger or in the journal")
+                }
                 visible.append(output)
             case .setInhibit(let on):
                 inhibited = on

@@ -25,7 +25,7 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
     /// and the hoppers pay out.
     func passes(_ point: Failpoints.Point) -> Bool {
         switch point {
-        case .readingParsed, .answerWritten, .confirmationReceived, .confirmationCommitted: self == .serial
+        case .readingParsed, .journalled, .answerWritten, .confirmationReceived, .confirmationCommitted: self == .serial
         case .payoutJournalled, .payoutDispensing, .payoutCounted: self != .serial
         default: true
         }

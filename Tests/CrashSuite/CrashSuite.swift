@@ -308,7 +308,7 @@ final class Run {
     /// a settlement is received or committed), N from 1 to 12. The others come at a random moment.
     private func randomKill() throws {
         killCount += 1
-        let coinSteps: [Failpoints.Point] = [.afterCommit, .answerWritten, .confirmationReceived, .confirmationCommitted, .payoutJournalled, .payoutDispensing,
+        let coinSteps: [Failpoints.Point] = [.afterCommit, .journalled, .answerWritten, .confirmationReceived, .confirmationCommitted, .payoutJournalled, .payoutDispensing,
                                              .payoutCounted].filter { lineProtocol.passes($0) }
         if killCount % 2 == 0, let point = coinSteps.randomElement(using: &random) {
             let hit = Int.random(in: 1...12, using: &random)
