@@ -5,67 +5,98 @@ import Foundation
 import Glibc
 #endif
 
-/// The decision journal: fresh decisions made durable with one append and one `fdatasync`
+/// The decision journal: fresh decisions made durable with one write and one `fdatasync`
 /// before the mech is answered, so that the ledger's commit (SQLite's b-tree pages, indexes,
 /// WAL frames) leaves the mech's wait. The deciding core commits the same decisions to the
 /// ledger right after the answers; the journal only has to outlive a crash in between.
 ///
+/// The file is allocated (written with zeros, synced) ahead, and lines are written into it in
+/// place: a write that extends a file makes `fdatasync` commit the file's new size through the
+/// filesystem's own journal as well, which costs as much again on ext4 as the data
+/// (docs/PERFORMANCE.md). Once half of it is used and every decision in it is on the ledger
+/// (`trim`), it is emptied and allocated again, after an answer, not before one.
+///
 /// At start, before anything reads the ledger, `replay` puts every decision of the journal on
 /// the ledger (one already there is a duplicate, which the ledger ignores: its key is the
 /// coin's (source, epoch, device seq)) and empties the journal. A line a crash cut short was
-/// never answered (the answer waits for the sync), so it is dropped; a damaged line followed by
-/// good ones is not a crash's doing, and the daemon refuses to start rather than lose it.
+/// never answered (the answer waits for the sync), so it and what follows are dropped; a
+/// damaged line followed by a good line of a later append is not a crash's doing, and the
+/// daemon refuses to start rather than lose it.
 ///
 /// Owned by the deciding thread (`@unchecked`): nothing else touches it.
 public final class DecisionJournal: @unchecked Sendable {
     public let path: String
     private let descriptor: Int32
-    private var size: Int
-    /// Emptied at the next `trim` once this long (every decision in it is on the ledger then).
+    /// Where the next line goes, its number, and the next append's.
+    private var offset = 0
+    private var next: UInt64 = 1
+    private var batch: UInt64 = 1
+    /// Bytes allocated ahead; the journal is emptied and allocated again at the next `trim` past
+    /// `trimAt`. One that must keep more (a ledger failing for long) grows.
+    public let capacity: Int
     public let trimAt: Int
 
     public static func path(directory: String) -> String { "\(directory)/decisions.journal" }
 
-    /// Opens (creating) the journal in the ledger's directory.
-    public init(directory: String, trimAt: Int = 256 * 1024) throws(LedgerError) {
+    /// Opens the journal in the ledger's directory, empty (`replay` has put what it held on the
+    /// ledger), allocated to `capacity` bytes of zeros and synced with its directory.
+    public init(directory: String, capacity: Int = 256 * 1024) throws(LedgerError) {
         path = Self.path(directory: directory)
-        self.trimAt = trimAt
-        let created = access(path, F_OK) != 0
-        descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        self.capacity = capacity
+        trimAt = capacity / 2
+        descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .open(path: path, message: "cannot open the decision journal: \(String(cString: strerror(errno)))") }
-        var status = stat()
-        size = fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
+        guard allocate() else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw .open(path: path, message: "cannot allocate the decision journal (\(capacity) bytes): \(reason)")
+        }
         // The file's name must outlive a power cut too.
-        if created { Self.syncDirectory(directory) }
+        Self.syncDirectory(directory)
+    }
+
+    /// Writes `capacity` zeros from the start and syncs them: blocks written, not merely
+    /// reserved, so that writing lines into them changes no metadata.
+    private func allocate() -> Bool {
+        let zeros = [UInt8](repeating: 0, count: capacity)
+        let written = zeros.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        return written == capacity && fsync(descriptor) == 0
     }
 
     deinit { close(descriptor) }
 
-    /// Appends `records` and syncs them. Throws without a partial promise: what a failed append
-    /// left is a torn tail, dropped at replay, and the batch goes to the ledger first instead.
+    /// Writes `records` and syncs them. Throws without a partial promise: what a failed write
+    /// left is a torn line, dropped at replay, and the batch goes to the ledger first instead.
     public func append(_ records: [DecisionRecord]) throws(LedgerError) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.count * 320)
-        for record in records {
-            guard let line = DecisionJournalLine.encode(record) else {
+        for (index, record) in records.enumerated() {
+            guard let line = DecisionJournalLine.encode(record, number: next + UInt64(index), batch: batch) else {
                 throw .write(message: "decision journal: coin \(record.epoch)/\(record.deviceSeq) has a measurement that is not a finite number")
             }
             bytes += line
         }
-        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
         guard written == bytes.count else {
             let reason = written < 0 ? String(cString: strerror(errno)) : "wrote \(written) of \(bytes.count) bytes"
             throw .write(message: "decision journal \(path): \(reason)")
         }
         guard fdatasync(descriptor) == 0 else { throw .write(message: "decision journal \(path): fdatasync: \(String(cString: strerror(errno)))") }
-        size += bytes.count
+        offset += bytes.count
+        next += UInt64(records.count)
+        batch += 1
     }
 
-    /// Empties the journal once it has grown past `trimAt`. Called only when every decision in
-    /// it is on the ledger; not synced, since a trim a crash undoes only replays duplicates.
+    /// Empties the journal and allocates it again once past `trimAt`. Called only when every
+    /// decision in it is on the ledger: a crash in between leaves the old lines (duplicates to
+    /// replay), none, or zeros. Not one that fails: the journal then goes on growing, as when
+    /// it must keep more.
     public func trim() {
-        guard size >= trimAt else { return }
-        if ftruncate(descriptor, 0) == 0 { size = 0 }
+        guard offset >= trimAt, ftruncate(descriptor, 0) == 0 else { return }
+        offset = 0
+        next = 1
+        batch = 1
+        _ = allocate()
     }
 
     /// What `replay` found.
@@ -74,7 +105,7 @@ public final class DecisionJournal: @unchecked Sendable {
         public var recorded = 0
         /// Decisions the ledger held already.
         public var alreadyRecorded = 0
-        /// Bytes of a last append a crash cut short (never answered).
+        /// Bytes of a last write a crash cut short (never answered).
         public var tornBytes = 0
     }
 
@@ -111,30 +142,42 @@ public final class DecisionJournal: @unchecked Sendable {
         return replay
     }
 
-    /// The journal's records, and how many bytes of a torn last append were dropped.
+    /// The journal's records: lines numbered one after another from the first, up to the
+    /// first that is not (a torn last append, or the zeros allocated beyond the last line); and
+    /// how many bytes of a torn line ended them.
     static func parse(_ bytes: [UInt8], path: String) throws(LedgerError) -> (records: [DecisionRecord], tornBytes: Int) {
         var records: [DecisionRecord] = []
-        var damagedAt: (line: Int, offset: Int)?
+        var last: (number: UInt64, batch: UInt64)?
+        var broken: (line: Int, bytes: Int)?
         var start = 0
-        var number = 0
+        var line = 0
         while start < bytes.count {
             let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-            number += 1
+            line += 1
+            let segment = bytes[start..<end]
             let complete = end < bytes.count
-            switch complete ? DecisionJournalLine.decode(bytes[start..<end]) : .damaged {
-            case .record(let record):
-                if let damaged = damagedAt {
-                    throw .open(path: path, message: "decision journal line \(damaged.line) is damaged and good lines follow it: "
-                        + "not a crash's torn write. Nothing was replayed; keep the file for inspection, move it aside to start "
-                        + "(decisions in it that the ledger lacks would be lost)")
-                }
-                records.append(record)
-            case .damaged:
-                if damagedAt == nil { damagedAt = (number, start) }
-            }
             start = end + 1
+            if segment.allSatisfy({ $0 == 0 }) {
+                if broken == nil { broken = (line, 0) }
+                continue
+            }
+            switch (complete ? DecisionJournalLine.decode(segment) : .damaged, broken) {
+            case (.record(let record, let number, let batch), nil) where last.map({ number == $0.number + 1 && batch >= $0.batch }) ?? true:
+                records.append(record)
+                last = (number, batch)
+            case (.record(_, _, let batch), .some(let at)) where batch > (last?.batch ?? 0) + 1:
+                // The torn append is the last one: a good line of a later one means the damage
+                // came after its sync.
+                throw .open(path: path, message: "decision journal line \(at.line) is damaged and lines written after it was synced follow: "
+                    + "not a crash's torn write. Nothing was replayed; keep the file for inspection, move it aside to start "
+                    + "(decisions in it that the ledger lacks would be lost)")
+            case (.record, nil), (.damaged, nil):
+                broken = (line, segment.count + (complete ? 1 : 0))
+            case (.record, .some), (.damaged, .some):
+                continue  // the rest of the torn append
+            }
         }
-        return (records, damagedAt.map { bytes.count - $0.offset } ?? 0)
+        return (records, broken?.bytes ?? 0)
     }
 
     private static func syncDirectory(_ directory: String) {

@@ -3,18 +3,20 @@ import Foundation
 
 /// One decision as a line of the decision journal: a JSON object, a tab, and the FNV-1a 64
 /// checksum of the object's bytes in 16 hex digits, then a newline. A line cut short by a
-/// crash, or garbled, fails its checksum; nothing written by a whole append can.
+/// crash, or garbled, fails its checksum; nothing written by a whole append can. `n` numbers
+/// the lines (one more than the line before) and `b` the appends: a crash can tear only the
+/// last append, so a damaged line followed by a good line of a later append is not a crash's.
 ///
 /// Hand-written rather than `JSONEncoder`: it is built on the answer's path, before the sync.
 enum DecisionJournalLine {
     /// The line for `record`, or nil for one the format cannot carry exactly (a measurement
     /// that is not a finite number): such a batch is committed to the ledger before it is
     /// answered instead.
-    static func encode(_ record: DecisionRecord) -> [UInt8]? {
+    static func encode(_ record: DecisionRecord, number: UInt64, batch: UInt64) -> [UInt8]? {
         for value in [record.diameterMM, record.weightG, record.thicknessMM] {
             if let value, !value.isFinite { return nil }
         }
-        var json = "{\"v\":1,\"source\":\(quoted(record.source)),\"epoch\":\(record.epoch),\"devseq\":\(record.deviceSeq)"
+        var json = "{\"v\":1,\"n\":\(number),\"b\":\(batch),\"source\":\(quoted(record.source)),\"epoch\":\(record.epoch),\"devseq\":\(record.deviceSeq)"
         if let value = record.diameterMM { json += ",\"diameter_mm\":\(value)" }
         if let value = record.weightG { json += ",\"weight_g\":\(value)" }
         if let value = record.thicknessMM { json += ",\"thickness_mm\":\(value)" }
@@ -39,7 +41,7 @@ enum DecisionJournalLine {
 
     /// What a line of the journal holds.
     enum Decoded: Equatable {
-        case record(DecisionRecord)
+        case record(DecisionRecord, number: UInt64, batch: UInt64)
         /// Its checksum does not match, or it is not a record: cut short or garbled.
         case damaged
     }
@@ -51,7 +53,8 @@ enum DecisionJournalLine {
               let sum = UInt64(String(decoding: bytes[(tab + 1)...], as: UTF8.self), radix: 16),
               sum == checksum(bytes[..<tab]),
               let object = try? JSONSerialization.jsonObject(with: Data(bytes[..<tab])) as? [String: Any],
-              object["v"] as? Int == 1,
+              object["v"] as? Int == 1, let number = (object["n"] as? NSNumber)?.uint64Value,
+              let batch = (object["b"] as? NSNumber)?.uint64Value,
               let source = object["source"] as? String, let epoch = (object["epoch"] as? NSNumber)?.int64Value,
               let deviceSeq = (object["devseq"] as? NSNumber)?.uint64Value, let link = object["link"] as? String,
               let generation = (object["generation"] as? NSNumber)?.uint64Value
@@ -70,7 +73,7 @@ enum DecisionJournalLine {
             weightG: (object["weight_g"] as? NSNumber)?.doubleValue, thicknessMM: (object["thickness_mm"] as? NSNumber)?.doubleValue,
             channel: (object["channel"] as? NSNumber)?.uint32Value, verdict: verdict, link: link, chainGeneration: generation)
         record.detail = object["detail"] as? [String: String]
-        return .record(record)
+        return .record(record, number: number, batch: batch)
     }
 
     /// FNV-1a, 64 bits: enough to tell a torn or garbled line, cheap on the answer's path.

@@ -34,27 +34,44 @@ struct DecisionJournalTests {
         #expect(parsed.tornBytes == 0)
     }
 
-    @Test("a last append cut short anywhere is dropped as torn (it was never answered); the lines before it stand")
-    func tornTail() throws {
-        let whole = DecisionJournalLine.encode(Self.record(1))! + DecisionJournalLine.encode(Self.record(2))!
-        let last = DecisionJournalLine.encode(Self.record(3))!
-        for cut in [1, 10, last.count / 2, last.count - 2, last.count - 1] {
-            let parsed = try DecisionJournal.parse(whole + last.prefix(cut), path: "j")
-            #expect(parsed.records.map(\.deviceSeq) == [1, 2], "cut at \(cut)")
-            #expect(parsed.tornBytes == cut, "cut at \(cut)")
+    /// Lines as `append` writes them: numbered on, one append per inner list.
+    static func lines(_ appends: [[UInt64]]) -> [[UInt8]] {
+        var number: UInt64 = 0
+        return appends.enumerated().flatMap { index, seqs in
+            seqs.map { seq in
+                number += 1
+                return DecisionJournalLine.encode(Self.record(seq), number: number, batch: UInt64(index + 1))!
+            }
         }
-        // A power cut can leave zeros where the appended bytes were to go.
-        let zeros = try DecisionJournal.parse(whole + [UInt8](repeating: 0, count: 300), path: "j")
-        #expect(zeros.records.count == 2 && zeros.tornBytes == 300)
     }
 
-    @Test("a damaged line with good lines after it is not a torn write: replay refuses, saying what to do, and the ledger is untouched")
+    @Test("a last append cut short anywhere, or torn across its pages, is dropped (it was never answered); the appends before it stand")
+    func tornTail() throws {
+        let lines = Self.lines([[1], [2], [3, 4]])
+        let whole = lines[0] + lines[1]
+        let last = lines[2] + lines[3]
+        for cut in [1, 10, last.count / 2, last.count - 2, last.count - 1] {
+            let parsed = try DecisionJournal.parse(whole + last.prefix(cut) + [UInt8](repeating: 0, count: 4096), path: "j")
+            #expect(parsed.records.map(\.deviceSeq) == (cut >= lines[2].count ? [1, 2, 3] : [1, 2]), "cut at \(cut)")
+        }
+        // A power cut can leave zeros where the first page of the last append was to go, and
+        // its later page written: that append's good lines after the zeros are not replayed.
+        let parsed = try DecisionJournal.parse(whole + [UInt8](repeating: 0, count: lines[2].count) + lines[3] + [0, 0, 0], path: "j")
+        #expect(parsed.records.map(\.deviceSeq) == [1, 2])
+        // Garbage in place of its first line, the same.
+        var garbled = lines[2]
+        garbled[5] ^= 0x20
+        #expect(try DecisionJournal.parse(whole + garbled + lines[3], path: "j").records.map(\.deviceSeq) == [1, 2])
+    }
+
+    @Test("a damaged line followed by a line of a later append is not a torn write: replay refuses, saying what to do, and the ledger is untouched")
     func damageInTheMiddle() throws {
-        var middle = DecisionJournalLine.encode(Self.record(2))!
+        let lines = Self.lines([[1], [2], [3]])
+        var middle = lines[1]
         middle[20] ^= 0x01
-        let bytes = DecisionJournalLine.encode(Self.record(1))! + middle + DecisionJournalLine.encode(Self.record(3))!
+        let bytes = lines[0] + middle + lines[2]
         let error = #expect(throws: LedgerError.self) { try DecisionJournal.parse(bytes, path: "j") }
-        #expect("\(error.map { "\($0)" } ?? "")".contains("decision journal line 2 is damaged and good lines follow it"))
+        #expect("\(error.map { "\($0)" } ?? "")".contains("decision journal line 2 is damaged and lines written after it was synced follow"))
         #expect("\(error.map { "\($0)" } ?? "")".contains("move it aside"))
         let dir = TestSupport.temporaryDirectory("journal")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -82,21 +99,25 @@ struct DecisionJournalTests {
         #expect(try ledger.pendingCoins(source: "serial").count == 2)
     }
 
-    @Test("trim empties the journal only once it is long; a measurement that is not a number is refused before anything is written")
-    func trimAndRefusal() throws {
+    @Test("the journal is written in place into zeros allocated ahead; trim empties and allocates it again only past half; a measurement that is not a number is refused before anything is written")
+    func inPlaceTrimAndRefusal() throws {
         let dir = TestSupport.temporaryDirectory("journal")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let line = DecisionJournalLine.encode(Self.record(1))!
-        let journal = try DecisionJournal(directory: dir, trimAt: line.count * 2)
+        let line = DecisionJournalLine.encode(Self.record(1), number: 1, batch: 1)!
+        let journal = try DecisionJournal(directory: dir, capacity: line.count * 4)
+        #expect(Self.file(dir) == [UInt8](repeating: 0, count: line.count * 4), "allocated, nothing written")
         try journal.append([Self.record(1)])
         journal.trim()
-        #expect(Self.file(dir).count == line.count)
+        #expect(Self.file(dir).count == line.count * 4, "written in place: the size did not change")
+        #expect(try DecisionJournal.parse(Self.file(dir), path: "j").records.map(\.deviceSeq) == [1])
         try journal.append([Self.record(2)])
         journal.trim()
-        #expect(Self.file(dir).isEmpty)
-        var nan = Self.record(3)
+        #expect(Self.file(dir) == [UInt8](repeating: 0, count: line.count * 4), "emptied and allocated again")
+        try journal.append([Self.record(3)])
+        #expect(try DecisionJournal.parse(Self.file(dir), path: "j").records.map(\.deviceSeq) == [3], "numbered afresh")
+        var nan = Self.record(4)
         nan.weightG = .nan
-        #expect(throws: LedgerError.self) { try journal.append([Self.record(4), nan]) }
-        #expect(Self.file(dir).isEmpty)
+        #expect(throws: LedgerError.self) { try journal.append([Self.record(5), nan]) }
+        #expect(try DecisionJournal.parse(Self.file(dir), path: "j").records.map(\.deviceSeq) == [3])
     }
 }
