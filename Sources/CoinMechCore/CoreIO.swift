@@ -54,7 +54,12 @@ public enum CoreOutput: Sendable, Equatable {
     /// and one sync, before any answer; then step with `.journalled` or `.journalFailed` before
     /// anything else. Always the last output of a step. Their ledger commit follows the answers.
     case journal([DecisionRecord])
-    /// Every journalled decision is on the ledger: the journal may be emptied.
+    /// Record these decisions, answered from the journal, as `.commit` does but without waiting
+    /// for the disk: the journal holds them until a synced commit follows. Then step with
+    /// `.committed` or `.commitFailed` before anything else. Always the last output of a step.
+    case commitJournalled([LedgerEntry])
+    /// Every journalled decision is on the ledger: the journal may be emptied once a synced
+    /// commit has made them durable there.
     case trimJournal
     /// Tell the mech to keep or return the coin.
     case answer(deviceSeq: UInt64, accept: Bool)

@@ -613,8 +613,8 @@ public struct DecidingCore: Sendable {
         outputs += answerAll(batch, result: nil, journalled: true, now: now)
         outputs.append(.failpoint(.answerWritten))
         awaiting = .answered(batch, late: lateAnswers(batch, now: now))
-        // No deadline waits on this commit any more: it may wait for another writer as any other.
-        outputs.append(.commit(entries, busyTimeout: settings.busyTimeout))
+        // No deadline waits on this commit, nor a sync: the journal holds the decisions.
+        outputs.append(.commitJournalled(entries))
         return outputs
     }
 

@@ -65,6 +65,10 @@ public final class DecidingLoop: @unchecked Sendable {
     /// its limit a batch is committed before it is answered: an accept answered from the
     /// journal must not meet a ledger that cannot take it.
     private var ledgerPagesLeft: Int?
+    /// A journalled batch was committed without a sync, and the journal's trim waits for the
+    /// next synced commit (until then the journal is what holds those decisions on disk).
+    private var journalAheadOfSync = false
+    private var trimWanted = false
     private var nextTicket: UInt64 = 0
     /// A source that takes coins itself (ccTalk, MDB): its engine's shell and the money rules
     /// of its batches.
@@ -324,9 +328,25 @@ public final class DecidingLoop: @unchecked Sendable {
                     let started = Instant.now
                     let result = try ledger.append(entries, busyTimeoutMilliseconds: milliseconds)
                     noteCommit(took: .now - started)
-                    if decisionJournal != nil { ledgerPagesLeft = ledger.pagesLeft() }
+                    if decisionJournal != nil {
+                        ledgerPagesLeft = ledger.pagesLeft()
+                        journalAheadOfSync = false
+                        if trimWanted { decisionJournal?.trim() }
+                        trimWanted = false
+                    }
                     step(.committed(result))
                 } catch {
+                    step(.commitFailed(error))
+                }
+            case .commitJournalled(let entries):
+                do throws(LedgerError) {
+                    let result = try ledger.append(entries, synced: false)
+                    journalAheadOfSync = true
+                    ledgerPagesLeft = ledger.pagesLeft()
+                    step(.committed(result))
+                } catch {
+                    // The journal keeps these decisions until the commit that ends the failure.
+                    trimWanted = false
                     step(.commitFailed(error))
                 }
             case .journal(let records):
@@ -343,7 +363,7 @@ public final class DecidingLoop: @unchecked Sendable {
                     step(.journalFailed("\(error)"))
                 }
             case .trimJournal:
-                decisionJournal?.trim()
+                if journalAheadOfSync { trimWanted = true } else { decisionJournal?.trim() }
             case .answer(let seq, let accept):
                 if !mech.answer(deviceSeq: seq, accept: accept) {
                     logger.warning("could not answer the mech", metadata: ["devseq": "\(seq)", "accept": "\(accept)"])

@@ -54,21 +54,31 @@ public final class Ledger: Sendable {
     ///
     /// A decision for a coin already recorded is not an error: it comes back as `.duplicate`
     /// with the verdict on record, and the rest of the batch is recorded.
+    ///
+    /// `synced: false` commits without waiting for the disk (`synchronous = NORMAL` for this
+    /// one transaction): for decisions already durable in the decision journal. The next synced
+    /// commit makes it durable too (syncing the WAL syncs every frame before it); a power cut
+    /// before that may roll it back, and the journal's replay puts it back.
     @discardableResult
-    public func append(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int = Ledger.defaultBusyTimeoutMilliseconds) throws(LedgerError) -> AppendResult {
+    public func append(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int = Ledger.defaultBusyTimeoutMilliseconds,
+                       synced: Bool = true) throws(LedgerError) -> AppendResult {
         guard !entries.isEmpty else { return AppendResult(outcomes: [], events: []) }
-        return try transact(entries, busyTimeoutMilliseconds: busyTimeoutMilliseconds, first: nil)
+        return try transact(entries, busyTimeoutMilliseconds: busyTimeoutMilliseconds, synced: synced, first: nil)
     }
 
     /// `append`, with `first` run at the start of the same transaction: what it throws rolls
     /// the whole transaction back and is rethrown as is when it is a `LedgerPrecondition`.
-    func transact(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int, first: ((Database) throws -> Void)?) throws(LedgerError) -> AppendResult {
+    func transact(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int, synced: Bool = true,
+                  first: ((Database) throws -> Void)?) throws(LedgerError) -> AppendResult {
         let now = Date().timeIntervalSince1970
         do {
             return try pool.writeWithoutTransaction { db in
                 // The C call, not a PRAGMA: a statement text that changes with every coin would be
                 // compiled for every coin.
                 sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: max(0, busyTimeoutMilliseconds)))
+                if !synced { sqlite3_exec(db.sqliteConnection, "PRAGMA synchronous = NORMAL", nil, nil, nil) }
+                // Back to FULL whatever happens: every other commit is synced.
+                defer { if !synced { sqlite3_exec(db.sqliteConnection, "PRAGMA synchronous = FULL", nil, nil, nil) } }
                 var result = AppendResult(outcomes: [], events: [])
                 try db.inTransaction(.immediate) {
                     try first?(db)
@@ -93,8 +103,6 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// The writer connection's `PRAGMA synchronous` (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA): what
-    /// every commit of `append` runs under.
     /// Pages the ledger can still take before its size limit, free pages inside it counted;
     /// nil without a limit. One that cannot be read counts as none (fail closed).
     public func pagesLeft() -> Int? {
@@ -105,6 +113,8 @@ public final class Ledger: Sendable {
         return (used ?? nil).map { maximumPageCount - $0 } ?? 0
     }
 
+    /// The writer connection's `PRAGMA synchronous` (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA): what
+    /// every commit of `append` runs under.
     public func writerSynchronous() throws(LedgerError) -> Int {
         do {
             return try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }

@@ -208,7 +208,7 @@ struct CoreRig {
                     unrecordedAccepts.append("journal trimmed before \(record.epoch)/\(record.deviceSeq) was on the ledger")
                 }
                 journal = []
-            case .commit(let entries, _):
+            case .commit(let entries, _), .commitJournalled(let entries):
                 if !failures.isEmpty {
                     let error = failures.removeFirst()
                     visible += carryOut(core.step(.commitFailed(error), at: now, decide: decider))

@@ -26,9 +26,10 @@ struct DecisionJournalCoreTests {
         let log = Array(rig.log[before...])
         let journal = Self.index(log) { if case .journal(let records) = $0 { return records.map(\.deviceSeq) == [1, 2] }; return false }
         let firstAnswer = log.firstIndex { if case .answer = $0 { return true }; return false }
-        let commit = Self.index(log) { if case .commit = $0 { return true }; return false }
+        let commit = Self.index(log) { if case .commitJournalled = $0 { return true }; return false }
         #expect(journal != nil && firstAnswer != nil && commit != nil)
-        #expect(journal! < firstAnswer! && firstAnswer! < commit!, "journal, then the answers, then the ledger: \(log)")
+        #expect(journal! < firstAnswer! && firstAnswer! < commit!, "journal, then the answers, then the ledger (unsynced): \(log)")
+        #expect(!log.contains { if case .commit = $0 { return true }; return false }, "nothing of the batch waits for a synced commit")
         #expect(rig.ledger.decisions.values.allSatisfy { $0.state == "pending" } && rig.ledger.decisions.count == 2)
         #expect(rig.core.snapshot.pending == 2)
         rig.now = rig.now + .milliseconds(100)
