@@ -9,7 +9,8 @@ import Glibc
 
 /// `coinmech-bench commit`: what one ledger commit costs now that every commit is synced, on
 /// the disk of a given directory and on tmpfs (/dev/shm) in the same run, beside the bare
-/// fdatasync of 4 KiB that SQLite's WAL commit cannot go below.
+/// fdatasync of 4 KiB that SQLite's WAL commit cannot go below, and the decision journal's
+/// append of the same decision (what the mech waits for instead, since the journal).
 struct CommitBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "commit",
@@ -25,11 +26,13 @@ struct CommitBench: ParsableCommand {
         let commit_p50_us: Int
         let commit_p99_us: Int
         let commit_max_us: Int
+        let journal_p50_us: Int
+        let journal_p99_us: Int
         let fdatasync_p50_us: Int
         let fdatasync_p99_us: Int
         let synchronous: Int
         enum CodingKeys: String, CodingKey {
-            case where_ = "where", commit_p50_us, commit_p99_us, commit_max_us, fdatasync_p50_us, fdatasync_p99_us, synchronous
+            case where_ = "where", commit_p50_us, commit_p99_us, commit_max_us, journal_p50_us, journal_p99_us, fdatasync_p50_us, fdatasync_p99_us, synchronous
         }
     }
 
@@ -41,20 +44,27 @@ struct CommitBench: ParsableCommand {
             defer { try? FileManager.default.removeItem(atPath: work) }
             let floor = try fdatasyncFloor(file: "\(work)/floor", count: commits)
             let ledger = try Ledger(directory: work)
+            let journal = try DecisionJournal(directory: work)
             var samples: [Int] = []
+            var journalSamples: [Int] = []
             samples.reserveCapacity(commits)
+            journalSamples.reserveCapacity(commits)
             for seq in 1...commits {
-                let entry = LedgerEntry.decision(
-                    DecisionRecord(source: "serial", epoch: 1, deviceSeq: UInt64(seq), diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75, channel: nil,
-                                   verdict: .accept(currency: "USD", code: "quarter", valueMinor: 25), link: "usd", chainGeneration: 1),
-                    credit: .onConfirmation)
+                let record = DecisionRecord(source: "serial", epoch: 1, deviceSeq: UInt64(seq), diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75,
+                                            channel: nil, verdict: .accept(currency: "USD", code: "quarter", valueMinor: 25), link: "usd", chainGeneration: 1)
+                let journalled = DispatchTime.now().uptimeNanoseconds
+                try journal.append([record])
                 let start = DispatchTime.now().uptimeNanoseconds
-                try ledger.append([entry])
+                journalSamples.append(Int((start - journalled) / 1000))
+                try ledger.append([.decision(record, credit: .onConfirmation)])
                 samples.append(Int((DispatchTime.now().uptimeNanoseconds - start) / 1000))
+                journal.trim()
             }
             samples.sort()
+            journalSamples.sort()
             results.append(Figures(where_: "\(base) (\(Self.filesystem(of: work)))", commit_p50_us: percentile(samples, 0.5), commit_p99_us: percentile(samples, 0.99),
-                                   commit_max_us: samples.last ?? 0, fdatasync_p50_us: percentile(floor, 0.5), fdatasync_p99_us: percentile(floor, 0.99),
+                                   commit_max_us: samples.last ?? 0, journal_p50_us: percentile(journalSamples, 0.5),
+                                   journal_p99_us: percentile(journalSamples, 0.99), fdatasync_p50_us: percentile(floor, 0.5), fdatasync_p99_us: percentile(floor, 0.99),
                                    synchronous: try ledger.writerSynchronous()))
         }
         if json {
@@ -64,9 +74,10 @@ struct CommitBench: ParsableCommand {
             return
         }
         print("ledger commit, one pending accept each (\(commits) per directory), µs")
-        print("  where                                  commit p50   p99     max   fdatasync 4 KiB p50   p99   synchronous")
+        print("  where                                  commit p50   p99     max   journal append p50   p99   fdatasync 4 KiB p50   p99   synchronous")
         for figures in results {
             print("  \(figures.where_.padding(toLength: 38, withPad: " ", startingAt: 0)) \(pad(figures.commit_p50_us))\(pad(figures.commit_p99_us))\(pad(figures.commit_max_us))"
+                + "   \(pad(figures.journal_p50_us, 13))\(pad(figures.journal_p99_us))"
                 + "   \(pad(figures.fdatasync_p50_us, 14))\(pad(figures.fdatasync_p99_us))   \(figures.synchronous == 2 ? "FULL" : String(figures.synchronous))")
         }
     }
