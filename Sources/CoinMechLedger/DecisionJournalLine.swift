@@ -16,28 +16,65 @@ enum DecisionJournalLine {
         for value in [record.diameterMM, record.weightG, record.thicknessMM] {
             if let value, !value.isFinite { return nil }
         }
-        var json = "{\"v\":1,\"n\":\(number),\"b\":\(batch),\"source\":\(quoted(record.source)),\"epoch\":\(record.epoch),\"devseq\":\(record.deviceSeq)"
-        if let value = record.diameterMM { json += ",\"diameter_mm\":\(value)" }
-        if let value = record.weightG { json += ",\"weight_g\":\(value)" }
-        if let value = record.thicknessMM { json += ",\"thickness_mm\":\(value)" }
-        if let value = record.channel { json += ",\"channel\":\(value)" }
+        var line: [UInt8] = []
+        line.reserveCapacity(320)
+        func raw(_ text: StaticString) { line.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)) }
+        func text(_ value: String) { line.append(contentsOf: value.utf8) }
+        func quoted(_ value: String) {
+            line.append(UInt8(ascii: "\""))
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): raw("\\\"")
+                case UInt8(ascii: "\\"): raw("\\\\")
+                case UInt8(ascii: "\n"): raw("\\n")
+                case UInt8(ascii: "\r"): raw("\\r")
+                case UInt8(ascii: "\t"): raw("\\t")
+                case ..<0x20:
+                    raw("\\u00")
+                    line.append(hexDigit(byte >> 4))
+                    line.append(hexDigit(byte & 0xF))
+                default: line.append(byte)
+                }
+            }
+            line.append(UInt8(ascii: "\""))
+        }
+        raw("{\"v\":1,\"n\":"); text(String(number))
+        raw(",\"b\":"); text(String(batch))
+        raw(",\"source\":"); quoted(record.source)
+        raw(",\"epoch\":"); text(String(record.epoch))
+        raw(",\"devseq\":"); text(String(record.deviceSeq))
+        if let value = record.diameterMM { raw(",\"diameter_mm\":"); text(value.description) }
+        if let value = record.weightG { raw(",\"weight_g\":"); text(value.description) }
+        if let value = record.thicknessMM { raw(",\"thickness_mm\":"); text(value.description) }
+        if let value = record.channel { raw(",\"channel\":"); text(String(value)) }
         switch record.verdict {
         case .accept(let currency, let code, let valueMinor):
-            json += ",\"accept\":{\"currency\":\(quoted(currency)),\"code\":\(quoted(code)),\"value_minor\":\(valueMinor)}"
+            raw(",\"accept\":{\"currency\":"); quoted(currency)
+            raw(",\"code\":"); quoted(code)
+            raw(",\"value_minor\":"); text(String(valueMinor)); raw("}")
         case .reject(let reason, let message):
-            json += ",\"reject\":{\"reason\":\(quoted(reason)),\"message\":\(quoted(message))}"
+            raw(",\"reject\":{\"reason\":"); quoted(reason)
+            raw(",\"message\":"); quoted(message); raw("}")
         }
-        json += ",\"link\":\(quoted(record.link)),\"generation\":\(record.chainGeneration)"
+        raw(",\"link\":"); quoted(record.link)
+        raw(",\"generation\":"); text(String(record.chainGeneration))
         if let detail = record.detail {
-            json += ",\"detail\":{" + detail.sorted { $0.key < $1.key }.map { "\(quoted($0.key)):\(quoted($0.value))" }.joined(separator: ",") + "}"
+            raw(",\"detail\":{")
+            for (index, entry) in detail.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { raw(",") }
+                quoted(entry.key); raw(":"); quoted(entry.value)
+            }
+            raw("}")
         }
-        json += "}"
-        var line = Array(json.utf8)
+        raw("}")
+        let sum = checksum(line)
         line.append(UInt8(ascii: "\t"))
-        line += Array(hex(checksum(line.dropLast())).utf8)
+        for shift in stride(from: 60, through: 0, by: -4) { line.append(hexDigit(UInt8((sum >> UInt64(shift)) & 0xF))) }
         line.append(UInt8(ascii: "\n"))
         return line
     }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10 }
 
     /// What a line of the journal holds.
     enum Decoded: Equatable {
@@ -84,29 +121,5 @@ enum DecisionJournalLine {
             hash = hash &* 0x0000_0100_0000_01b3
         }
         return hash
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
-
-    /// A JSON string: quotes, backslashes and control characters escaped.
-    private static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let digits = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }
