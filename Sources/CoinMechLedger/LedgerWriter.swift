@@ -55,6 +55,11 @@ struct LedgerWriter {
                 record.link, reason, message, Int64(bitPattern: record.chainGeneration), state, detailJSON,
             ])
         guard db.changesCount == 1 else {
+            // AUTOINCREMENT took the next seq before the conflict dropped the row; give it back,
+            // or the ledger's seqs get a hole (FLEET.md: 1, 2, 3 … with no gap) that a bridge
+            // steps past and a fleet waits on. Events are never deleted, so the highest seq on
+            // the ledger is the last one given out.
+            try db.cachedStatement(sql: "UPDATE sqlite_sequence SET seq = (SELECT max(seq) FROM events) WHERE name = 'events'").execute()
             let existing = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT seq, verdict FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
                 """), arguments: [record.source, record.epoch, deviceSeq])

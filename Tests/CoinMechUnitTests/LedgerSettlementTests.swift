@@ -115,6 +115,21 @@ struct LedgerSettlementTests {
         #expect(try ledger.events(since: 0).filter { $0.kind == "decision" }.count == 2)
     }
 
+    // SQLite's AUTOINCREMENT takes the next seq before `ON CONFLICT DO NOTHING` drops the row:
+    // every duplicate left a hole, and a replay of 496 duplicates left one the fleet bridge
+    // stepped past and its consumer waited on (`coinmech-bridge-chaos --seed 63997`).
+    @Test("duplicate decisions take no seq: the events stay numbered 1, 2, 3 … without a hole")
+    func duplicatesLeaveNoHole() throws {
+        let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
+        try ledger.append([try accept(1)])
+        for _ in 0..<3 { try ledger.append([try accept(1)]) }
+        try ledger.append([try accept(1), try accept(2), .note(.inhibit(source: "serial", on: true, by: "root"))])
+        let seqs = try ledger.events(since: 0).map(\.seq)
+        #expect(seqs == Array(1...Int64(seqs.count)), "\(seqs)")
+        let kept = try ledger.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") }
+        #expect(kept == seqs.last)
+    }
+
     @Test("a writer holding the database past the budget is 'busy', and the budget is what the deadline leaves")
     func busy() throws {
         let dir = TestSupport.temporaryDirectory("ledger")
