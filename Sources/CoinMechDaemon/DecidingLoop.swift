@@ -188,7 +188,7 @@ public final class DecidingLoop: @unchecked Sendable {
         currenciesConfigured = source.currenciesConfigured
         commitSpeed = source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) }
         settings.teachMinimumSamples = CoinCalibration.minimumSamples
-        if Self.decisionJournalEnabled && source.mech.credit == .onConfirmation && source.mech.acceptor == nil {
+        if source.mech.credit == .onConfirmation && source.mech.acceptor == nil {
             decisionJournal = try DecisionJournal(directory: ledger.directory)
             settings.decisionJournal = true
         } else {
@@ -399,13 +399,6 @@ public final class DecidingLoop: @unchecked Sendable {
             }
         }
     }
-
-    /// Off: the bridge's chaos run (`coinmech-bridge-chaos --seed 63997`) lost 497 of the
-    /// ledger's events across a daemon restart with the journal on, and none with it off; the
-    /// cause is not found yet (docs/LEDGER.md, "The decision journal"). Every batch is committed
-    /// before it is answered until it is. A journal left by a daemon that had it on is still
-    /// replayed at start.
-    static let decisionJournalEnabled = false
 
     /// Pages a ledger with a size limit keeps free beyond a page per decision before a batch
     /// may be answered from the decision journal.

@@ -329,8 +329,7 @@ struct DaemonEndToEndTests {
         #expect(try harness.creditedValue() == truth.storedValue)
     }
 
-    @Test("killed with a decision synced in the decision journal and not on the ledger: the next start replays it, says so, and the mech's word settles the coin; nothing lost or doubled",
-          .disabled("the daemon keeps no decision journal until the bridge chaos run's lost events are explained (DecidingLoop.decisionJournalEnabled)"))
+    @Test("killed with a decision synced in the decision journal and not on the ledger: the next start replays it, says so, and the mech's word settles the coin; nothing lost or doubled")
     func killedBetweenTheJournalAndTheLedger() throws {
         let harness = try DaemonHarness()
         try harness.startSimulator("coins: 40\nrate_per_s: 20\nseed: 6\nmix: {quarter: 1}\nbaud: 115200\n")

@@ -84,9 +84,8 @@ struct LedgerSyncEndToEndTests {
         }
         #expect(accepts >= truth.outcomes.accepted, "traced \(accepts) accept answers, the mech heard \(truth.outcomes.accepted) in time")
         #expect(unsynced.isEmpty, "accepts written with no sync since the reading was read: \(unsynced.prefix(3)); \(calls.filter(isWALSync).count) WAL syncs, \(calls.filter(isJournalSync).count) journal syncs in the trace")
-        // With the decision journal on, lone readings' accepts follow the journal's sync; it is
-        // off for now (DecidingLoop.decisionJournalEnabled), so none may.
-        #expect(viaJournal == 0, "an accept followed a sync of a decision journal the daemon does not keep: \(accepts) accepts")
+        // A coin's reading comes alone: its accept waits for the journal's sync, not the WAL's.
+        #expect(viaJournal > 0, "no accept followed a sync of the decision journal: \(accepts) accepts")
         let audit = try harness.audit()
         #expect(audit.isClean, "\(audit.problems)")
     }

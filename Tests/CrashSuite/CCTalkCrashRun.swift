@@ -25,9 +25,7 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
     /// and the hoppers pay out.
     func passes(_ point: Failpoints.Point) -> Bool {
         switch point {
-        case .readingParsed, .answerWritten, .confirmationReceived, .confirmationCommitted: self == .serial
-        // The daemon keeps no decision journal yet (DecidingLoop.decisionJournalEnabled).
-        case .journalled: false
+        case .readingParsed, .journalled, .answerWritten, .confirmationReceived, .confirmationCommitted: self == .serial
         case .payoutJournalled, .payoutDispensing, .payoutCounted: self != .serial
         default: true
         }
