@@ -76,20 +76,27 @@ public final class Ledger: Sendable {
                 // The C call, not a PRAGMA: a statement text that changes with every coin would be
                 // compiled for every coin.
                 sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: max(0, busyTimeoutMilliseconds)))
-                if !synced { sqlite3_exec(db.sqliteConnection, "PRAGMA synchronous = NORMAL", nil, nil, nil) }
-                // Back to FULL whatever happens: every other commit is synced.
-                defer { if !synced { sqlite3_exec(db.sqliteConnection, "PRAGMA synchronous = FULL", nil, nil, nil) } }
+                // Cached statements, not `sqlite3_exec`, which compiled each pragma again for
+                // every journalled coin (`coinmech-bench e2e --callgrind`).
+                if !synced { try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() }
                 var result = AppendResult(outcomes: [], events: [])
-                try db.inTransaction(.immediate) {
-                    try first?(db)
-                    var writer = LedgerWriter(db: db, time: now)
-                    result.outcomes = try entries.map { try writer.record($0) }
-                    result.events = result.outcomes.flatMap { outcome -> [LedgerEvent] in
-                        if case .recorded(let events) = outcome { return events }
-                        return []
+                let outcome = Result { () throws -> Void in
+                    try db.inTransaction(.immediate) {
+                        try first?(db)
+                        var writer = LedgerWriter(db: db, time: now)
+                        result.outcomes = try entries.map { try writer.record($0) }
+                        result.events = result.outcomes.flatMap { outcome -> [LedgerEvent] in
+                            if case .recorded(let events) = outcome { return events }
+                            return []
+                        }
+                        return .commit
                     }
-                    return .commit
                 }
+                // Back to FULL whatever happened: every other commit is synced. If that fails,
+                // so does this append (fail closed: its caller records again; a decision
+                // already on the ledger is a duplicate).
+                if !synced { try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
+                try outcome.get()
                 return result
             }
         } catch let error as LedgerPrecondition {
