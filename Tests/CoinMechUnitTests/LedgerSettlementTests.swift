@@ -70,8 +70,17 @@ struct LedgerSettlementTests {
         #expect(try ledger.append([.resolve(decisionSeq: seq, .credited)]).outcomes == [.alreadySettled])
         #expect(try ledger.append([.resolve(decisionSeq: seq, .returned)]).outcomes == [.alreadySettled])
         #expect(Totals.value(of: try ledger.totals().current) == ["USD": 25])
+        #expect(Totals.value(of: try ledger.totals().lifetime) == ["USD": 25])
         #expect(try ledger.totals().pending.isEmpty)
         #expect(try ledger.pendingCoins(source: "serial").isEmpty)
+        // A second coin of the denomination adds to both periods' rows.
+        let second = try ledger.append([try accept(2)])
+        guard case .recorded(let more) = second.outcomes[0] else { Issue.record("not recorded"); return }
+        try ledger.append([.resolve(decisionSeq: more[0].seq, .credited, message: "stored")])
+        for period in [try ledger.totals().current, try ledger.totals().lifetime] {
+            #expect(period.map(\.count) == [2])
+            #expect(Totals.value(of: period) == ["USD": 50])
+        }
     }
 
     // `unconfirmed` was final: a journal answer "stored" that came later was dropped, and a coin
