@@ -108,7 +108,7 @@ let package = Package(
         // It depends on the vocabulary alone (`scripts/module-graph --check`, run by make test).
         .target(name: "CoinMechCore", dependencies: ["CoinMechModel"]),
         // The durable record: SQLite in WAL mode with synchronous=FULL, through GRDB.
-        .target(name: "CoinMechLedger", dependencies: ["CoinMechModel", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "CoinMechLedger", dependencies: ["CoinMechModel", "CoinMechSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         // The client protocol's messages, shared by the daemon and its clients.
         .target(name: "CoinMechProtocol", dependencies: ["CoinMechModel"]),
         // The Unix-socket API: JSON lines, subscriptions with replay, access control.
@@ -129,7 +129,7 @@ let package = Package(
         .target(
             name: "CoinMechBridge",
             dependencies: [
-                "CoinMechMQTT", "CoinMechClient", "CoinMechProtocol", "CoinMechSettings",
+                "CoinMechMQTT", "CoinMechClient", "CoinMechProtocol", "CoinMechSettings", "CoinMechSupport",
                 // `/metrics`: the text format by swift-prometheus, served over HTTP/1 by SwiftNIO.
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -223,7 +223,7 @@ let package = Package(
         // link and file it teaches, and the calibration file staged, installed or discarded.
         .target(
             name: "CoinMechTeach",
-            dependencies: ["CoinMechCalibration", "CoinMechCore", "CoinMechModel", "CoinMechConfiguration", "CoinMechChain", "CoinMechPlugins",
+            dependencies: ["CoinMechCalibration", "CoinMechCore", "CoinMechModel", "CoinMechConfiguration", "CoinMechChain", "CoinMechPlugins", "CoinMechSupport",
                            "CoinMechLedger", "CoinMechProtocol", "CoinMechSources", "CoinFacts"]
         ),
         // What a validator plugin written in Swift builds on.

@@ -1,4 +1,5 @@
 import CoinMechProtocol
+import CoinMechSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -48,10 +49,6 @@ public struct BridgeCursor: Sendable {
         close(fd)
         guard written == bytes.count, synced else { throw .cursor(path: temporary, "cannot write and sync: \(String(cString: strerror(errno)))") }
         guard rename(temporary, path) == 0 else { throw .cursor(path: path, "cannot rename into place: \(String(cString: strerror(errno)))") }
-        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            fsync(directoryFD)
-            close(directoryFD)
-        }
+        DirectorySync.sync(directory)
     }
 }

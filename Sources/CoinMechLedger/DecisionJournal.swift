@@ -1,4 +1,5 @@
 import CoinMechModel
+import CoinMechSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -52,7 +53,7 @@ public final class DecisionJournal: @unchecked Sendable {
             throw .open(path: path, message: "cannot allocate the decision journal (\(capacity) bytes): \(reason)")
         }
         // The file's name must outlive a power cut too.
-        Self.syncDirectory(directory)
+        DirectorySync.sync(directory)
     }
 
     /// Writes `capacity` zeros from the start and syncs them: blocks written, not merely
@@ -178,12 +179,5 @@ public final class DecisionJournal: @unchecked Sendable {
             }
         }
         return (records, broken?.bytes ?? 0)
-    }
-
-    private static func syncDirectory(_ directory: String) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
     }
 }

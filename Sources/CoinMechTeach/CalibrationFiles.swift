@@ -3,6 +3,7 @@ import CoinMechLedger
 import CoinMechModel
 import CoinMechCalibration
 import CoinMechPlugins
+import CoinMechSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -66,11 +67,7 @@ package struct CalibrationFiles: Sendable {
         guard rename(staged.stagedPath, staged.record.file) == 0 else {
             return .failure(TeachFailure("cannot rename \(staged.stagedPath) to \(staged.record.file): \(String(cString: strerror(errno)))"))
         }
-        let directory = open((staged.record.file as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
+        DirectorySync.sync((staged.record.file as NSString).deletingLastPathComponent)
         return .success(staged)
     }
 
