@@ -1,7 +1,6 @@
 import CoinMechLedger
 import CoinMechModel
 @testable import CoinMechTestSupport
-import GRDB
 import Testing
 
 /// What a commit of the ledger waits for: the disk, not only the page cache.
@@ -31,15 +30,9 @@ struct LedgerDurabilityTests {
     func unsyncedCommitRestoresFull() throws {
         let directory = TestSupport.temporaryDirectory("sync-unsynced")
         let ledger = try Ledger(directory: directory)
-        let decision = LedgerEntry.decision(DecisionRecord(source: "serial", epoch: 1, deviceSeq: 1, diameterMM: 24.26, weightG: 5.67, thicknessMM: nil, channel: nil,
-                                                           verdict: .accept(currency: "USD", code: "quarter", valueMinor: 25), link: "usd", chainGeneration: 1),
-                                            credit: .onConfirmation)
-        try ledger.append([decision], synced: false)
+        try ledger.append([LedgerFixtures.quarter(1)], synced: false)
         #expect(try ledger.writerSynchronous() == 2)
-        var configuration = Configuration()
-        configuration.allowsUnsafeTransactions = true
-        let other = try DatabaseQueue(path: "\(directory)/\(Ledger.fileName)", configuration: configuration)
-        try other.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        let other = try LedgerFixtures.holdWriteLock(directory: directory)
         #expect(throws: LedgerError.self) { try ledger.append([.note(.inhibit(source: "serial", on: true, by: "root"))], busyTimeoutMilliseconds: 20, synced: false) }
         try other.inDatabase { try $0.execute(sql: "ROLLBACK") }
         #expect(try ledger.writerSynchronous() == 2)

@@ -37,7 +37,7 @@ struct LedgerSettlementTests {
     func stateCheckIsComparisons() throws {
         let directory = TestSupport.temporaryDirectory("check")
         let ledger = try Ledger(directory: directory)
-        _ = try ledger.append([try accept(1)])
+        _ = try ledger.append([LedgerFixtures.quarter(1)])
         let queue = try DatabaseQueue(path: "\(directory)/\(Ledger.fileName)")
         for sql in ["UPDATE events SET state = 'credited' WHERE seq = 1",
                     "INSERT INTO events (time, kind, state) VALUES (1, 'decision', 'pending')"] {
@@ -49,16 +49,10 @@ struct LedgerSettlementTests {
         #expect(try queue.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") } == "ok")
     }
 
-    func accept(_ seq: UInt64, epoch: Int64 = 1) throws -> LedgerEntry {
-        .decision(DecisionRecord(source: "serial", epoch: epoch, deviceSeq: seq, diameterMM: 24.26, weightG: 5.67, thicknessMM: nil, channel: nil,
-                                 verdict: .accept(currency: "USD", code: "quarter", valueMinor: 25), link: "usd", chainGeneration: 1),
-                  credit: .onConfirmation)
-    }
-
     @Test("an accept is pending and moves no totals; a credit moves them once; a second settlement records nothing")
     func settleOnce() throws {
         let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
-        let decided = try ledger.append([try accept(1)])
+        let decided = try ledger.append([LedgerFixtures.quarter(1)])
         guard case .recorded(let events) = decided.outcomes[0] else { Issue.record("not recorded"); return }
         #expect(events.first?.state == "pending")
         #expect(try ledger.totals().current.isEmpty)
@@ -74,7 +68,7 @@ struct LedgerSettlementTests {
         #expect(try ledger.totals().pending.isEmpty)
         #expect(try ledger.pendingCoins(source: "serial").isEmpty)
         // A second coin of the denomination adds to both periods' rows.
-        let second = try ledger.append([try accept(2)])
+        let second = try ledger.append([LedgerFixtures.quarter(2)])
         guard case .recorded(let more) = second.outcomes[0] else { Issue.record("not recorded"); return }
         try ledger.append([.resolve(decisionSeq: more[0].seq, .credited, message: "stored")])
         for period in [try ledger.totals().current, try ledger.totals().lifetime] {
@@ -89,7 +83,7 @@ struct LedgerSettlementTests {
     func lateCreditOnce() throws {
         let ledger = try Ledger(directory: TestSupport.temporaryDirectory("late"))
         try ledger.append([.note(.mechSession(source: "serial", epoch: 1, boot: 4))])
-        let decided = try ledger.append([try accept(1)])
+        let decided = try ledger.append([LedgerFixtures.quarter(1)])
         guard case .recorded(let events) = decided.outcomes[0] else { Issue.record("not recorded"); return }
         let seq = events[0].seq
         try ledger.append([.resolve(decisionSeq: seq, .unconfirmed, message: "the mech answered none of 5 queries about it")])
@@ -108,7 +102,7 @@ struct LedgerSettlementTests {
         #expect(all.filter { $0.refSeq == seq }.map(\.kind) == ["coin_unconfirmed", "coin"])
         #expect(all.first { $0.seq == seq }?.state == "credited")
         // A pending coin is not credited late: only an unconfirmed one.
-        let other = try ledger.append([try accept(2)])
+        let other = try ledger.append([LedgerFixtures.quarter(2)])
         guard case .recorded(let second) = other.outcomes[0] else { Issue.record("not recorded"); return }
         #expect(try ledger.append([.lateCredit(decisionSeq: second[0].seq, message: "no")]).outcomes == [.alreadySettled])
     }
@@ -116,8 +110,8 @@ struct LedgerSettlementTests {
     @Test("a decision for a coin already on the ledger is a duplicate, not a disk failure; the rest of the batch is kept")
     func duplicateIsNotAFailure() throws {
         let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
-        try ledger.append([try accept(1)])
-        let again = try ledger.append([try accept(1), try accept(2), .note(.inhibit(source: "serial", on: true, by: "root"))])
+        try ledger.append([LedgerFixtures.quarter(1)])
+        let again = try ledger.append([LedgerFixtures.quarter(1), LedgerFixtures.quarter(2), .note(.inhibit(source: "serial", on: true, by: "root"))])
         guard case .duplicate(_, let accepted) = again.outcomes[0] else { Issue.record("\(again.outcomes[0])"); return }
         #expect(accepted)
         #expect(again.events.map(\.kind) == ["decision", "inhibit"])
@@ -130,9 +124,9 @@ struct LedgerSettlementTests {
     @Test("duplicate decisions take no seq: the events stay numbered 1, 2, 3 … without a hole")
     func duplicatesLeaveNoHole() throws {
         let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
-        try ledger.append([try accept(1)])
-        for _ in 0..<3 { try ledger.append([try accept(1)]) }
-        try ledger.append([try accept(1), try accept(2), .note(.inhibit(source: "serial", on: true, by: "root"))])
+        try ledger.append([LedgerFixtures.quarter(1)])
+        for _ in 0..<3 { try ledger.append([LedgerFixtures.quarter(1)]) }
+        try ledger.append([LedgerFixtures.quarter(1), LedgerFixtures.quarter(2), .note(.inhibit(source: "serial", on: true, by: "root"))])
         let seqs = try ledger.events(since: 0).map(\.seq)
         #expect(seqs == Array(1...Int64(seqs.count)), "\(seqs)")
         let kept = try ledger.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'events'") }
@@ -143,15 +137,11 @@ struct LedgerSettlementTests {
     func busy() throws {
         let dir = TestSupport.temporaryDirectory("ledger")
         let ledger = try Ledger(directory: dir)
-        // Another writer (an operator's sqlite3 shell, say) holds the write lock.
-        var configuration = Configuration()
-        configuration.allowsUnsafeTransactions = true
-        let other = try DatabaseQueue(path: "\(dir)/\(Ledger.fileName)", configuration: configuration)
-        try other.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        let other = try LedgerFixtures.holdWriteLock(directory: dir)
         let start = Date()
         #expect(throws: LedgerError.self) {
             do {
-                try ledger.append([try accept(1)], busyTimeoutMilliseconds: 30)
+                try ledger.append([LedgerFixtures.quarter(1)], busyTimeoutMilliseconds: 30)
             } catch let error as LedgerError {
                 guard case .busy = error else { Issue.record("expected busy, got \(error)"); throw error }
                 throw error
@@ -159,7 +149,7 @@ struct LedgerSettlementTests {
         }
         #expect(Date().timeIntervalSince(start) < 2, "waited far longer than its 30 ms budget")
         try other.inDatabase { try $0.execute(sql: "ROLLBACK") }
-        #expect(try ledger.append([try accept(1)], busyTimeoutMilliseconds: 30).events.count == 1)
+        #expect(try ledger.append([LedgerFixtures.quarter(1)], busyTimeoutMilliseconds: 30).events.count == 1)
     }
 
     @Test("a version 1 ledger is migrated: its accepts were credit, its generation is kept")
