@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// One thread runs it (`run` blocks until `stop`); libmosquitto's own thread talks to the broker.
 public final class Bridge: Sendable {
-    public static let version = "0.6.0"
+    public static let version = "0.7.0"
 
     public let configuration: BridgeConfiguration
     let log: @Sendable (Level, String) -> Void
@@ -417,6 +417,9 @@ public final class Bridge: Sendable {
                                        "daemon_protocol": hello?["protocol"] ?? .null]
         if let reason { payload["reason"] = .string(reason) }
         if timed { payload["time"] = .double((Self.now() * 10).rounded() / 10) }
+        // The status refresh is the bridge's word that it is alive (due at the first poll after
+        // it): silence past it is a bridge gone without its will (the fleet's CabinetHearing).
+        if state == "online" { payload["heartbeat_s"] = .double(configuration.statusRefreshSeconds + configuration.statusPollSeconds) }
         return JSON.object(payload).description
     }
 }

@@ -121,6 +121,7 @@ struct BridgeEndToEndTests {
         let will = try Self.states(broker)
         let online = JSON.parse(will.readLine(timeout: 10) ?? "")
         #expect(online?["state"] == "online" && online?["daemon_version"]?.string != nil, "\(String(describing: online))")
+        #expect(online?["heartbeat_s"]?.double == 65, "status.refresh_s 60 + poll_s 5: the longest the fleet may wait for a word")
         bridge.signal(SIGKILL)
         #expect(bridge.wait(timeout: 10) == 137)
         let gone = JSON.parse(will.readLine(timeout: 15) ?? "")
