@@ -25,6 +25,9 @@ public enum AlertRules {
         public var acceptorLostEvents: Int
         public var hole: ClosedRange<Int64>?
         public var holeSince: Double?
+        /// From the ingest's `CabinetHearing`: how long the fleet has listened since the last
+        /// word, and what the bridge promised. nil: no promise made.
+        public var silence: CabinetHearing.Silence?
 
         public init(cabinet: String, online: Bool?, stateSince: Double?, firstSeen: Double, lastCredit: Double?, mechStatus: String?, ledgerFailing: Bool,
                     quarantinedLinks: [String], unconfirmed: Int, acceptorLostEvents: Int, hole: ClosedRange<Int64>?, holeSince: Double?) {
@@ -56,6 +59,10 @@ public enum AlertRules {
         var out: [Condition] = []
         if facts.online == false, let since = facts.stateSince, now - since >= settings.offlineAfterSeconds {
             out.append(Condition(kind: "offline", detail: "offline for \(minutes(now - since)) (since \(stamp(since)))"))
+        } else if facts.online == true, let silence = facts.silence, silence.listenedFor - silence.allowed >= settings.offlineAfterSeconds {
+            // Its retained state says online, but its bridge has not kept its word: it died
+            // where no will could be sent (the broker away), or it hangs.
+            out.append(Condition(kind: "offline", detail: "silent for \(minutes(silence.listenedFor)) of listening (last heard \(stamp(silence.since))) though its state says online: its bridge may have died while the broker was away"))
         }
         let quietSince = facts.lastCredit ?? facts.firstSeen
         if now - quietSince >= settings.noCreditSeconds, isOpen(now, settings) {

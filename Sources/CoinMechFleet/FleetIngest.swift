@@ -33,12 +33,14 @@ public final class FleetIngest: Sendable {
         let c = configuration
         // The database first: nothing is taken from the broker before the store can hold it.
         var sequences: [String: (site: String, sequence: CabinetSequence)] = [:]
+        var hearing = CabinetHearing()
         var wait = 0.5
         while !Task.isCancelled {
             do {
                 let applied = try await store.migrate()
                 if !applied.isEmpty { logger.info("database schema: applied step(s) \(applied.map(String.init).joined(separator: ", "))") }
                 sequences = try await store.loadSequences(sites: c.mqtt.sites, now: Self.now())
+                hearing = try await store.loadHearing(instance: c.instance, sites: c.mqtt.sites)
                 break
             } catch {
                 logger.error("database \(describe(c.database)) not ready (\(String(reflecting: error))): trying again in \(wait) s")
@@ -152,6 +154,7 @@ public final class FleetIngest: Sendable {
                 case .connected(let code, let generation):
                     if code == 0 {
                         link.admit(generation)
+                        hearing.connected(now: Self.now())
                         figures.update { $0.brokerConnected = true; $0.brokerConnects += 1 }
                         logger.info("connected to the broker \(c.mqtt.host):\(c.mqtt.port) (persistent session \(c.mqtt.clientID))")
                         // A broker that lost its retained acks (crash point 8) hears them again.
@@ -160,6 +163,7 @@ public final class FleetIngest: Sendable {
                         logger.error("the broker \(c.mqtt.host):\(c.mqtt.port) refused the connection (\(MQTTLink.refusal(code))): check mqtt.username, the password or certificate, and the ACLs; trying again")
                     }
                 case .disconnected:
+                    hearing.disconnected(now: Self.now())
                     figures.update { $0.brokerConnected = false }
                     logger.warning("lost the broker \(c.mqtt.host):\(c.mqtt.port); reconnecting")
                 case .connectFailed(let reason):
@@ -175,6 +179,7 @@ public final class FleetIngest: Sendable {
                         logger.warning("refused: \(error)")
                         continue
                     }
+                    if let message { hearing.heard(message.cabinet, retained: retained, now: Self.now()) }
                     switch message {
                     case .event(let event)?:
                         // One copy per identity in a batch; another goes in the next.
@@ -182,6 +187,7 @@ public final class FleetIngest: Sendable {
                     case .state(let state)?:
                         try await save("state of \(state.cabinet)") { try await self.store.saveState(state, receivedAt: Self.now()) }
                         sequences[state.cabinet]?.site = state.site
+                        hearing.promised(state.cabinet, heartbeat: state.heartbeat, now: Self.now())
                         if state.online, !retained {
                             // F6: the bridge may have reconnected after a broker restart lost the retained ack.
                             pacer.now(cabinet: state.cabinet, site: state.site, seq: sequences[state.cabinet]?.sequence.ackSeq ?? 0)
@@ -266,10 +272,13 @@ public final class FleetIngest: Sendable {
             if now >= nextAlerts {
                 nextAlerts = now + c.alerts.checkSeconds
                 do {
+                    try await store.saveHearing(instance: c.instance, listened: hearing.listened(at: now), heard: hearing.unsaved)
+                    hearing.saved()
                     var conditions: [(cabinet: String, condition: AlertRules.Condition)] = []
                     for var facts in try await store.alertFacts(sites: c.mqtt.sites) {
                         facts.hole = sequences[facts.cabinet]?.sequence.firstHole
                         facts.holeSince = sequences[facts.cabinet]?.sequence.holeSince
+                        facts.silence = hearing.silence(of: facts.cabinet, now: now)
                         for condition in AlertRules.evaluate(facts, now: now, c.alerts, gapGrace: c.ingest.gapGraceSeconds) { conditions.append((facts.cabinet, condition)) }
                     }
                     let frozen = try await store.reconcileAlerts(conditions, sites: c.mqtt.sites, now: now)

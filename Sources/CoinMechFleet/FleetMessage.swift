@@ -11,6 +11,16 @@ public enum FleetMessage: Sendable, Equatable {
     case totals(cabinet: String, site: String, json: String)
     case reply(Reply)
 
+    /// The cabinet that spoke.
+    public var cabinet: String {
+        switch self {
+        case .event(let event): event.cabinet
+        case .state(let state): state.cabinet
+        case .status(let cabinet, _, _), .totals(let cabinet, _, _): cabinet
+        case .reply(let reply): reply.cabinet
+        }
+    }
+
     public struct Event: Sendable, Equatable {
         public var cabinet: String
         public var site: String
@@ -31,6 +41,8 @@ public enum FleetMessage: Sendable, Equatable {
         public var time: Double?
         public var bridgeVersion: String?
         public var daemonVersion: String?
+        /// In `online`: the bridge says something at least this often while up (`CabinetHearing`).
+        public var heartbeat: Double?
     }
 
     public struct Reply: Sendable, Equatable {
@@ -91,7 +103,7 @@ public enum FleetMessage: Sendable, Equatable {
             guard let state = object["state"]?.string, state == "online" || state == "offline" else { throw refuse("state is not online or offline") }
             return .state(State(cabinet: cabinet, site: site, online: state == "online", reason: object["reason"]?.string,
                                 time: object["time"]?.double, bridgeVersion: object["bridge_version"]?.string,
-                                daemonVersion: object["daemon_version"]?.string))
+                                daemonVersion: object["daemon_version"]?.string, heartbeat: object["heartbeat_s"]?.double.flatMap { $0 > 0 && $0.isFinite ? $0 : nil }))
         case "status":
             return .status(cabinet: cabinet, site: site, json: text)
         case "totals":

@@ -124,5 +124,18 @@ public enum FleetMigrations {
             -- Where a cabinet's ack stays while a ledger_conflict is open; null when none.
             ALTER TABLE cabinets ADD COLUMN ack_held_at bigint;
             """),
+        Step(version: 4, name: "B1a's hearing kept across restarts", sql: """
+            -- A cabinet's last live word: on the wall clock, and on its instance's listening clock.
+            CREATE TABLE hearing (
+                cabinet text PRIMARY KEY,
+                heard_at double precision NOT NULL,
+                heard_listened double precision NOT NULL
+            );
+            -- Seconds each fleet instance has been connected to its broker, over all its runs.
+            CREATE TABLE listening (
+                instance text PRIMARY KEY,
+                listened double precision NOT NULL
+            );
+            """),
     ]
 }

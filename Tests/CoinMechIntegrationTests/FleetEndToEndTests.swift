@@ -19,10 +19,12 @@ struct FleetEndToEndTests {
         let dir: String
         let database: PostgresCluster
         let broker: MosquittoBroker
-        let fleet: ChildProcess
+        private(set) var fleet: ChildProcess
         let httpPort: Int
+        /// FleetMigrations' steps: the schema is whole once this many are applied.
+        static let schemaSteps = "4"
 
-        init(_ name: String) throws {
+        init(_ name: String, alerts: String = "{check_s: 0.5}") throws {
             dir = TestSupport.temporaryDirectory(name)
             chmod(dir, 0o755)
             try FileManager.default.createDirectory(atPath: "\(dir)/postgres", withIntermediateDirectories: true)
@@ -36,13 +38,25 @@ struct FleetEndToEndTests {
                 database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: coinmech_fleet}
                 http: {listen: "127.0.0.1:\(httpPort)"}
                 ingest: {gap_grace_s: 1, ack_interval_s: 0.2}
-                alerts: {check_s: 0.5}
+                alerts: \(alerts)
                 """.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
-            fleet = try ChildProcess("coinmech-fleet", ["run", "--config", "\(dir)/fleet.yaml"])
+            fleet = try Self.startFleet(dir: dir, httpPort: httpPort)
+        }
+
+        private static func startFleet(dir: String, httpPort: Int) throws -> ChildProcess {
+            let fleet = try ChildProcess("coinmech-fleet", ["run", "--config", "\(dir)/fleet.yaml"])
             try TestSupport.waitUntil("the fleet's dashboard", timeout: 60) {
                 guard fleet.isRunning else { throw TestFailure("coinmech-fleet exited: \(fleet.stderr)") }
                 return Loopback.accepts(httpPort)
             }
+            return fleet
+        }
+
+        /// kill -9 and a new run on the same database and broker session.
+        func crashFleet() throws {
+            fleet.signal(SIGKILL)
+            #expect(fleet.wait(timeout: 20) == 137)
+            fleet = try Self.startFleet(dir: dir, httpPort: httpPort)
         }
 
         deinit {
@@ -83,7 +97,7 @@ struct FleetEndToEndTests {
         let rig = try Rig("fleet-gap")
         let commands = try rig.subscribe("s1/c-9/cmd/#")
         let acks = try rig.subscribe("s1/c-9/ack")
-        try TestSupport.waitUntil("the fleet's session on the broker", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "3" }
+        try TestSupport.waitUntil("the fleet's session on the broker", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
         try rig.publish("s1/c-9/event", Rig.event("c-9", 1, kind: "decision"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 2, kind: "coin"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 5, kind: "decision"))
@@ -120,10 +134,35 @@ struct FleetEndToEndTests {
         acks.signal(SIGTERM)
     }
 
+    @Test("a bridge gone without its will (its retained state still online) is alerted off line once silent past its heartbeat, across a fleet crash; a word closes it")
+    func silentCabinet() throws {
+        let rig = try Rig("fleet-silent", alerts: "{check_s: 0.5, offline_after_s: 3}")
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        // Two bridges say online, as they do at connect, and then say nothing more: killed while
+        // the broker was away, so no will. c-8 is an older bridge that makes no promise.
+        try rig.publish("s1/c-9/state", #"{"v":1,"cabinet":"c-9","site":"s1","state":"online","time":1795290000.0,"heartbeat_s":1,"bridge_version":"0.7.0","daemon_version":null}"#, retain: true)
+        try rig.publish("s1/c-8/state", #"{"v":1,"cabinet":"c-8","site":"s1","state":"online","time":1795290000.0,"bridge_version":"0.6.0","daemon_version":null}"#, retain: true)
+        // The fleet crashes once it has saved c-9's last word; the new run counts on from it.
+        try TestSupport.waitUntil("c-9's last word saved", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-9'") == "1" }
+        let heardAt = try rig.query("SELECT heard_at FROM hearing WHERE cabinet = 'c-9'")
+        try rig.crashFleet()
+        try TestSupport.waitUntil("c-9's offline alert, silent past 2 × 1 s and then 3 s", timeout: 30) {
+            try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'offline' AND closed IS NULL AND detail LIKE 'silent for%'") == "1"
+        }
+        #expect(try rig.query("SELECT heard_at FROM hearing WHERE cabinet = 'c-9'") == heardAt, "the retained state the new run received is not a word")
+        #expect(try rig.query("SELECT state FROM cabinets WHERE cabinet = 'c-9'") == "online", "its state is what it said; the alert is the fleet's doubt")
+        #expect(try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-8'") == "0", "no promise, no silence")
+        // Its bridge speaks again: the alert closes.
+        try rig.publish("s1/c-9/status", #"{"v":1,"cabinet":"c-9","site":"s1","time":1795290100.0,"inhibited_by":[]}"#, retain: true)
+        try TestSupport.waitUntil("c-9's offline alert closed", timeout: 20) {
+            try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'offline' AND closed IS NOT NULL") == "1"
+        }
+    }
+
     @Test("refused and stored nowhere: another contract version (F1), a payload naming another cabinet (F3); a copy of a stored event that differs is held as a conflict (F5)")
     func refusals() throws {
         let rig = try Rig("fleet-refusals")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "3" }
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision").replacingOccurrences(of: #""v":1"#, with: #""v":2"#))
         try rig.publish("s1/c-7/event", Rig.event("c-8", 1, kind: "decision"))
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision"))
@@ -142,7 +181,7 @@ struct FleetEndToEndTests {
     @Test("the dashboard: no page without a login, a wrong password refused, collections and acknowledgements recorded, bad amounts refused, commands for admins only")
     func dashboard() throws {
         let rig = try Rig("fleet-dashboard")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == "3" }
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
         for (name, role, password) in [("alice", "admin", "alice-password"), ("bob", "operator", "bob-password")] {
             try password.write(toFile: "\(rig.dir)/\(name).pw", atomically: true, encoding: .utf8)
             let set = try ChildProcess("coinmech-fleet", ["set-operator", name, "--role", role, "--password-file", "\(rig.dir)/\(name).pw", "--config", "\(rig.dir)/fleet.yaml"])

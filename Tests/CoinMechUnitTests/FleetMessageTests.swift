@@ -56,7 +56,11 @@ struct FleetMessageTests {
         guard case .state(let will)? = try Self.read("paris-nord/c-0042/state", #"{"v":1,"cabinet":"c-0042","site":"paris-nord","state":"offline","reason":"lost","bridge_version":"0.6.0","daemon_version":null}"#) else {
             Issue.record("no state"); return
         }
-        #expect(!will.online && will.reason == "lost" && will.time == nil)
+        #expect(!will.online && will.reason == "lost" && will.time == nil && will.heartbeat == nil)
+        guard case .state(let online)? = try Self.read("paris-nord/c-0042/state", #"{"v":1,"cabinet":"c-0042","site":"paris-nord","state":"online","time":1795289001.2,"heartbeat_s":60,"bridge_version":"0.7.0","daemon_version":null}"#) else {
+            Issue.record("no state"); return
+        }
+        #expect(online.online && online.heartbeat == 60 && online.time == 1795289001.2)
         guard case .reply(let reply)? = try Self.read("paris-nord/c-0042/reply/gap-c-0042-901",
             #"{"v":1,"cabinet":"c-0042","site":"paris-nord","id":"gap-c-0042-901","cmd":"resend","time":1.0,"ok":true,"result":{"from":901,"to":950,"resent":48,"missing":[[905,905],[940,941]]}}"#) else {
             Issue.record("no reply"); return
@@ -120,6 +124,45 @@ struct AlertRulesTests {
         #expect(Self.kinds(Self.facts { $0.acceptorLostEvents = 1 }) == ["acceptor_lost_events"])
         #expect(Self.kinds(Self.facts { $0.hole = 5...7; $0.holeSince = 1980 }).isEmpty, "inside the gap's grace")
         #expect(Self.kinds(Self.facts { $0.hole = 5...7; $0.holeSince = 1960 }) == ["seq_gap"])
+    }
+
+    @Test("a cabinet whose state says online but whose bridge broke its heartbeat is off line once the silence passes offline_after_s")
+    func silence() {
+        let overdue = { (listened: Double) in CabinetHearing.Silence(since: 1000, listenedFor: listened, allowed: 130) }
+        #expect(Self.kinds(Self.facts { $0.silence = overdue(730) }) == ["offline"], "600 s past the promise")
+        #expect(Self.kinds(Self.facts { $0.silence = overdue(729) }).isEmpty, "599 s past the promise")
+        #expect(Self.kinds(Self.facts { $0.silence = nil; $0.lastCredit = 999_000 }, now: 1_000_000).isEmpty, "no promise made: never silent")
+        // Off line by its will: the will's own clock rules, not the silence.
+        #expect(Self.kinds(Self.facts { $0.online = false; $0.stateSince = 1500; $0.silence = overdue(5000) }).isEmpty)
+        let detail = AlertRules.evaluate(Self.facts { $0.silence = overdue(730) }, now: 2000, .init(), gapGrace: 30).first?.detail ?? ""
+        #expect(detail.hasPrefix("silent for 12 min of listening"), "\(detail)")
+    }
+
+    @Test("hearing: silence counts only the fleet's listening, across its restarts; retained messages are not the cabinet speaking; no promise, no silence")
+    func hearing() {
+        var hearing = CabinetHearing()
+        hearing.connected(now: 100)
+        hearing.promised("c-1", heartbeat: 5, now: 100)
+        #expect(hearing.silence(of: "c-1", now: 104) == .init(since: 100, listenedFor: 4, allowed: 10), "never heard live: counted from the promise")
+        #expect(hearing.silence(of: "c-2", now: 104) == nil, "no promise")
+        hearing.heard("c-1", retained: false, now: 150)
+        hearing.heard("c-1", retained: true, now: 160)
+        #expect(hearing.silence(of: "c-1", now: 170) == .init(since: 150, listenedFor: 20, allowed: 10), "the retained copy at 160 is the broker's memory")
+        // The fleet loses the broker for 100 s: that time is nobody's silence.
+        hearing.disconnected(now: 180)
+        hearing.connected(now: 280)
+        #expect(hearing.silence(of: "c-1", now: 290)?.listenedFor == 40)
+        // The fleet is killed at 290 after saving; a new run starts from what was saved.
+        let saved = hearing.unsaved
+        #expect(saved == ["c-1": .init(at: 150, listened: 50)])
+        var restarted = CabinetHearing(listened: hearing.listened(at: 290), heard: saved)
+        restarted.connected(now: 300)
+        restarted.promised("c-1", heartbeat: 5, now: 300)
+        #expect(restarted.silence(of: "c-1", now: 310) == .init(since: 150, listenedFor: 50, allowed: 10), "the silence before the restart still counts")
+        restarted.promised("c-1", heartbeat: nil, now: 310)
+        #expect(restarted.silence(of: "c-1", now: 320) == nil, "a bridge without heartbeat_s")
+        hearing.saved()
+        #expect(hearing.unsaved.isEmpty)
     }
 
     @Test("no credit for the set time raises an alert only inside the opening hours")

@@ -55,7 +55,9 @@ final class ChaosCabinet {
                 coins: {"2": EU010A, "3": EU020A, "4": EU050A, "5": EU100A, "6": EU200A}
               """
         try "name: \(name)\nseed: \(seed)\ncoins: 0\nrate_per_s: 3\n\(scenario)\n".write(toFile: "\(dir)/scenario.yaml", atomically: true, encoding: .utf8)
-        // An ack timeout of 3 s: what a fleet's crash loses comes back within seconds (B7).
+        // An ack timeout of 3 s: what a fleet's crash loses comes back within seconds (B7). A
+        // status each 5 s: the fleet calls a bridge killed while the broker was away silent
+        // (no will can be sent then) inside the cabinet's absence.
         try """
             cabinet: \(name)
             site: \(site)
@@ -64,6 +66,7 @@ final class ChaosCabinet {
             metrics: {listen: off}
             mqtt: {host: 127.0.0.1, port: \(brokerPort), keepalive_s: 5}
             delivery: {window: 128, ack_timeout_s: 3}
+            status: {refresh_s: 5}
             """.write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)
     }
 

@@ -1,0 +1,102 @@
+/// When the fleet last heard each cabinet live, and how often each cabinet's bridge promised to
+/// speak (`heartbeat_s` in its `online` state). The broker's last will says "off line" only when
+/// the broker saw the link die; a bridge killed while the broker was away leaves a retained
+/// `online` for good. Silence past the promise is the only sign of that (AlertRules, FLEET.md B1a).
+///
+/// Silence is counted on a listening clock: the seconds this fleet instance has been connected
+/// to the broker, over all its runs. A fleet (or broker) that was away blames no cabinet for
+/// the time it could not hear, and a fleet restarted often still sees a cabinet that stays
+/// silent. The clock and each cabinet's last word are kept in the database (`FleetStore`).
+///
+/// Pure: the ingest feeds it what happens and asks it for a cabinet's silence.
+public struct CabinetHearing: Sendable, Equatable {
+    /// A cabinet's last word: the wall clock for people, the listening clock for the rule.
+    public struct Heard: Sendable, Equatable {
+        public var at: Double
+        public var listened: Double
+
+        public init(at: Double, listened: Double) {
+            self.at = at
+            self.listened = listened
+        }
+    }
+
+    public struct Silence: Sendable, Equatable {
+        /// The last word heard live (wall clock).
+        public var since: Double
+        /// Seconds the fleet has listened since then.
+        public var listenedFor: Double
+        /// What the bridge promised, with the slack: silence beyond this is overdue.
+        public var allowed: Double
+
+        public init(since: Double, listenedFor: Double, allowed: Double) {
+            self.since = since
+            self.listenedFor = listenedFor
+            self.allowed = allowed
+        }
+    }
+
+    /// A bridge's status poll may land just after its refresh is due: twice the promise.
+    public static let slack = 2.0
+
+    /// The listening clock when the current connection began (or at the last fold).
+    private var listenedBefore: Double
+    /// Wall clock of the current connection's start; nil while not connected.
+    private var connectedAt: Double?
+    public private(set) var heard: [String: Heard]
+    private var heartbeats: [String: Double] = [:]
+    /// Cabinets heard since the last `saved()`: what the store must save.
+    private var changed: Set<String> = []
+
+    public init(listened: Double = 0, heard: [String: Heard] = [:]) {
+        listenedBefore = listened
+        self.heard = heard
+    }
+
+    /// The listening clock now.
+    public func listened(at now: Double) -> Double {
+        listenedBefore + (connectedAt.map { max(now - $0, 0) } ?? 0)
+    }
+
+    public mutating func connected(now: Double) {
+        listenedBefore = listened(at: now)
+        connectedAt = now
+    }
+
+    public mutating func disconnected(now: Double) {
+        listenedBefore = listened(at: now)
+        connectedAt = nil
+    }
+
+    /// Any message of the cabinet's. A retained one is the broker's memory, not the cabinet
+    /// speaking now: it is not hearing.
+    public mutating func heard(_ cabinet: String, retained: Bool, now: Double) {
+        guard !retained else { return }
+        heard[cabinet] = Heard(at: now, listened: listened(at: now))
+        changed.insert(cabinet)
+    }
+
+    /// The bridge's promise from its `state`; nil from a bridge that makes none (older than
+    /// 0.7.0), which is then never called silent. A cabinet never heard live counts from now.
+    public mutating func promised(_ cabinet: String, heartbeat: Double?, now: Double) {
+        heartbeats[cabinet] = heartbeat
+        if heartbeat != nil, heard[cabinet] == nil {
+            heard[cabinet] = Heard(at: now, listened: listened(at: now))
+            changed.insert(cabinet)
+        }
+    }
+
+    /// The cabinet's silence now; nil if it promised nothing.
+    public func silence(of cabinet: String, now: Double) -> Silence? {
+        guard let heartbeat = heartbeats[cabinet], let last = heard[cabinet] else { return nil }
+        return Silence(since: last.at, listenedFor: max(listened(at: now) - last.listened, 0), allowed: Self.slack * heartbeat)
+    }
+
+    /// The cabinets heard since the last `saved()`, with their last word.
+    public var unsaved: [String: Heard] {
+        Dictionary(uniqueKeysWithValues: changed.compactMap { cabinet in heard[cabinet].map { (cabinet, $0) } })
+    }
+
+    /// The store holds `unsaved` now (nothing ran between: the ingest's loop is one task).
+    public mutating func saved() { changed.removeAll() }
+}

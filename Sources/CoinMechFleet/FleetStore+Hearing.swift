@@ -1,0 +1,40 @@
+import Foundation
+import PostgresNIO
+
+extension FleetStore {
+    /// The instance's listening clock and the last word of each cabinet it takes (B1a), as
+    /// saved by its earlier runs.
+    public func loadHearing(instance: String, sites: [String]?) async throws -> CabinetHearing {
+        var listened = 0.0
+        for try await value in try await client.query("SELECT listened FROM listening WHERE instance = \(instance)", logger: logger).decode(Double.self) {
+            listened = value
+        }
+        var heard: [String: CabinetHearing.Heard] = [:]
+        let rows = try await client.query("""
+            SELECT h.cabinet, h.heard_at, h.heard_listened FROM hearing h LEFT JOIN cabinets c ON c.cabinet = h.cabinet
+            WHERE \(sites)::text[] IS NULL OR c.site = ANY(\(sites)::text[])
+            """, logger: logger)
+        for try await (cabinet, at, listenedThen) in rows.decode((String, Double, Double).self) {
+            // Heard on this clock only if not ahead of it (a row another instance wrote).
+            heard[cabinet] = .init(at: at, listened: min(listenedThen, listened))
+        }
+        return CabinetHearing(listened: listened, heard: heard)
+    }
+
+    /// The clock and the cabinets heard since the last save, in one transaction.
+    public func saveHearing(instance: String, listened: Double, heard: [String: CabinetHearing.Heard]) async throws {
+        let cabinets = Array(heard.keys), at = cabinets.map { heard[$0]!.at }, then = cabinets.map { heard[$0]!.listened }
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("""
+                INSERT INTO listening (instance, listened) VALUES (\(instance), \(listened))
+                ON CONFLICT (instance) DO UPDATE SET listened = greatest(listening.listened, excluded.listened)
+                """, logger: logger)
+            guard !cabinets.isEmpty else { return }
+            try await connection.query("""
+                INSERT INTO hearing (cabinet, heard_at, heard_listened)
+                SELECT * FROM unnest(\(cabinets)::text[], \(at)::float8[], \(then)::float8[])
+                ON CONFLICT (cabinet) DO UPDATE SET heard_at = excluded.heard_at, heard_listened = excluded.heard_listened
+                """, logger: logger)
+        }
+    }
+}
