@@ -10,30 +10,18 @@ extension CoreLogger {
     }
 }
 
+// The core's seven levels are swift-log's, by name: one table, built once, serves both ways.
 extension CoreLogger.Level {
+    static let swiftLog: [Logger.Level] = allCases.map { level in
+        guard let same = Logger.Level(rawValue: "\(level)") else { fatalError("swift-log has no level \(level)") }
+        return same
+    }
+
     init(_ level: Logger.Level) {
-        switch level {
-        case .trace: self = .trace
-        case .debug: self = .debug
-        case .info: self = .info
-        case .notice: self = .notice
-        case .warning: self = .warning
-        case .error: self = .error
-        case .critical: self = .critical
-        }
+        self = Self.allCases[Self.swiftLog.firstIndex(of: level) ?? Self.allCases.count - 1]
     }
 }
 
 extension Logger.Level {
-    init(_ level: CoreLogger.Level) {
-        switch level {
-        case .trace: self = .trace
-        case .debug: self = .debug
-        case .info: self = .info
-        case .notice: self = .notice
-        case .warning: self = .warning
-        case .error: self = .error
-        case .critical: self = .critical
-        }
-    }
+    init(_ level: CoreLogger.Level) { self = CoreLogger.Level.swiftLog[level.rawValue] }
 }
