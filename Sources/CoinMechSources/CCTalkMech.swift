@@ -140,13 +140,7 @@ public final class CCTalkMech: AcceptorMech {
     }
 
     public func hotplug(_ change: HotplugTracker.Change, now: Instant) -> [MechEvent] {
-        switch change {
-        case .vanished:
-            return disconnect(reason: "device removed", now: now)
-        case .appeared:
-            port.deviceAppeared(now: now)
-            return poll(now: now)
-        }
+        port.hotplug(change, now: now, disconnect: { disconnect(reason: $0, now: now) }, poll: { poll(now: now) })
     }
 
     /// Closes the port. Master inhibit goes out first, so that no coin is taken while nobody

@@ -137,13 +137,7 @@ public final class MDBMech: PayingMech {
     }
 
     public func hotplug(_ change: HotplugTracker.Change, now: Instant) -> [MechEvent] {
-        switch change {
-        case .vanished:
-            return disconnect(reason: "device removed", now: now)
-        case .appeared:
-            port.deviceAppeared(now: now)
-            return poll(now: now)
-        }
+        port.hotplug(change, now: now, disconnect: { disconnect(reason: $0, now: now) }, poll: { poll(now: now) })
     }
 
     /// Closes the port. COIN TYPE 0 goes out first, so that the changer keeps no coin while

@@ -1,3 +1,4 @@
+import CoinMechHotplug
 import CoinMechModel
 import CoinMechSupport
 
@@ -57,10 +58,18 @@ final class ReconnectingPort {
     @discardableResult
     func write(_ bytes: [UInt8]) -> Bool { port?.write(bytes) ?? false }
 
-    /// udev says the device is there: try it now, with the backoff from its start.
-    func deviceAppeared(now: Instant) {
-        nextAttempt = now
-        backoff = .milliseconds(100)
+    /// What udev says, for the shell that owns this port: gone, the shell `disconnect`s (its
+    /// last words to the device first); back, it is tried now, with the backoff from its start,
+    /// by the shell's `poll`.
+    func hotplug(_ change: HotplugTracker.Change, now: Instant, disconnect: (String) -> [MechEvent], poll: () -> [MechEvent]) -> [MechEvent] {
+        switch change {
+        case .vanished:
+            return disconnect("device removed")
+        case .appeared:
+            nextAttempt = now
+            backoff = .milliseconds(100)
+            return poll()
+        }
     }
 
     /// Writes `last` (what leaves the device safe while nobody polls it), closes the port, and
