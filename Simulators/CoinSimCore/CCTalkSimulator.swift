@@ -103,9 +103,7 @@ public final class CCTalkSimulator {
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
     public func run() throws(SimulatorError) -> CCTalkGroundTruth {
-        let signals = try SimulatorSignals()
-        if let path = options.recordPath { recorder = try TraceWriter(path: path) }
-        let terminal = try PseudoTerminal.offer(linkPath: options.linkPath, connections: &truth.connections, announce: announce)
+        let (signals, terminal) = try (SimulatorSignals(), PseudoTerminal.offer(options, recorder: &recorder, connections: &truth.connections, announce: announce))
         self.terminal = terminal
 
         var nextInsertion: UInt64?
@@ -113,11 +111,8 @@ public final class CCTalkSimulator {
 
         loop: while true {
             let now = Instant.now.nanoseconds
-            var wake = now + (connected ? 1_000_000_000 : 10_000_000)
-            for due in [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(), poweredOffUntil, end.lingerUntil,
-                        hoppers.compactMap(\.nextEventAt).min()] {
-                if let due { wake = min(wake, due) }
-            }
+            let wake = end.wake(now: now, connected: connected, dues: [poweredOffUntil == nil && connected ? nextInsertion : nil, outgoing.map(\.deliverAt).min(),
+                                                                      poweredOffUntil, hoppers.compactMap(\.nextEventAt).min()])
             let turn = try signals.wait(master: terminal.master, until: wake, now: now)
             if turn.stop {
                 truth.ended = "signal"

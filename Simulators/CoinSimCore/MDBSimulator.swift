@@ -67,9 +67,7 @@ public final class MDBSimulator {
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
     public func run() throws(SimulatorError) -> MDBGroundTruth {
-        let signals = try SimulatorSignals()
-        if let path = options.recordPath { recorder = try TraceWriter(path: path) }
-        let terminal = try PseudoTerminal.offer(linkPath: options.linkPath, connections: &truth.connections, announce: announce)
+        let (signals, terminal) = try (SimulatorSignals(), PseudoTerminal.offer(options, recorder: &recorder, connections: &truth.connections, announce: announce))
         self.terminal = terminal
 
         var nextInsertion: UInt64?
@@ -77,10 +75,7 @@ public final class MDBSimulator {
 
         loop: while true {
             let now = Instant.now.nanoseconds
-            var wake = now + (connected ? 1_000_000_000 : 10_000_000)
-            for due in [connected ? nextInsertion : nil, outgoing.first?.deliverAt, end.lingerUntil, nextPayment] {
-                if let due { wake = min(wake, due) }
-            }
+            let wake = end.wake(now: now, connected: connected, dues: [connected ? nextInsertion : nil, outgoing.first?.deliverAt, nextPayment])
             let turn = try signals.wait(master: terminal.master, until: wake, now: now)
             let woke = Instant.now.nanoseconds
             if turn.stop {

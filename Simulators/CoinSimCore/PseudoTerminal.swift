@@ -30,12 +30,14 @@ final class PseudoTerminal {
         self.master = master
     }
 
-    /// A device for a simulator's session: linked at `linkPath` if asked, its path added to the
-    /// truth's connections and announced (coinsim prints it for the host).
-    static func offer(linkPath: String?, connections: inout GroundTruth.Connections,
+    /// A device for a simulator's session: the trace opened first if `--record` asks for one,
+    /// linked at `--link` if asked, its path added to the truth's connections and announced
+    /// (coinsim prints it for the host).
+    static func offer(_ options: SimulatorOptions, recorder: inout TraceWriter?, connections: inout GroundTruth.Connections,
                       announce: (String) -> Void) throws(SimulatorError) -> PseudoTerminal {
+        if let path = options.recordPath { recorder = try TraceWriter(path: path) }
         let terminal = try PseudoTerminal()
-        if let linkPath { try terminal.link(at: linkPath) }
+        if let linkPath = options.linkPath { try terminal.link(at: linkPath) }
         connections.devicePaths.append(terminal.devicePath)
         announce(terminal.devicePath)
         return terminal

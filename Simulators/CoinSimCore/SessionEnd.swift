@@ -21,6 +21,12 @@ struct SessionEnd {
         if lingerUntil == nil { lingerUntil = now + linger }
     }
 
+    /// When the loop must turn next: the earliest of `dues` and the linger's end; at most a
+    /// second away, 10 ms while no host is connected (to notice one coming).
+    func wake(now: UInt64, connected: Bool, dues: [UInt64?]) -> UInt64 {
+        (dues + [lingerUntil]).reduce(now + (connected ? 1_000_000_000 : 10_000_000)) { wake, due in due.map { min(wake, $0) } ?? wake }
+    }
+
     /// The scenario has no more coins.
     mutating func lastCoin(at now: UInt64) { lingerUntil = now + linger }
 
