@@ -14,28 +14,17 @@ import CoinSimCore
 ///   line (`acceptor_reply_lost`) or read by a daemon killed before it recorded it. The caller
 ///   bounds them by the deaths and lost replies of the run.
 ///
-/// Money out. Every coin that left a tube (the truth's payouts) against the journal:
-/// - **paidTwice**: coins of a type the changer paid beyond what the journalled steps of that
-///   type asked for: a DISPENSE sent again, or never journalled;
-/// - **unpaidUnrecorded**: coins where the ledger's settled payouts and the changer disagree, per
-///   type (paid and not recorded as paid, or recorded as paid and not paid);
-/// - **open**: payouts still open on the ledger at the end;
-/// - **inventoryMismatch**: tubes whose last count on the ledger (the changer's counter row) is
-///   not what the changer holds at the end.
+/// Money out: every coin that left a tube (the truth's payouts) against the journal, per coin
+/// type (`PayoutVerdict`, read through as this audit's own fields); a tube's level on the
+/// ledger is the changer's last counter row.
+@dynamicMemberLookup
 public struct MDBMoneyAudit: Sendable {
     public var kept = 0
     public var credited = 0
     public var skipped = 0
     public var phantom = false
     public var doubled: [Int64] = []
-    public var payouts = 0
-    public var dispenses = 0
-    public var paidTwice = 0
-    public var unpaidUnrecorded = 0
-    public var open = 0
-    public var inventoryMismatch: [Int] = []
-    public var debtMinor: Int64 = 0
-    public var paidMinor: Int64 = 0
+    public var out: PayoutVerdict
     public var jams = 0
     public var resetsMidPayout = 0
 
@@ -59,36 +48,23 @@ public struct MDBMoneyAudit: Sendable {
         }
         skipped = kept - credited
 
-        let tally = PayoutJournalTally(payouts)
-        self.payouts = tally.payouts
-        open = tally.open
-        paidMinor = tally.paidMinor
-        debtMinor = tally.debtMinor
-        dispenses = truth.payouts.count
         var truthPaid: [Int: Int] = [:]
         for payout in truth.payouts { truthPaid[payout.type, default: 0] += payout.paid }
-        for type in Set(truthPaid.keys).union(tally.recorded.keys).union(tally.asked.keys) {
-            paidTwice += tally.paidTwice(type, devicePaid: truthPaid[type, default: 0])
-            unpaidUnrecorded += tally.unpaidUnrecorded(type, devicePaid: truthPaid[type, default: 0])
-        }
+        let recorded = tubes.map { $0.map(Int.init) } ?? []
+        out = PayoutVerdict(PayoutJournalTally(payouts), devicePaid: truthPaid, dispenses: truth.payouts.count,
+                            inventoryMismatch: truth.tubesAtEnd.indices.filter { type in (recorded.indices.contains(type) ? recorded[type] : -1) != truth.tubesAtEnd[type] })
         jams = truth.payouts.filter { $0.ended == "jam" }.count
         resetsMidPayout = truth.payouts.filter { $0.ended == "reset" }.count
-        let recorded = tubes.map { $0.map(Int.init) } ?? []
-        inventoryMismatch = truth.tubesAtEnd.indices.filter { type in (recorded.indices.contains(type) ? recorded[type] : -1) != truth.tubesAtEnd[type] }
     }
 
-    public var isClean: Bool {
-        !phantom && doubled.isEmpty && paidTwice == 0 && unpaidUnrecorded == 0 && open == 0 && inventoryMismatch.isEmpty
-    }
+    public subscript<T>(dynamicMember path: KeyPath<PayoutVerdict, T>) -> T { out[keyPath: path] }
+
+    public var isClean: Bool { !phantom && doubled.isEmpty && out.isClean }
 
     public var problems: String {
         var lines: [String] = []
         if phantom { lines.append("PHANTOM: the credits are not the kept coins in order") }
         if !doubled.isEmpty { lines.append("DOUBLED coin numbers: \(doubled)") }
-        if paidTwice > 0 { lines.append("PAID TWICE: \(paidTwice) coin(s) paid beyond what the journal asked") }
-        if unpaidUnrecorded > 0 { lines.append("UNPAID OR UNRECORDED: the ledger's paid coins differ from the changer's by \(unpaidUnrecorded)") }
-        if open > 0 { lines.append("OPEN: \(open) payout(s) never settled") }
-        if !inventoryMismatch.isEmpty { lines.append("INVENTORY: tubes \(inventoryMismatch) on the ledger differ from the changer's") }
-        return lines.joined(separator: "\n")
+        return (lines + out.problems(device: "the changer", units: "tubes")).joined(separator: "\n")
     }
 }
