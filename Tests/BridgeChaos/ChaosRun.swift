@@ -36,16 +36,8 @@ final class ChaosRun {
         for tool in ["/usr/sbin/mosquitto", "/usr/bin/mosquitto_sub", "/usr/bin/mosquitto_pub"] where !FileManager.default.fileExists(atPath: tool) {
             throw ChaosError("\(tool) not found: scripts/bootstrap installs mosquitto and mosquitto-clients")
         }
-        let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
-        try """
-            log_level: info
-            source: {kind: serial, device: mech, baud: 115200}
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            socket: {control_users: [\(user)]}
-            \(FixtureChains.usd)
-            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+        try FixtureDaemon.configuration(source: "{kind: serial, device: mech, baud: 115200}", chain: FixtureChains.usd)
+            .write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
         // Coins without end, about 16 events a second, until coinsim is told to stop.
         try """
             name: chaos

@@ -160,16 +160,7 @@ struct CCTalkEndToEndTests {
     // the ledger recorded it `coin_uncredited`: the customer lost it.
     @Test("a watcher sees each credit once, as the ledger has it; a coin the chain cannot credit and the operator's inhibit both send coins back uncredited")
     func watchAndInhibit() throws {
-        let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
-        let rig = try Rig("cctalk-watch", config: """
-            log_level: debug
-            source: {kind: cctalk, device: acceptor}
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            socket: {control_users: [\(user)]}
-            \(Self.chain)
-            """, scenario: """
+        let rig = try Rig("cctalk-watch", config: FixtureDaemon.configuration(source: "{kind: cctalk, device: acceptor}", chain: Self.chain, logLevel: "debug"), scenario: """
             seed: 3
             coins: 40
             rate_per_s: 5

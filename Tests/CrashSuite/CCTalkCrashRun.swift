@@ -38,20 +38,10 @@ extension Run {
     /// The configuration and scenario of a ccTalk run: a euro acceptor on a single-wire bus,
     /// 2 coins a second (fewer than five events in the second a restarted daemon takes to read
     /// the buffer again), lost replies, NAKs and BUSYs.
-    func writeCCTalkFiles(user: String, seed: UInt64) throws {
-        try """
-            log_level: info
-            source:
-              kind: cctalk
-              device: mech
-              hoppers:
-            \(Self.hoppers.map { "    - {address: \($0.address), coin: \($0.coin), currency: EUR}" }.joined(separator: "\n"))
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            socket: {control_users: [\(user)]}
-            \(FixtureChains.euroCoinIDs)
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+    func writeCCTalkFiles(seed: UInt64) throws {
+        let hoppers = Self.hoppers.map { "\n    - {address: \($0.address), coin: \($0.coin), currency: EUR}" }.joined()
+        try FixtureDaemon.configuration(source: "\n  kind: cctalk\n  device: mech\n  hoppers:\(hoppers)", chain: FixtureChains.euroCoinIDs)
+            .write(toFile: config, atomically: true, encoding: .utf8)
         try """
             name: crash-cctalk
             seed: \(seed)

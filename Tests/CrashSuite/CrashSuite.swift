@@ -174,25 +174,17 @@ final class Run {
         for tool in ["coinmechd", "coinsim", "libcoin-table.so", "libcoin-id.so"] where !FileManager.default.fileExists(atPath: "\(bin)/\(tool)") {
             throw CrashSuiteError("\(bin)/\(tool) not found: build first (swift build), or pass --bin")
         }
-        let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
         switch lineProtocol {
         case .cctalk:
-            try writeCCTalkFiles(user: user, seed: seed)
+            try writeCCTalkFiles(seed: seed)
             return
         case .mdb:
-            try writeMDBFiles(user: user, seed: seed)
+            try writeMDBFiles(seed: seed)
             return
         case .serial: break
         }
-        try """
-            log_level: info
-            source: {kind: serial, device: mech, baud: 115200, confirm_window_ms: 300}
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            socket: {control_users: [\(user)]}
-            \(FixtureChains.usd)
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        try FixtureDaemon.configuration(source: "{kind: serial, device: mech, baud: 115200, confirm_window_ms: 300}", chain: FixtureChains.usd)
+            .write(toFile: config, atomically: true, encoding: .utf8)
         // The fast scenario: coins as a busy cabinet sees them, and every way the mech can
         // surprise the host (bounces, lost confirmations, repeated sentences, power lost mid-coin;
         // the first power loss early enough for the short run, which sees about 130 coins; a

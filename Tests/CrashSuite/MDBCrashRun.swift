@@ -85,16 +85,9 @@ final class Payer: Sendable {
 extension Run {
     /// The configuration and scenario of an MDB run: a USD changer with tubes, 2 coins a second,
     /// payouts asked for throughout, one payout that jams and one cut by a power cycle.
-    func writeMDBFiles(user: String, seed: UInt64) throws {
-        try """
-            log_level: info
-            source: {kind: mdb, device: mech, poll_interval_ms: 50, currencies: [USD]}
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            socket: {control_users: [\(user)]}
-            \(FixtureChains.usdCoinIDs)
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+    func writeMDBFiles(seed: UInt64) throws {
+        try FixtureDaemon.configuration(source: "{kind: mdb, device: mech, poll_interval_ms: 50, currencies: [USD]}", chain: FixtureChains.usdCoinIDs)
+            .write(toFile: config, atomically: true, encoding: .utf8)
         try """
             name: crash-mdb
             seed: \(seed)

@@ -32,19 +32,11 @@ final class ChaosCabinet {
         self.bin = bin
         dir = "\(root)/\(name)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
         let source = kind == .serial
-            ? "source: {kind: serial, device: mech, baud: 115200}"
-            : "source: {kind: cctalk, device: mech, address: 2, checksum: simple8, poll_interval_ms: 200, currencies: [EUR]}"
-        try """
-            log_level: info
-            \(source)
-            state_dir: state
-            runtime_dir: run
-            cache_dir: cache
-            socket: {control_users: [\(user)]}
-            \(kind == .serial ? FixtureChains.usd : FixtureChains.euroCoinIDs)
-            """.write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
+            ? "{kind: serial, device: mech, baud: 115200}"
+            : "{kind: cctalk, device: mech, address: 2, checksum: simple8, poll_interval_ms: 200, currencies: [EUR]}"
+        try FixtureDaemon.configuration(source: source, chain: kind == .serial ? FixtureChains.usd : FixtureChains.euroCoinIDs)
+            .write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
         // Coins without end, about 3 a second, until coinsim is told to stop.
         let scenario = kind == .serial
             ? "baud: 115200\ncurrency: USD\nmix: {quarter: 3, dime: 2, nickel: 1}"
