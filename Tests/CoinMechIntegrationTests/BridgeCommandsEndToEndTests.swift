@@ -58,21 +58,12 @@ struct BridgeCommandsEndToEndTests {
     func commands() throws {
         let harness = try DaemonHarness()
         let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
-        try """
-            cabinet: c-0042
-            site: test-site
-            socket: {path: \(harness.dir)/run/coinmechd.sock}
-            state_dir: \(harness.dir)/bridge
-            metrics: {listen: "127.0.0.1:0"}
-            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
-            delivery: {acks: off}
-            commands: {allow: [status, totals, resend, inhibit]}
-            """.write(toFile: "\(harness.dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}", "metrics: {listen: \"127.0.0.1:0\"}", "delivery: {acks: off}", "commands: {allow: [status, totals, resend, inhibit]}")
         try harness.startSimulator("coins: 6\nrate_per_s: 20\nseed: 3\nmix: {quarter: 1}\n")
         try harness.startDaemon()
         _ = try harness.simulatorTruth()
         let replies = try Replies(broker)
-        var bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        var bridge = try ChildProcess("coinmech-bridge", bridgeArguments)
         defer {
             replies.stop()
             bridge.signal(SIGKILL)
@@ -139,7 +130,7 @@ struct BridgeCommandsEndToEndTests {
         bridge.signal(SIGKILL)
         _ = bridge.wait(timeout: 10)
         try Self.command(broker, "inhibit", ["v": 1, "id": "ret-1", "deadline": Self.ahead(60), "args": ["on": false]], retained: true)
-        bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        bridge = try ChildProcess("coinmech-bridge", bridgeArguments)
         let mark = replies.seen.count
         var attempt = 0
         try TestSupport.waitUntil("the new bridge answering status", timeout: 30) {

@@ -93,18 +93,10 @@ struct BridgeEndToEndTests {
         // An ack timeout far beyond the test: what comes back after a crash comes from the
         // resend the contract says (from the cursor after a bridge start or a broker reconnect),
         // not from the timeout's.
-        try """
-            cabinet: c-0042
-            site: test-site
-            socket: {path: \(harness.dir)/run/coinmechd.sock}
-            state_dir: \(harness.dir)/bridge
-            metrics: {listen: "127.0.0.1:0"}
-            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
-            delivery: {window: \(window), ack_timeout_s: 300}
-            """.write(toFile: "\(harness.dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}", "metrics: {listen: \"127.0.0.1:0\"}", "delivery: {window: \(window), ack_timeout_s: 300}")
         try harness.startSimulator("coins: 100\nrate_per_s: 8\nseed: 5\nmix: {quarter: 2, dime: 1, nickel: 1}\n")
         try harness.startDaemon()
-        var bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        var bridge = try ChildProcess("coinmech-bridge", bridgeArguments)
         let consumer = Consumer(broker: broker)
         defer {
             consumer.stop()
@@ -127,7 +119,7 @@ struct BridgeEndToEndTests {
         let gone = JSON.parse(will.readLine(timeout: 15) ?? "")
         #expect(gone?["state"] == "offline" && gone?["reason"] == "lost", "\(String(describing: gone))")
         _ = will.wait(timeout: 5)
-        bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        bridge = try ChildProcess("coinmech-bridge", bridgeArguments)
         try consumer.read(for: 2)
 
         // The consumer goes away; the broker queues for its session and is killed with what it

@@ -37,19 +37,10 @@ struct BridgeMetricsEndToEndTests {
         let harness = try DaemonHarness()
         let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
         let port = try Loopback.freePort()
-        try """
-            cabinet: c-0042
-            site: test-site
-            socket: {path: \(harness.dir)/run/coinmechd.sock}
-            state_dir: \(harness.dir)/bridge
-            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
-            delivery: {acks: off}
-            status: {poll_s: 0.5}
-            metrics: {listen: "127.0.0.1:\(port)"}
-            """.write(toFile: "\(harness.dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}", "delivery: {acks: off}", "status: {poll_s: 0.5}", "metrics: {listen: \"127.0.0.1:\(port)\"}")
         try harness.startSimulator("coins: 14\nrate_per_s: 10\nseed: 8\nmix: {quarter: 2, dime: 1, nickel: 1}\n")
         try harness.startDaemon()
-        let bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        let bridge = try ChildProcess("coinmech-bridge", bridgeArguments)
         var prometheus: ChildProcess?
         defer {
             prometheus?.signal(SIGTERM)

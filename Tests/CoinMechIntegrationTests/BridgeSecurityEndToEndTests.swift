@@ -67,18 +67,10 @@ struct BridgeSecurityEndToEndTests {
         }
         let tls = { (who: String) in ["-h", "127.0.0.1", "-p", "\(port)", "--cafile", "\(dir)/ca.pem", "--cert", "\(dir)/\(who).pem", "--key", "\(dir)/\(who).key"] }
         let fleet = try ChildProcess("/usr/bin/mosquitto_sub", tls("coinmech-fleet") + ["-q", "1", "-v", "-t", "coinmech/v1/#"], absolute: true)
-        try """
-            cabinet: c-0042
-            site: test-site
-            socket: {path: \(harness.dir)/run/coinmechd.sock}
-            state_dir: \(harness.dir)/bridge
-            metrics: {listen: off}
-            mqtt: {host: 127.0.0.1, port: \(port), keepalive_s: 5, tls: {ca_file: \(dir)/ca.pem, cert_file: \(dir)/c-0042.pem, key_file: \(dir)/c-0042.key}}
-            delivery: {acks: off}
-            """.write(toFile: "\(harness.dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(port), keepalive_s: 5, tls: {ca_file: \(dir)/ca.pem, cert_file: \(dir)/c-0042.pem, key_file: \(dir)/c-0042.key}}", "metrics: {listen: off}", "delivery: {acks: off}")
         try harness.startSimulator("coins: 4\nrate_per_s: 10\nseed: 2\nmix: {quarter: 1}\n")
         try harness.startDaemon()
-        let bridge = try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/bridge.yaml"])
+        let bridge = try ChildProcess("coinmech-bridge", bridgeArguments)
         defer {
             for child in [bridge, fleet, broker] { child.signal(SIGKILL); _ = child.wait(timeout: 10) }
             _ = try? harness.stopDaemon()

@@ -32,6 +32,15 @@ final class DaemonHarness {
             """.write(toFile: config, atomically: true, encoding: .utf8)
     }
 
+    /// coinmech-bridge's configuration for this daemon: cabinet c-0042 of test-site, its state
+    /// in `<dir>/bridge`; `mqtt` and `more` are its own lines (flow-style YAML). Returns the
+    /// bridge's arguments.
+    func bridgeConfiguration(mqtt: String, _ more: String...) throws -> [String] {
+        let lines = ["cabinet: c-0042", "site: test-site", "socket: {path: \(dir)/run/coinmechd.sock}", "state_dir: \(dir)/bridge", "mqtt: \(mqtt)"] + more
+        try lines.joined(separator: "\n").write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        return ["--config", "\(dir)/bridge.yaml"]
+    }
+
     /// Starts coinsim with `scenario` (YAML text) linked at `<dir>/mech`.
     func startSimulator(_ scenario: String, arguments: [String] = []) throws {
         truthCount += 1
