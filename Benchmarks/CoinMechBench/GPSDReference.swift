@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoinMechHarness
 import Foundation
 
 #if canImport(Glibc)
@@ -74,16 +75,7 @@ struct GPSDReference {
     private static func connect(port: Int) throws -> Int32 {
         let deadline = Date().addingTimeInterval(10)
         while true {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            if connected == 0 { return fd }
-            close(fd)
+            if let fd = Loopback.connect(port) { return fd }
             guard Date() < deadline else { throw ValidationError("gpsd did not listen on port \(port) within 10 s") }
             usleep(20_000)
         }
