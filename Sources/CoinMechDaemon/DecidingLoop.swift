@@ -328,7 +328,9 @@ public final class DecidingLoop: @unchecked Sendable {
                     let started = Instant.now
                     let result = try ledger.append(entries, busyTimeoutMilliseconds: milliseconds)
                     noteCommit(took: .now - started)
-                    if decisionJournal != nil {
+                    // An empty append syncs nothing (`Ledger.append` returns at once): the
+                    // unsynced commits before it are still the journal's to keep.
+                    if decisionJournal != nil, !entries.isEmpty {
                         ledgerPagesLeft = ledger.pagesLeft()
                         journalAheadOfSync = false
                         if trimWanted { decisionJournal?.trim() }
