@@ -269,8 +269,27 @@ extension DecidingLoop {
 
     /// Appends `entries` after the inventory moves counted so far, in one transaction; once it
     /// commits, the mech's levels follow the moves and they are gone from `inventory`.
+    ///
+    /// An earlier append that reported a failure may have landed: its moves are then on the
+    /// ledger (a step is counted once, so this one is refused for them). Those are the mech's
+    /// now, and the rest go again, so the payout settles in this run rather than being taken
+    /// for settled already.
     private func journal(_ entries: [LedgerEntry], after inventory: inout [InventoryChange], _ mech: any PayingMech) throws(LedgerError) -> AppendResult {
-        let result = try ledger.append(inventory.map(LedgerEntry.inventory) + entries)
+        let result: AppendResult
+        do throws(LedgerError) {
+            result = try ledger.append(inventory.map(LedgerEntry.inventory) + entries)
+        } catch .precondition(let message) {
+            let landed = inventory.isEmpty ? [] : try ledger.counted(inventory)
+            guard !landed.isEmpty else { throw .precondition(message) }
+            logger.warning("payout moves the ledger refused are on it already (a commit reported failed had landed): the rest are journalled again",
+                           metadata: ["moves": "\(landed.count)"])
+            mech.recorded(landed)
+            inventory.removeAll { landed.contains($0) }
+            return try journal(entries, after: &inventory, mech)
+        }
+        if !inventory.isEmpty, failpoints.fails(.payoutMovesCommitted) {
+            throw .write(message: "failpoint payout-moves-committed: the commit landed, and is reported failed")
+        }
         mech.recorded(inventory)
         inventory = []
         return result

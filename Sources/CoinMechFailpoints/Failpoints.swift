@@ -12,10 +12,12 @@ import Glibc
 ///     COINMECH_FAILPOINTS=after-commit=kill            the first time the batch has committed
 ///     COINMECH_FAILPOINTS=confirmation-received=kill@3 the third time a confirmation arrives
 ///     COINMECH_FAILPOINTS=before-answer=sleep:120      stall 120 ms every time
+///     COINMECH_FAILPOINTS=payout-moves-committed=fail@1 the first such commit says it failed
 ///
 /// Actions: `kill` (SIGKILL to itself: a crash that runs no cleanup, as `kill -9` or a power
-/// cut), `sleep:MS` (the thread stalls), `off`. `@N` fires on the Nth hit only (for `kill`, the
-/// process ends there anyway).
+/// cut), `sleep:MS` (the thread stalls), `fail` (where a place asks `fails`: the work done is
+/// reported failed, as a disk error after a commit landed), `off`. `@N` fires on the Nth hit
+/// only (for `kill`, the process ends there anyway).
 public struct Failpoints: Sendable {
     /// The places, in the order a coin passes them.
     public typealias Point = Failpoint
@@ -23,13 +25,14 @@ public struct Failpoints: Sendable {
     public enum Action: Sendable, Equatable {
         case kill
         case sleep(milliseconds: Int)
+        case fail
     }
 
     /// Why `COINMECH_FAILPOINTS` could not be used.
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public let message: String
         public var description: String {
-            "COINMECH_FAILPOINTS: \(message) (known points: \(Point.allCases.map(\.rawValue).joined(separator: ", ")); actions: kill, sleep:MS, off; optional @N)"
+            "COINMECH_FAILPOINTS: \(message) (known points: \(Point.allCases.map(\.rawValue).joined(separator: ", ")); actions: kill, sleep:MS, fail, off; optional @N)"
         }
     }
 
@@ -71,6 +74,7 @@ public struct Failpoints: Sendable {
             switch spec {
             case "off": continue
             case "kill": armed[point] = Armed(action: .kill, onHit: onHit)
+            case "fail": armed[point] = Armed(action: .fail, onHit: onHit)
             case let sleep where sleep.hasPrefix("sleep:"):
                 guard let ms = Int(sleep.dropFirst("sleep:".count)), (0...600_000).contains(ms) else {
                     throw ParseError(message: "'\(item)': sleep takes milliseconds (0 to 600000)")
@@ -94,11 +98,24 @@ public struct Failpoints: Sendable {
         fire(point, counters)
     }
 
-    private func fire(_ point: Point, _ counters: HitCounters) {
-        guard let armed = armed[point] else { return }
+    /// Passes `point` as `hit` does, and says whether the work just done must be reported as
+    /// failed (`fail` armed, on this hit).
+    @inline(__always)
+    public func fails(_ point: Point) -> Bool {
+        guard let counters else { return false }
+        return fire(point, counters)
+    }
+
+    @discardableResult
+    private func fire(_ point: Point, _ counters: HitCounters) -> Bool {
+        guard let armed = armed[point] else { return false }
         let count = counters.increment(point)
-        if let onHit = armed.onHit, onHit != count { return }
+        if let onHit = armed.onHit, onHit != count { return false }
         switch armed.action {
+        case .fail:
+            let line = "coinmechd: failpoint \(point.rawValue): fail\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            return true
         case .kill:
             let line = "coinmechd: failpoint \(point.rawValue): kill\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
@@ -106,6 +123,7 @@ public struct Failpoints: Sendable {
         case .sleep(let milliseconds):
             usleep(useconds_t(milliseconds) * 1000)
         }
+        return false
     }
 }
 

@@ -18,6 +18,12 @@ extension Ledger {
         try read { db in try Self.payouts(db, where: "p.source = ?", [source]) }
     }
 
+    /// The moves of `changes` that are on the ledger already: a payout step's count is recorded
+    /// once, so a commit that reported a failure but landed leaves its counts here.
+    public func counted(_ changes: [InventoryChange]) throws(LedgerError) -> [InventoryChange] {
+        try read { db in try changes.filter { try LedgerWriter.isCounted(db, $0) } }
+    }
+
     /// The payout units' levels of `source` (its hoppers), by unit.
     public func inventory(source: String) throws(LedgerError) -> [Int: InventoryLevel] {
         try read { db in

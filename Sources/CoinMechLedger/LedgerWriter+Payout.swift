@@ -61,11 +61,7 @@ extension LedgerWriter {
         if let coinID = change.coinID { detail["coin_id"] = coinID }
         switch change.kind {
         case .paid(let requestID, let step, let paid, let unpaid):
-            let counted = try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM events WHERE kind = 'inventory_paid' AND json_extract(detail, '$.request_id') = ?
-                AND json_extract(detail, '$.step') = ? AND json_extract(detail, '$.unit') = ?
-                """, arguments: [requestID, "\(step)", "\(change.unit)"]) == true
-            if counted { throw LedgerPrecondition(message: "payout \(requestID) step \(step) is counted on the ledger already") }
+            if try Self.isCounted(db, change) { throw LedgerPrecondition(message: "payout \(requestID) step \(step) is counted on the ledger already") }
             detail["request_id"] = requestID
             detail["step"] = "\(step)"
             detail["paid"] = "\(paid)"
@@ -83,5 +79,15 @@ extension LedgerWriter {
                 level = excluded.level, updated_seq = excluded.updated_seq
             """, arguments: [change.source, change.unit, change.coinID, change.valueMinor, level, seq])
         return event
+    }
+
+    /// Whether `change`, a payout step's count, is on the ledger (an operator's float or refill
+    /// is a new move each time: never).
+    static func isCounted(_ db: Database, _ change: InventoryChange) throws -> Bool {
+        guard case .paid(let requestID, let step, _, _) = change.kind else { return false }
+        return try Bool.fetchOne(db, sql: """
+            SELECT 1 FROM events WHERE kind = 'inventory_paid' AND json_extract(detail, '$.request_id') = ?
+            AND json_extract(detail, '$.step') = ? AND json_extract(detail, '$.unit') = ?
+            """, arguments: [requestID, "\(step)", "\(change.unit)"]) == true
     }
 }

@@ -35,4 +35,7 @@ public enum Failpoint: String, Sendable, CaseIterable {
     /// A DISPENSE counted (the changer stopped paying), before the next step or the
     /// settlement is journalled.
     case payoutCounted = "payout-counted"
+    /// A hopper payout's counted inventory moves committed with what followed them, before the
+    /// loop hears of it. `fail` makes that commit report a failure though it landed.
+    case payoutMovesCommitted = "payout-moves-committed"
 }

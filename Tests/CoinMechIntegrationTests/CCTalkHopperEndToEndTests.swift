@@ -194,6 +194,23 @@ struct CCTalkHopperEndToEndTests {
         #expect(try Self.levels(rig) == [9, 0, 20])
     }
 
+    @Test("a commit that landed but reported a failure: the step after it is not sent, and the payout settles in the same run as the hoppers paid, each coin off the level once")
+    func landedCommitReportedFailed() throws {
+        // 2.60: a €2, then the 50c step's journal carries the €2's count; that commit lands and
+        // says it failed, so the 50c is not sent and the rest (60c) is owed.
+        let rig = try Self.rig("hopper-landed", environment: ["COINMECH_FAILPOINTS": "payout-moves-committed=fail@1"])
+        let client = try Self.connect(rig)
+        try Self.float(client, [10, 4, 20])
+        let result = try Self.payout(client, 260, "f1")
+        #expect(result["state"] == "partial" && result["paid_minor"]?.int == 200 && result["debt_minor"]?.int == 60, "\(result)")
+        #expect(try Ledger(directory: "\(rig.dir)/state").openPayouts(source: "cctalk").isEmpty, "settled in this run, not left for the next start")
+        let truth = try Self.finish(rig)
+        #expect(rig.daemon.stderr.contains("failpoint payout-moves-committed: fail"), "the failpoint fired")
+        #expect(truth.hoppers.map(\.paidCoins) == [1, 0, 0], "\(truth.hoppers)")
+        #expect(try Self.ledgerPayouts(rig).paid == 200)
+        #expect(try Self.levels(rig) == zip([10, 4, 20], truth.hoppers).map { $0 - $1.paidCoins }, "each coin paid off the level once")
+    }
+
     @Test("killed at each point of a payout, the next daemon settles it from the hoppers' own counts before any coin moves, and never pays it again",
           arguments: [("payout-journalled", Int64(0)), ("payout-dispensing", 200), ("payout-counted@2", 250)])
     func killMidPayout(failpoint: String, paidBeforeKill: Int64) throws {

@@ -184,6 +184,10 @@ struct PolicyTests {
         for bad in ["after-comit=kill", "after-commit=explode", "after-commit=kill@0", "after-commit=sleep:x", "after-commit"] {
             #expect(throws: Failpoints.ParseError.self) { try Failpoints.parse(bad) }
         }
+        // A fail failpoint says so on the hit it names, and nowhere else.
+        let failing = try Failpoints.parse("payout-moves-committed=fail@2")
+        #expect([failing.fails(.payoutMovesCommitted), failing.fails(.payoutMovesCommitted), failing.fails(.payoutMovesCommitted)] == [false, true, false])
+        #expect(!failing.fails(.payoutCounted) && !Failpoints.none.fails(.payoutMovesCommitted))
         // A sleep failpoint really stalls, on the hit it names.
         let sleepy = try Failpoints.parse("published=sleep:50@2")
         let start = Date()

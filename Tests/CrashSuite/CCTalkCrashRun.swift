@@ -27,6 +27,8 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
         switch point {
         case .readingParsed, .journalled, .answerWritten, .confirmationReceived, .confirmationCommitted: self == .serial
         case .payoutJournalled, .payoutDispensing, .payoutCounted: self != .serial
+        // Only hoppers have inventory moves: a changer counts its own tubes.
+        case .payoutMovesCommitted: self == .cctalk
         default: true
         }
     }
