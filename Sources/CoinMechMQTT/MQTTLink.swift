@@ -64,7 +64,8 @@ public final class MQTTLink: @unchecked Sendable {
     private let handle: OpaquePointer
     private let options: Options
     private let client = Mutex<Void>(())
-    private let inbox = Mutex<[Incoming]>([])
+    /// What arrived, each with the monotonic second it arrived (`takeArrivals`).
+    private let inbox = Mutex<[(item: Incoming, arrived: Double)]>([])
     private let stopping = Atomic<Bool>(false)
     private let ended = Atomic<Bool>(false)
     /// A connection is up (CONNACK accepted) and not yet lost.
@@ -117,27 +118,25 @@ public final class MQTTLink: @unchecked Sendable {
                 generation = link.accepted.add(1, ordering: .acquiringAndReleasing).newValue
                 link.up.store(true, ordering: .releasing)
             }
-            link.inbox.withLock { $0.append(.connected(code: code, generation: generation)) }
+            link.queue(.connected(code: code, generation: generation))
         }
         mosquitto_disconnect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
             link.up.store(false, ordering: .releasing)
-            link.inbox.withLock { $0.append(.disconnected(code: code)) }
+            link.queue(.disconnected(code: code))
         }
         mosquitto_publish_callback_set(handle) { _, object, mid in
             guard let object else { return }
             let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
             let generation = link.accepted.load(ordering: .acquiring)
-            link.inbox.withLock { $0.append(.published(mid: mid, generation: generation)) }
+            link.queue(.published(mid: mid, generation: generation))
         }
         mosquitto_message_callback_set(handle) { _, object, message in
             guard let object, let message else { return }
             let topic = String(cString: message.pointee.topic)
             let payload = message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(message.pointee.payloadlen))) } ?? []
-            Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue().inbox.withLock {
-                $0.append(.message(topic: topic, payload: payload, retained: message.pointee.retain))
-            }
+            Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue().queue(.message(topic: topic, payload: payload, retained: message.pointee.retain))
         }
     }
 
@@ -159,16 +158,16 @@ public final class MQTTLink: @unchecked Sendable {
                     }
                     // The disconnect callback has said it, unless the loop ended without it.
                     if up.exchange(false, ordering: .acquiringAndReleasing) {
-                        inbox.withLock { $0.append(.disconnected(code: result)) }
+                        queue(.disconnected(code: result))
                     }
                     if accepted.load(ordering: .acquiring) != acceptedBefore {
                         delay = 1
                     } else if !stopRequested.load(ordering: .acquiring) {
                         // Lost before the broker accepted it (refused, or the link died at once).
-                        inbox.withLock { $0.append(.connectFailed(Self.describe(result))) }
+                        queue(.connectFailed(Self.describe(result)))
                     }
                 } else if configured {
-                    inbox.withLock { $0.append(.connectFailed(Self.describe(code))) }
+                    queue(.connectFailed(Self.describe(code)))
                 }
                 if stopRequested.load(ordering: .acquiring) { break }
                 // What libmosquitto still holds for the lost connection goes with it. A setting it
@@ -179,7 +178,7 @@ public final class MQTTLink: @unchecked Sendable {
                         try configure()
                         return true
                     } catch {
-                        inbox.withLock { $0.append(.connectFailed("\(error)")) }
+                        queue(.connectFailed("\(error)"))
                         return false
                     }
                 }
@@ -221,11 +220,29 @@ public final class MQTTLink: @unchecked Sendable {
     /// The bridge has seen connection `generation` accepted and rewound: publishes go out on it.
     public func admit(_ generation: Int) { admitted.store(generation, ordering: .releasing) }
 
-    public func take() -> [Incoming] {
+    public func take() -> [Incoming] { takeArrivals().map(\.item) }
+
+    /// What arrived since the last take, each with when it arrived on the monotonic clock
+    /// (`monotonicSeconds`): a loop that was held up still knows when the link went down or a
+    /// message came.
+    public func takeArrivals() -> [(item: Incoming, arrived: Double)] {
         inbox.withLock { queued in
             defer { queued.removeAll() }
             return queued
         }
+    }
+
+    private func queue(_ item: Incoming) {
+        let arrived = Self.monotonicSeconds()
+        inbox.withLock { $0.append((item, arrived)) }
+    }
+
+    /// CLOCK_MONOTONIC in seconds: it does not jump with the wall clock, nor run while the
+    /// machine is suspended.
+    public static func monotonicSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// A clean disconnect (no last will), and the network thread's end awaited for up to
