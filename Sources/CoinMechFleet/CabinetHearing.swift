@@ -4,12 +4,25 @@
 /// `online` for good. Silence past the promise is the only sign of that (AlertRules, FLEET.md B1a).
 ///
 /// Silence is counted on a listening clock: the seconds this fleet instance has been connected
-/// to the broker, over all its runs. A fleet (or broker) that was away blames no cabinet for
-/// the time it could not hear, and a fleet restarted often still sees a cabinet that stays
-/// silent. The clock and each cabinet's last word are kept in the database (`FleetStore`).
+/// to the broker, over all its runs, measured on the monotonic clock (a wall clock stepped by
+/// NTP, or a suspended machine, adds nothing). A fleet (or broker) that was away blames no
+/// cabinet for the time it could not hear, and a fleet restarted often still sees a cabinet that
+/// stays silent. The clock and each cabinet's last word are kept in the database (`FleetStore`).
 ///
-/// Pure: the ingest feeds it what happens and asks it for a cabinet's silence.
+/// Pure: the ingest feeds it what arrived, stamped when it arrived, and asks it for a cabinet's
+/// silence as of the last time it took what had arrived.
 public struct CabinetHearing: Sendable, Equatable {
+    /// A moment on both clocks: the wall for people, the monotonic for durations.
+    public struct Moment: Sendable, Equatable {
+        public var wall: Double
+        public var monotonic: Double
+
+        public init(wall: Double, monotonic: Double) {
+            self.wall = wall
+            self.monotonic = monotonic
+        }
+    }
+
     /// A cabinet's last word: the wall clock for people, the listening clock for the rule.
     public struct Heard: Sendable, Equatable {
         public var at: Double
@@ -41,7 +54,7 @@ public struct CabinetHearing: Sendable, Equatable {
 
     /// The listening clock when the current connection began (or at the last fold).
     private var listenedBefore: Double
-    /// Wall clock of the current connection's start; nil while not connected.
+    /// Monotonic start of the current connection; nil while not connected.
     private var connectedAt: Double?
     public private(set) var heard: [String: Heard]
     private var heartbeats: [String: Double] = [:]
@@ -53,43 +66,45 @@ public struct CabinetHearing: Sendable, Equatable {
         self.heard = heard
     }
 
-    /// The listening clock now.
-    public func listened(at now: Double) -> Double {
-        listenedBefore + (connectedAt.map { max(now - $0, 0) } ?? 0)
+    /// The listening clock at `monotonic`.
+    public func listened(at monotonic: Double) -> Double {
+        listenedBefore + (connectedAt.map { max(monotonic - $0, 0) } ?? 0)
     }
 
-    public mutating func connected(now: Double) {
-        listenedBefore = listened(at: now)
-        connectedAt = now
+    public mutating func connected(at monotonic: Double) {
+        listenedBefore = listened(at: monotonic)
+        connectedAt = monotonic
     }
 
-    public mutating func disconnected(now: Double) {
-        listenedBefore = listened(at: now)
+    public mutating func disconnected(at monotonic: Double) {
+        listenedBefore = listened(at: monotonic)
         connectedAt = nil
     }
 
     /// Any message of the cabinet's. A retained one is the broker's memory, not the cabinet
     /// speaking now: it is not hearing.
-    public mutating func heard(_ cabinet: String, retained: Bool, now: Double) {
+    public mutating func heard(_ cabinet: String, retained: Bool, at moment: Moment) {
         guard !retained else { return }
-        heard[cabinet] = Heard(at: now, listened: listened(at: now))
+        heard[cabinet] = Heard(at: moment.wall, listened: listened(at: moment.monotonic))
         changed.insert(cabinet)
     }
 
     /// The bridge's promise from its `state`; nil from a bridge that makes none (older than
-    /// 0.7.0), which is then never called silent. A cabinet never heard live counts from now.
-    public mutating func promised(_ cabinet: String, heartbeat: Double?, now: Double) {
+    /// 0.7.0), which is then never called silent. A cabinet never heard live is counted from the
+    /// promise (its `at` is then when the fleet learnt of it, not a word of its own).
+    public mutating func promised(_ cabinet: String, heartbeat: Double?, at moment: Moment) {
         heartbeats[cabinet] = heartbeat
         if heartbeat != nil, heard[cabinet] == nil {
-            heard[cabinet] = Heard(at: now, listened: listened(at: now))
+            heard[cabinet] = Heard(at: moment.wall, listened: listened(at: moment.monotonic))
             changed.insert(cabinet)
         }
     }
 
-    /// The cabinet's silence now; nil if it promised nothing.
-    public func silence(of cabinet: String, now: Double) -> Silence? {
+    /// The cabinet's silence as of `monotonic` (the last time the ingest took what had
+    /// arrived: what came after is not known yet); nil if it promised nothing.
+    public func silence(of cabinet: String, asOf monotonic: Double) -> Silence? {
         guard let heartbeat = heartbeats[cabinet], let last = heard[cabinet] else { return nil }
-        return Silence(since: last.at, listenedFor: max(listened(at: now) - last.listened, 0), allowed: Self.slack * heartbeat)
+        return Silence(since: last.at, listenedFor: max(listened(at: monotonic) - last.listened, 0), allowed: Self.slack * heartbeat)
     }
 
     /// The cabinets heard since the last `saved()`, with their last word.

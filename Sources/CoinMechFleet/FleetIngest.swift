@@ -40,7 +40,7 @@ public final class FleetIngest: Sendable {
                 let applied = try await store.migrate()
                 if !applied.isEmpty { logger.info("database schema: applied step(s) \(applied.map(String.init).joined(separator: ", "))") }
                 sequences = try await store.loadSequences(sites: c.mqtt.sites, now: Self.now())
-                hearing = try await store.loadHearing(instance: c.instance, sites: c.mqtt.sites)
+                hearing = try await store.loadHearing(instance: c.instance)
                 break
             } catch {
                 logger.error("database \(describe(c.database)) not ready (\(String(reflecting: error))): trying again in \(wait) s")
@@ -144,17 +144,24 @@ public final class FleetIngest: Sendable {
             }
         }
 
+        /// When the loop last took what had arrived (monotonic): silence is judged as of then, as
+        /// what came after is not read yet (a loop held up by the database knows no less).
+        var taken = MQTTLink.monotonicSeconds()
         while !Task.isCancelled {
-            let incoming = link.take()
+            let incoming = link.takeArrivals()
+            let (takenWall, takenAt) = (Self.now(), MQTTLink.monotonicSeconds())
+            taken = takenAt
             var events = carried
             carried = []
             var seen = Set(events.map { "\($0.cabinet)/\($0.seq)" })
-            for item in incoming {
+            for (item, arrived) in incoming {
+                // When it arrived, on both clocks: the loop may take it long after.
+                let moment = CabinetHearing.Moment(wall: takenWall - (takenAt - arrived), monotonic: arrived)
                 switch item {
                 case .connected(let code, let generation):
                     if code == 0 {
                         link.admit(generation)
-                        hearing.connected(now: Self.now())
+                        hearing.connected(at: arrived)
                         figures.update { $0.brokerConnected = true; $0.brokerConnects += 1 }
                         logger.info("connected to the broker \(c.mqtt.host):\(c.mqtt.port) (persistent session \(c.mqtt.clientID))")
                         // A broker that lost its retained acks (crash point 8) hears them again.
@@ -163,7 +170,7 @@ public final class FleetIngest: Sendable {
                         logger.error("the broker \(c.mqtt.host):\(c.mqtt.port) refused the connection (\(MQTTLink.refusal(code))): check mqtt.username, the password or certificate, and the ACLs; trying again")
                     }
                 case .disconnected:
-                    hearing.disconnected(now: Self.now())
+                    hearing.disconnected(at: arrived)
                     figures.update { $0.brokerConnected = false }
                     logger.warning("lost the broker \(c.mqtt.host):\(c.mqtt.port); reconnecting")
                 case .connectFailed(let reason):
@@ -179,7 +186,7 @@ public final class FleetIngest: Sendable {
                         logger.warning("refused: \(error)")
                         continue
                     }
-                    if let message { hearing.heard(message.cabinet, retained: retained, now: Self.now()) }
+                    if let message { hearing.heard(message.cabinet, retained: retained, at: moment) }
                     switch message {
                     case .event(let event)?:
                         // One copy per identity in a batch; another goes in the next.
@@ -187,7 +194,7 @@ public final class FleetIngest: Sendable {
                     case .state(let state)?:
                         try await save("state of \(state.cabinet)") { try await self.store.saveState(state, receivedAt: Self.now()) }
                         sequences[state.cabinet]?.site = state.site
-                        hearing.promised(state.cabinet, heartbeat: state.heartbeat, now: Self.now())
+                        hearing.promised(state.cabinet, heartbeat: state.heartbeat, at: moment)
                         if state.online, !retained {
                             // F6: the bridge may have reconnected after a broker restart lost the retained ack.
                             pacer.now(cabinet: state.cabinet, site: state.site, seq: sequences[state.cabinet]?.sequence.ackSeq ?? 0)
@@ -272,13 +279,13 @@ public final class FleetIngest: Sendable {
             if now >= nextAlerts {
                 nextAlerts = now + c.alerts.checkSeconds
                 do {
-                    try await store.saveHearing(instance: c.instance, listened: hearing.listened(at: now), heard: hearing.unsaved)
+                    try await store.saveHearing(instance: c.instance, listened: hearing.listened(at: taken), heard: hearing.unsaved)
                     hearing.saved()
                     var conditions: [(cabinet: String, condition: AlertRules.Condition)] = []
                     for var facts in try await store.alertFacts(sites: c.mqtt.sites) {
                         facts.hole = sequences[facts.cabinet]?.sequence.firstHole
                         facts.holeSince = sequences[facts.cabinet]?.sequence.holeSince
-                        facts.silence = hearing.silence(of: facts.cabinet, now: now)
+                        facts.silence = hearing.silence(of: facts.cabinet, asOf: taken)
                         for condition in AlertRules.evaluate(facts, now: now, c.alerts, gapGrace: c.ingest.gapGraceSeconds) { conditions.append((facts.cabinet, condition)) }
                     }
                     let frozen = try await store.reconcileAlerts(conditions, sites: c.mqtt.sites, now: now)

@@ -125,9 +125,11 @@ public enum FleetMigrations {
             ALTER TABLE cabinets ADD COLUMN ack_held_at bigint;
             """),
         Step(version: 4, name: "B1a's hearing kept across restarts", sql: """
-            -- A cabinet's last live word: on the wall clock, and on its instance's listening clock.
+            -- A cabinet's last live word: on the wall clock, and on the listening clock of the
+            -- instance that heard it (a row of another instance's clock says nothing on this one's).
             CREATE TABLE hearing (
                 cabinet text PRIMARY KEY,
+                instance text NOT NULL,
                 heard_at double precision NOT NULL,
                 heard_listened double precision NOT NULL
             );

@@ -2,20 +2,18 @@ import Foundation
 import PostgresNIO
 
 extension FleetStore {
-    /// The instance's listening clock and the last word of each cabinet it takes (B1a), as
-    /// saved by its earlier runs.
-    public func loadHearing(instance: String, sites: [String]?) async throws -> CabinetHearing {
+    /// The instance's listening clock and the last word of each cabinet it heard (B1a), as
+    /// saved by its earlier runs. A cabinet last heard by another instance (the sites were
+    /// partitioned again) is counted from its promise, as one never heard.
+    public func loadHearing(instance: String) async throws -> CabinetHearing {
         var listened = 0.0
         for try await value in try await client.query("SELECT listened FROM listening WHERE instance = \(instance)", logger: logger).decode(Double.self) {
             listened = value
         }
         var heard: [String: CabinetHearing.Heard] = [:]
-        let rows = try await client.query("""
-            SELECT h.cabinet, h.heard_at, h.heard_listened FROM hearing h LEFT JOIN cabinets c ON c.cabinet = h.cabinet
-            WHERE \(sites)::text[] IS NULL OR c.site = ANY(\(sites)::text[])
-            """, logger: logger)
+        let rows = try await client.query("SELECT cabinet, heard_at, heard_listened FROM hearing WHERE instance = \(instance)", logger: logger)
         for try await (cabinet, at, listenedThen) in rows.decode((String, Double, Double).self) {
-            // Heard on this clock only if not ahead of it (a row another instance wrote).
+            // Never ahead of the clock it was written on, whatever a restore left.
             heard[cabinet] = .init(at: at, listened: min(listenedThen, listened))
         }
         return CabinetHearing(listened: listened, heard: heard)
@@ -31,9 +29,9 @@ extension FleetStore {
                 """, logger: logger)
             guard !cabinets.isEmpty else { return }
             try await connection.query("""
-                INSERT INTO hearing (cabinet, heard_at, heard_listened)
-                SELECT * FROM unnest(\(cabinets)::text[], \(at)::float8[], \(then)::float8[])
-                ON CONFLICT (cabinet) DO UPDATE SET heard_at = excluded.heard_at, heard_listened = excluded.heard_listened
+                INSERT INTO hearing (cabinet, instance, heard_at, heard_listened)
+                SELECT c, \(instance), a, l FROM unnest(\(cabinets)::text[], \(at)::float8[], \(then)::float8[]) AS t(c, a, l)
+                ON CONFLICT (cabinet) DO UPDATE SET instance = excluded.instance, heard_at = excluded.heard_at, heard_listened = excluded.heard_listened
                 """, logger: logger)
         }
     }

@@ -145,11 +145,20 @@ struct FleetEndToEndTests {
         // The fleet crashes once it has saved c-9's last word; the new run counts on from it.
         try TestSupport.waitUntil("c-9's last word saved", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-9'") == "1" }
         let heardAt = try rig.query("SELECT heard_at FROM hearing WHERE cabinet = 'c-9'")
+        let heardListened = Double(try rig.query("SELECT heard_listened FROM hearing WHERE cabinet = 'c-9'")) ?? -1
+        let listenedBefore = Double(try rig.query("SELECT listened FROM listening WHERE instance = 'fleet-test'")) ?? -1
+        #expect(listenedBefore > 0 && heardListened >= 0, "the listening clock saved")
         try rig.crashFleet()
         try TestSupport.waitUntil("c-9's offline alert, silent past 2 × 1 s and then 3 s", timeout: 30) {
             try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'offline' AND closed IS NULL AND detail LIKE 'silent for%'") == "1"
         }
         #expect(try rig.query("SELECT heard_at FROM hearing WHERE cabinet = 'c-9'") == heardAt, "the retained state the new run received is not a word")
+        // The new run counts on from the clock the killed one saved, not from zero.
+        let listenedAfter = Double(try rig.query("SELECT listened FROM listening WHERE instance = 'fleet-test'")) ?? -1
+        #expect(listenedAfter > listenedBefore, "\(listenedAfter) after the crash, \(listenedBefore) before")
+        let detail = try rig.query("SELECT detail FROM alerts WHERE cabinet = 'c-9' AND kind = 'offline'")
+        let silentFor = Double(detail.dropFirst("silent for ".count).prefix { $0.isNumber }) ?? 0
+        #expect(silentFor >= listenedBefore - heardListened - 1, "the silence counted before the crash is in the alert: \(detail)")
         #expect(try rig.query("SELECT state FROM cabinets WHERE cabinet = 'c-9'") == "online", "its state is what it said; the alert is the fleet's doubt")
         #expect(try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-8'") == "0", "no promise, no silence")
         // Its bridge speaks again: the alert closes.
@@ -157,6 +166,35 @@ struct FleetEndToEndTests {
         try TestSupport.waitUntil("c-9's offline alert closed", timeout: 20) {
             try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'offline' AND closed IS NOT NULL") == "1"
         }
+    }
+
+    @Test("a database outage longer than a cabinet's allowed silence raises no offline alert for a cabinet that kept speaking")
+    func databaseOutageIsNoSilence() throws {
+        let rig = try Rig("fleet-outage", alerts: "{check_s: 0.5, offline_after_s: 1}")
+        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        let status = { (n: Int) in #"{"v":1,"cabinet":"c-7","site":"s1","time":\#(1795290000 + n),"inhibited_by":[]}"# }
+        try rig.publish("s1/c-7/state", #"{"v":1,"cabinet":"c-7","site":"s1","state":"online","time":1795290000.0,"heartbeat_s":1,"bridge_version":"0.7.0","daemon_version":null}"#, retain: true)
+        try TestSupport.waitUntil("c-7 heard", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-7'") == "1" }
+        // PostgreSQL goes away for 8 s, more than twice the heartbeat and then offline_after_s,
+        // while c-7 speaks every half second: the fleet's loop waits on the database meanwhile,
+        // and what c-7 says waits for it.
+        rig.database.crash()
+        for n in 1...16 {
+            try rig.publish("s1/c-7/status", status(n))
+            usleep(500_000)  // the cabinet's pace, not a wait for the fleet
+        }
+        try rig.database.start()
+        try rig.publish("s1/c-7/status", status(17))
+        try TestSupport.waitUntil("c-7's last status stored", timeout: 30) {
+            try rig.query("SELECT status->>'time' FROM cabinets WHERE cabinet = 'c-7'") == "\(1795290000 + 17)"
+        }
+        // Two alert checks after it (each saves the clock first): the first has reconciled.
+        let clock = { Double(try rig.query("SELECT listened FROM listening WHERE instance = 'fleet-test'")) ?? 0 }
+        let after = try clock()
+        try TestSupport.waitUntil("an alert check after the outage", timeout: 20) { try clock() > after }
+        let next = try clock()
+        try TestSupport.waitUntil("another", timeout: 20) { try clock() > next }
+        #expect(try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-7' AND kind = 'offline'") == "0", "\(rig.fleet.stderr.suffix(2000))")
     }
 
     @Test("refused and stored nowhere: another contract version (F1), a payload naming another cabinet (F3); a copy of a stored event that differs is held as a conflict (F5)")
