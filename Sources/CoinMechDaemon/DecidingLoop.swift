@@ -328,9 +328,10 @@ public final class DecidingLoop: @unchecked Sendable {
                     let started = Instant.now
                     let result = try ledger.append(entries, busyTimeoutMilliseconds: milliseconds)
                     noteCommit(took: .now - started)
-                    // An empty append syncs nothing (`Ledger.append` returns at once): the
-                    // unsynced commits before it are still the journal's to keep.
-                    if decisionJournal != nil, !entries.isEmpty {
+                    // A commit that wrote nothing syncs nothing (no entries: `Ledger.append`
+                    // returns at once; only settlements already made: no row changed, no WAL
+                    // frame): the unsynced commits before it are still the journal's to keep.
+                    if decisionJournal != nil, !result.events.isEmpty {
                         ledgerPagesLeft = ledger.pagesLeft()
                         journalAheadOfSync = false
                         if trimWanted { decisionJournal?.trim() }
