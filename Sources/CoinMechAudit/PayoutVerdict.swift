@@ -39,7 +39,7 @@ public struct PayoutVerdict: Sendable {
     public func problems(device: String, units: String) -> [String] {
         var lines: [String] = []
         if paidTwice > 0 { lines.append("PAID TWICE: \(paidTwice) coin(s) paid by \(device) beyond what the journal asked") }
-        if unpaidUnrecorded > 0 { lines.append("UNPAID OR UNRECORDED: the ledger's paid coins differ from \(device)'s by \(unpaidUnrecorded)") }
+        if unpaidUnrecorded > 0 { lines.append("UNPAID OR UNRECORDED: the ledger's paid coins differ by \(unpaidUnrecorded) from what \(device) paid") }
         if open > 0 { lines.append("OPEN: \(open) payout(s) never settled") }
         if !inventoryMismatch.isEmpty { lines.append("INVENTORY: \(units) \(inventoryMismatch) on the ledger differ from what \(device) hold(s)") }
         return lines
