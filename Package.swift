@@ -124,7 +124,7 @@ let package = Package(
         .target(name: "CoinMechClient", dependencies: ["CoinMechProtocol"]),
         // One MQTT connection through libmosquitto, reconnecting afresh with back-off: the bridge's
         // link and the fleet's.
-        .target(name: "CoinMechMQTT", dependencies: ["CMosquitto"]),
+        .target(name: "CoinMechMQTT", dependencies: ["CMosquitto", "CoinMechSupport"]),
         // The fleet bridge: a client of the socket publishing the ledger to MQTT (docs/FLEET.md).
         .target(
             name: "CoinMechBridge",
@@ -145,7 +145,7 @@ let package = Package(
         .target(
             name: "CoinMechFleet",
             dependencies: [
-                "CoinMechMQTT", "CoinMechSettings", "CoinMechProtocol",
+                "CoinMechMQTT", "CoinMechSettings", "CoinMechProtocol", "CoinMechModel", "CoinMechSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,3 +1,5 @@
+import CoinMechModel
+
 /// When the fleet last heard each cabinet live, and how often each cabinet's bridge promised to
 /// speak (`heartbeat_s` in its `online` state). The broker's last will says "off line" only when
 /// the broker saw the link die; a bridge killed while the broker was away leaves a retained
@@ -15,9 +17,9 @@ public struct CabinetHearing: Sendable, Equatable {
     /// A moment on both clocks: the wall for people, the monotonic for durations.
     public struct Moment: Sendable, Equatable {
         public var wall: Double
-        public var monotonic: Double
+        public var monotonic: Instant
 
-        public init(wall: Double, monotonic: Double) {
+        public init(wall: Double, monotonic: Instant) {
             self.wall = wall
             self.monotonic = monotonic
         }
@@ -54,8 +56,8 @@ public struct CabinetHearing: Sendable, Equatable {
 
     /// The listening clock when the current connection began (or at the last fold).
     private var listenedBefore: Double
-    /// Monotonic start of the current connection; nil while not connected.
-    private var connectedAt: Double?
+    /// When the current connection began; nil while not connected.
+    private var connectedAt: Instant?
     public private(set) var heard: [String: Heard]
     private var heartbeats: [String: Double] = [:]
     /// Cabinets heard since the last `saved()`: what the store must save.
@@ -66,17 +68,22 @@ public struct CabinetHearing: Sendable, Equatable {
         self.heard = heard
     }
 
-    /// The listening clock at `monotonic`.
-    public func listened(at monotonic: Double) -> Double {
-        listenedBefore + (connectedAt.map { max(monotonic - $0, 0) } ?? 0)
+    /// Seconds from `earlier` to `later`; 0 if `later` is not after it.
+    public static func seconds(from earlier: Instant, to later: Instant) -> Double {
+        later > earlier ? Double(later.nanoseconds - earlier.nanoseconds) / 1e9 : 0
     }
 
-    public mutating func connected(at monotonic: Double) {
+    /// The listening clock at `monotonic`.
+    public func listened(at monotonic: Instant) -> Double {
+        listenedBefore + (connectedAt.map { Self.seconds(from: $0, to: monotonic) } ?? 0)
+    }
+
+    public mutating func connected(at monotonic: Instant) {
         listenedBefore = listened(at: monotonic)
         connectedAt = monotonic
     }
 
-    public mutating func disconnected(at monotonic: Double) {
+    public mutating func disconnected(at monotonic: Instant) {
         listenedBefore = listened(at: monotonic)
         connectedAt = nil
     }
@@ -102,7 +109,7 @@ public struct CabinetHearing: Sendable, Equatable {
 
     /// The cabinet's silence as of `monotonic` (the last time the ingest took what had
     /// arrived: what came after is not known yet); nil if it promised nothing.
-    public func silence(of cabinet: String, asOf monotonic: Double) -> Silence? {
+    public func silence(of cabinet: String, asOf monotonic: Instant) -> Silence? {
         guard let heartbeat = heartbeats[cabinet], let last = heard[cabinet] else { return nil }
         return Silence(since: last.at, listenedFor: max(listened(at: monotonic) - last.listened, 0), allowed: Self.slack * heartbeat)
     }

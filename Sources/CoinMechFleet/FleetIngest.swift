@@ -1,5 +1,7 @@
+import CoinMechModel
 import CoinMechMQTT
 import CoinMechProtocol
+import CoinMechSupport
 import Foundation
 import Logging
 
@@ -144,19 +146,17 @@ public final class FleetIngest: Sendable {
             }
         }
 
-        /// When the loop last took what had arrived (monotonic): silence is judged as of then, as
-        /// what came after is not read yet (a loop held up by the database knows no less).
-        var taken = MQTTLink.monotonicSeconds()
         while !Task.isCancelled {
             let incoming = link.takeArrivals()
-            let (takenWall, takenAt) = (Self.now(), MQTTLink.monotonicSeconds())
-            taken = takenAt
+            // Silence is judged as of this take: what came after is not read yet (a loop held
+            // up by the database knows no less).
+            let (takenWall, taken) = (Self.now(), Instant.now)
             var events = carried
             carried = []
             var seen = Set(events.map { "\($0.cabinet)/\($0.seq)" })
             for (item, arrived) in incoming {
                 // When it arrived, on both clocks: the loop may take it long after.
-                let moment = CabinetHearing.Moment(wall: takenWall - (takenAt - arrived), monotonic: arrived)
+                let moment = CabinetHearing.Moment(wall: takenWall - CabinetHearing.seconds(from: arrived, to: taken), monotonic: arrived)
                 switch item {
                 case .connected(let code, let generation):
                     if code == 0 {

@@ -1,4 +1,6 @@
 import CMosquitto
+import CoinMechModel
+import CoinMechSupport
 import Foundation
 import Synchronization
 
@@ -64,8 +66,8 @@ public final class MQTTLink: @unchecked Sendable {
     private let handle: OpaquePointer
     private let options: Options
     private let client = Mutex<Void>(())
-    /// What arrived, each with the monotonic second it arrived (`takeArrivals`).
-    private let inbox = Mutex<[(item: Incoming, arrived: Double)]>([])
+    /// What arrived, each with when it arrived (`takeArrivals`).
+    private let inbox = Mutex<[(item: Incoming, arrived: Instant)]>([])
     private let stopping = Atomic<Bool>(false)
     private let ended = Atomic<Bool>(false)
     /// A connection is up (CONNACK accepted) and not yet lost.
@@ -222,10 +224,10 @@ public final class MQTTLink: @unchecked Sendable {
 
     public func take() -> [Incoming] { takeArrivals().map(\.item) }
 
-    /// What arrived since the last take, each with when it arrived on the monotonic clock
-    /// (`monotonicSeconds`): a loop that was held up still knows when the link went down or a
+    /// What arrived since the last take, each with when it arrived (`Instant.now`, the
+    /// monotonic clock): a loop that was held up still knows when the link went down or a
     /// message came.
-    public func takeArrivals() -> [(item: Incoming, arrived: Double)] {
+    public func takeArrivals() -> [(item: Incoming, arrived: Instant)] {
         inbox.withLock { queued in
             defer { queued.removeAll() }
             return queued
@@ -233,16 +235,8 @@ public final class MQTTLink: @unchecked Sendable {
     }
 
     private func queue(_ item: Incoming) {
-        let arrived = Self.monotonicSeconds()
+        let arrived = Instant.now
         inbox.withLock { $0.append((item, arrived)) }
-    }
-
-    /// CLOCK_MONOTONIC in seconds: it does not jump with the wall clock, nor run while the
-    /// machine is suspended.
-    public static func monotonicSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// A clean disconnect (no last will), and the network thread's end awaited for up to

@@ -1,5 +1,6 @@
 import CoinMechFleet
 import CoinMechSettings
+import CoinMechModel
 import Testing
 
 /// What the fleet reads from a cabinet's topics (docs/FLEET.md F1–F3), with the contract's own
@@ -141,28 +142,29 @@ struct AlertRulesTests {
     @Test("hearing: silence counts only the fleet's listening, across its restarts; retained messages are not the cabinet speaking; no promise, no silence")
     func hearing() {
         // Wall clock 1,000,000 s ahead of the monotonic one here; a step of it must not count.
-        let at = { (monotonic: Double) in CabinetHearing.Moment(wall: 1_000_000 + monotonic, monotonic: monotonic) }
+        let t = { (seconds: Double) in Instant(nanoseconds: UInt64(seconds * 1e9)) }
+        let at = { (monotonic: Double) in CabinetHearing.Moment(wall: 1_000_000 + monotonic, monotonic: t(monotonic)) }
         var hearing = CabinetHearing()
-        hearing.connected(at: 100)
+        hearing.connected(at: t(100))
         hearing.promised("c-1", heartbeat: 5, at: at(100))
-        #expect(hearing.silence(of: "c-1", asOf: 104) == .init(since: 1_000_100, listenedFor: 4, allowed: 10), "never heard live: counted from the promise")
-        #expect(hearing.silence(of: "c-2", asOf: 104) == nil, "no promise")
+        #expect(hearing.silence(of: "c-1", asOf: t(104)) == .init(since: 1_000_100, listenedFor: 4, allowed: 10), "never heard live: counted from the promise")
+        #expect(hearing.silence(of: "c-2", asOf: t(104)) == nil, "no promise")
         hearing.heard("c-1", retained: false, at: at(150))
         hearing.heard("c-1", retained: true, at: at(160))
-        #expect(hearing.silence(of: "c-1", asOf: 170) == .init(since: 1_000_150, listenedFor: 20, allowed: 10), "the retained copy at 160 is the broker's memory")
+        #expect(hearing.silence(of: "c-1", asOf: t(170)) == .init(since: 1_000_150, listenedFor: 20, allowed: 10), "the retained copy at 160 is the broker's memory")
         // The fleet loses the broker for 100 s: that time is nobody's silence.
-        hearing.disconnected(at: 180)
-        hearing.connected(at: 280)
-        #expect(hearing.silence(of: "c-1", asOf: 290)?.listenedFor == 40)
+        hearing.disconnected(at: t(180))
+        hearing.connected(at: t(280))
+        #expect(hearing.silence(of: "c-1", asOf: t(290))?.listenedFor == 40)
         // The fleet is killed at 290 after saving; a new run (a new monotonic origin) starts from what was saved.
         let saved = hearing.unsaved
         #expect(saved == ["c-1": .init(at: 1_000_150, listened: 50)])
-        var restarted = CabinetHearing(listened: hearing.listened(at: 290), heard: saved)
-        restarted.connected(at: 7)
+        var restarted = CabinetHearing(listened: hearing.listened(at: t(290)), heard: saved)
+        restarted.connected(at: t(7))
         restarted.promised("c-1", heartbeat: 5, at: at(7))
-        #expect(restarted.silence(of: "c-1", asOf: 17) == .init(since: 1_000_150, listenedFor: 50, allowed: 10), "the silence before the restart still counts")
+        #expect(restarted.silence(of: "c-1", asOf: t(17)) == .init(since: 1_000_150, listenedFor: 50, allowed: 10), "the silence before the restart still counts")
         restarted.promised("c-1", heartbeat: nil, at: at(17))
-        #expect(restarted.silence(of: "c-1", asOf: 27) == nil, "a bridge without heartbeat_s")
+        #expect(restarted.silence(of: "c-1", asOf: t(27)) == nil, "a bridge without heartbeat_s")
         hearing.saved()
         #expect(hearing.unsaved.isEmpty)
     }
