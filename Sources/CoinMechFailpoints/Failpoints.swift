@@ -74,7 +74,12 @@ public struct Failpoints: Sendable {
             switch spec {
             case "off": continue
             case "kill": armed[point] = Armed(action: .kill, onHit: onHit)
-            case "fail": armed[point] = Armed(action: .fail, onHit: onHit)
+            case "fail":
+                // Anywhere else nothing asks, and the failure asked for would never come.
+                guard point.canFail else {
+                    throw ParseError(message: "'\(item)': only \(Point.allCases.filter(\.canFail).map(\.rawValue).joined(separator: ", ")) can fail")
+                }
+                armed[point] = Armed(action: .fail, onHit: onHit)
             case let sleep where sleep.hasPrefix("sleep:"):
                 guard let ms = Int(sleep.dropFirst("sleep:".count)), (0...600_000).contains(ms) else {
                     throw ParseError(message: "'\(item)': sleep takes milliseconds (0 to 600000)")
@@ -113,17 +118,21 @@ public struct Failpoints: Sendable {
         if let onHit = armed.onHit, onHit != count { return false }
         switch armed.action {
         case .fail:
-            let line = "coinmechd: failpoint \(point.rawValue): fail\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
+            Self.say(point, "fail")
             return true
         case .kill:
-            let line = "coinmechd: failpoint \(point.rawValue): kill\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
+            Self.say(point, "kill")
             kill(getpid(), SIGKILL)
         case .sleep(let milliseconds):
             usleep(useconds_t(milliseconds) * 1000)
         }
         return false
+    }
+
+    /// One line on stderr, written at once (no buffer a kill would lose).
+    private static func say(_ point: Point, _ action: String) {
+        let line = "coinmechd: failpoint \(point.rawValue): \(action)\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
     }
 }
 

@@ -181,7 +181,7 @@ struct PolicyTests {
         #expect(points.isArmed)
         #expect(points.description == "after-commit, answer-written")
         #expect(!(try Failpoints.parse("")).isArmed)
-        for bad in ["after-comit=kill", "after-commit=explode", "after-commit=kill@0", "after-commit=sleep:x", "after-commit"] {
+        for bad in ["after-comit=kill", "after-commit=explode", "after-commit=kill@0", "after-commit=sleep:x", "after-commit", "after-commit=fail"] {
             #expect(throws: Failpoints.ParseError.self) { try Failpoints.parse(bad) }
         }
         // A fail failpoint says so on the hit it names, and nowhere else.
