@@ -27,7 +27,9 @@ public final class PostgresCluster {
         if getuid() == 0 {
             guard let user = getpwnam("postgres") else { throw PostgresError("no postgres user (installing postgresql-15 makes it)") }
             chown(dir, user.pointee.pw_uid, user.pointee.pw_gid)
-            asUser = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
+            // The kernel clears the parent-death signal when the user changes; keep restores it,
+            // so a test that dies takes its server with it.
+            asUser = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--pdeathsig=keep", "--"]
         } else {
             asUser = []
         }
@@ -48,6 +50,12 @@ public final class PostgresCluster {
             guard Date() < deadline else { throw PostgresError("postgres did not take connections within 60 s: see \(dir)/postgres-\(starts).log") }
             usleep(50_000)
         }
+    }
+
+    /// The last `bytes` of the running (or last) server's log: what a failed test shows.
+    public func logTail(_ bytes: Int = 2000) -> String {
+        let text = (try? String(contentsOfFile: "\(dir)/postgres-\(starts).log", encoding: .utf8)) ?? ""
+        return String(text.suffix(bytes))
     }
 
     /// An immediate shutdown (SIGQUIT): no checkpoint, recovery from the WAL at the next start,
