@@ -2,6 +2,7 @@ import CoinMechHarness
 import CoinMechProtocol
 @testable import CoinMechTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -68,6 +69,15 @@ struct FleetEndToEndTests {
 
         func query(_ sql: String) throws -> String { try database.psql(sql, database: "coinmech_fleet") }
 
+        /// `TestSupport.waitUntil`, and on a timeout what the fleet and PostgreSQL last said.
+        func waitUntil(_ what: String, timeout: Double, _ condition: () throws -> Bool) throws {
+            do {
+                try TestSupport.waitUntil(what, timeout: timeout, condition)
+            } catch let timedOut as WaitTimedOut {
+                throw TestFailure("\(timedOut)\n-- coinmech-fleet:\n\(fleet.stderr.suffix(3000))\n-- postgres:\n\(database.logTail())")
+            }
+        }
+
         /// Publishes one message (QoS 1) as a cabinet's bridge would.
         func publish(_ topic: String, _ payload: String, retain: Bool = false) throws {
             let pub = try ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1"] + (retain ? ["-r"] : [])
@@ -97,12 +107,12 @@ struct FleetEndToEndTests {
         let rig = try Rig("fleet-gap")
         let commands = try rig.subscribe("s1/c-9/cmd/#")
         let acks = try rig.subscribe("s1/c-9/ack")
-        try TestSupport.waitUntil("the fleet's session on the broker", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntil("the fleet's session on the broker", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
         try rig.publish("s1/c-9/event", Rig.event("c-9", 1, kind: "decision"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 2, kind: "coin"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 5, kind: "decision"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 6, kind: "coin"))
-        try TestSupport.waitUntil("four events stored", timeout: 20) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-9'") == "4" }
+        try rig.waitUntil("four events stored", timeout: 20) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-9'") == "4" }
         #expect(try rig.query("SELECT contiguous_seq FROM cabinets WHERE cabinet = 'c-9'") == "2", "the ack stops below the hole")
         // The hole 3…4 is asked for once its grace (1 s) has passed.
         var resend: JSON?
@@ -118,9 +128,9 @@ struct FleetEndToEndTests {
         // The bridge has seq 3 and not 4: it resends 3 and says 4 is missing.
         try rig.publish("s1/c-9/event", Rig.event("c-9", 3, kind: "decision"))
         try rig.publish("s1/c-9/reply/\(id)", #"{"v":1,"cabinet":"c-9","site":"s1","id":"\#(id)","cmd":"resend","time":1.0,"ok":true,"result":{"from":3,"to":4,"resent":1,"missing":[[4,4]]}}"#)
-        try TestSupport.waitUntil("seq 4 settled as missing", timeout: 20) { try rig.query("SELECT contiguous_seq FROM cabinets WHERE cabinet = 'c-9'") == "6" }
+        try rig.waitUntil("seq 4 settled as missing", timeout: 20) { try rig.query("SELECT contiguous_seq FROM cabinets WHERE cabinet = 'c-9'") == "6" }
         #expect(try rig.query("SELECT seq_from || '-' || seq_to FROM missing_events WHERE cabinet = 'c-9'") == "4-4")
-        try TestSupport.waitUntil("an events_missing alert", timeout: 10) {
+        try rig.waitUntil("an events_missing alert", timeout: 10) {
             try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'events_missing' AND closed IS NULL AND detail LIKE '%seq 4%'") == "1"
         }
         #expect(try rig.query("SELECT outcome FROM commands WHERE id = '\(id)'") == "ok")
@@ -137,19 +147,19 @@ struct FleetEndToEndTests {
     @Test("a bridge gone without its will (its retained state still online) is alerted off line once silent past its heartbeat, across a fleet crash; a word closes it")
     func silentCabinet() throws {
         let rig = try Rig("fleet-silent", alerts: "{check_s: 0.5, offline_after_s: 3}")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
         // Two bridges say online, as they do at connect, and then say nothing more: killed while
         // the broker was away, so no will. c-8 is an older bridge that makes no promise.
         try rig.publish("s1/c-9/state", #"{"v":1,"cabinet":"c-9","site":"s1","state":"online","time":1795290000.0,"heartbeat_s":1,"bridge_version":"0.7.0","daemon_version":null}"#, retain: true)
         try rig.publish("s1/c-8/state", #"{"v":1,"cabinet":"c-8","site":"s1","state":"online","time":1795290000.0,"bridge_version":"0.6.0","daemon_version":null}"#, retain: true)
         // The fleet crashes once it has saved c-9's last word; the new run counts on from it.
-        try TestSupport.waitUntil("c-9's last word saved", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-9'") == "1" }
+        try rig.waitUntil("c-9's last word saved", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-9'") == "1" }
         let heardAt = try rig.query("SELECT heard_at FROM hearing WHERE cabinet = 'c-9'")
         let heardListened = Double(try rig.query("SELECT heard_listened FROM hearing WHERE cabinet = 'c-9'")) ?? -1
         let listenedBefore = Double(try rig.query("SELECT listened FROM listening WHERE instance = 'fleet-test'")) ?? -1
         #expect(listenedBefore > 0 && heardListened >= 0, "the listening clock saved")
         try rig.crashFleet()
-        try TestSupport.waitUntil("c-9's offline alert, silent past 2 × 1 s and then 3 s", timeout: 30) {
+        try rig.waitUntil("c-9's offline alert, silent past 2 × 1 s and then 3 s", timeout: 30) {
             try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'offline' AND closed IS NULL AND detail LIKE 'silent for%'") == "1"
         }
         #expect(try rig.query("SELECT heard_at FROM hearing WHERE cabinet = 'c-9'") == heardAt, "the retained state the new run received is not a word")
@@ -163,7 +173,7 @@ struct FleetEndToEndTests {
         #expect(try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-8'") == "0", "no promise, no silence")
         // Its bridge speaks again: the alert closes.
         try rig.publish("s1/c-9/status", #"{"v":1,"cabinet":"c-9","site":"s1","time":1795290100.0,"inhibited_by":[]}"#, retain: true)
-        try TestSupport.waitUntil("c-9's offline alert closed", timeout: 20) {
+        try rig.waitUntil("c-9's offline alert closed", timeout: 20) {
             try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-9' AND kind = 'offline' AND closed IS NOT NULL") == "1"
         }
     }
@@ -171,45 +181,79 @@ struct FleetEndToEndTests {
     @Test("a database outage longer than a cabinet's allowed silence raises no offline alert for a cabinet that kept speaking")
     func databaseOutageIsNoSilence() throws {
         let rig = try Rig("fleet-outage", alerts: "{check_s: 0.5, offline_after_s: 1}")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
-        let status = { (n: Int) in #"{"v":1,"cabinet":"c-7","site":"s1","time":\#(1795290000 + n),"inhibited_by":[]}"# }
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        let status: @Sendable (Int) -> String = { n in #"{"v":1,"cabinet":"c-7","site":"s1","time":\#(1795290000 + n),"inhibited_by":[]}"# }
         try rig.publish("s1/c-7/state", #"{"v":1,"cabinet":"c-7","site":"s1","state":"online","time":1795290000.0,"heartbeat_s":1,"bridge_version":"0.7.0","daemon_version":null}"#, retain: true)
-        try TestSupport.waitUntil("c-7 heard", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-7'") == "1" }
-        // PostgreSQL goes away for 8 s, more than twice the heartbeat and then offline_after_s,
-        // while c-7 speaks every half second: the fleet's loop waits on the database meanwhile,
-        // and what c-7 says waits for it.
+        try rig.waitUntil("c-7 heard", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-7'") == "1" }
+        // PostgreSQL goes away for 8 s and then as long as its crash recovery takes (on a slow
+        // disk, its fsync of the data folder alone can take 20 s), more than twice the heartbeat
+        // and then offline_after_s, while c-7 speaks every half second throughout: the fleet's
+        // loop waits on the database meanwhile, and what c-7 says waits for it.
+        let cabinet = SpeakingCabinet(port: rig.broker.port, status)
+        defer { cabinet.stop() }
+        try rig.waitUntil("c-7's first status stored", timeout: 20) { try rig.query("SELECT status->>'time' FROM cabinets WHERE cabinet = 'c-7'") != "" }
         rig.database.crash()
-        for n in 1...16 {
-            try rig.publish("s1/c-7/status", status(n))
-            usleep(500_000)  // the cabinet's pace, not a wait for the fleet
-        }
+        usleep(8_000_000)  // the outage's length, not a wait for the fleet
         try rig.database.start()
-        try rig.publish("s1/c-7/status", status(17))
-        try TestSupport.waitUntil("c-7's last status stored", timeout: 30) {
-            try rig.query("SELECT status->>'time' FROM cabinets WHERE cabinet = 'c-7'") == "\(1795290000 + 17)"
+        // Its connection pool backs off while the database is away: it may take a while to see it back.
+        let spoken = cabinet.spoken
+        try rig.waitUntil("a status c-7 sent after the outage stored", timeout: 60) {
+            (Int(try rig.query("SELECT status->>'time' FROM cabinets WHERE cabinet = 'c-7'")) ?? 0) >= 1795290000 + spoken
         }
         // Two alert checks after it (each saves the clock first): the first has reconciled.
         let clock = { Double(try rig.query("SELECT listened FROM listening WHERE instance = 'fleet-test'")) ?? 0 }
         let after = try clock()
-        try TestSupport.waitUntil("an alert check after the outage", timeout: 20) { try clock() > after }
+        try rig.waitUntil("an alert check after the outage", timeout: 20) { try clock() > after }
         let next = try clock()
-        try TestSupport.waitUntil("another", timeout: 20) { try clock() > next }
+        try rig.waitUntil("another", timeout: 20) { try clock() > next }
         #expect(try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-7' AND kind = 'offline'") == "0", "\(rig.fleet.stderr.suffix(2000))")
+        #expect(cabinet.failures == 0, "c-7's publishes failed: it did not keep speaking")
+    }
+
+    /// A cabinet that keeps speaking: a status every half second from a thread of its own (each
+    /// a `mosquitto_pub`, QoS 1), whatever the test waits on meanwhile.
+    final class SpeakingCabinet: Sendable {
+        private let state = Mutex<(spoken: Int, failures: Int, stop: Bool)>((0, 0, false))
+        private let ended = DispatchSemaphore(value: 0)
+
+        init(port: Int, _ status: @escaping @Sendable (Int) -> String) {
+            Thread { [self] in
+                var n = 0
+                while !self.state.withLock({ $0.stop }) {
+                    n += 1
+                    let pub = try? ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", "coinmech/v1/s1/c-7/status", "-m", status(n)],
+                                                absolute: true)
+                    let ok = pub?.wait(timeout: 10) == 0
+                    self.state.withLock { if ok { $0.spoken = n } else { $0.failures += 1 } }
+                    usleep(500_000)  // the cabinet's pace
+                }
+                self.ended.signal()
+            }.start()
+        }
+
+        /// The last status published (its `time` is 1795290000 + this).
+        var spoken: Int { state.withLock { $0.spoken } }
+        var failures: Int { state.withLock { $0.failures } }
+
+        func stop() {
+            guard !state.withLock({ let was = $0.stop; $0.stop = true; return was }) else { return }
+            if ended.wait(timeout: .now() + 30) == .timedOut { Issue.record("c-7's thread did not stop within 30 s") }
+        }
     }
 
     @Test("refused and stored nowhere: another contract version (F1), a payload naming another cabinet (F3); a copy of a stored event that differs is held as a conflict (F5)")
     func refusals() throws {
         let rig = try Rig("fleet-refusals")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision").replacingOccurrences(of: #""v":1"#, with: #""v":2"#))
         try rig.publish("s1/c-7/event", Rig.event("c-8", 1, kind: "decision"))
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision"))
-        try TestSupport.waitUntil("the valid event stored", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
+        try rig.waitUntil("the valid event stored", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
         #expect(try rig.query("SELECT cabinet || '/' || seq FROM events") == "c-7/1")
         #expect(rig.fleet.stderr.contains("contract version 2") && rig.fleet.stderr.contains("names cabinet 'c-8'"))
         // The same identity arriving as another kind: the ledger was replaced.
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "coin"))
-        try TestSupport.waitUntil("the conflict held", timeout: 20) {
+        try rig.waitUntil("the conflict held", timeout: 20) {
             try rig.query("SELECT count(*) FROM alerts WHERE cabinet = 'c-7' AND kind = 'ledger_conflict' AND closed IS NULL") == "1"
         }
         #expect(try rig.query("SELECT kind FROM events WHERE cabinet = 'c-7' AND seq = 1") == "decision", "the first copy is the record")
@@ -219,7 +263,7 @@ struct FleetEndToEndTests {
     @Test("the dashboard: no page without a login, a wrong password refused, collections and acknowledgements recorded, bad amounts refused, commands for admins only")
     func dashboard() throws {
         let rig = try Rig("fleet-dashboard")
-        try TestSupport.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
         for (name, role, password) in [("alice", "admin", "alice-password"), ("bob", "operator", "bob-password")] {
             try password.write(toFile: "\(rig.dir)/\(name).pw", atomically: true, encoding: .utf8)
             let set = try ChildProcess("coinmech-fleet", ["set-operator", name, "--role", role, "--password-file", "\(rig.dir)/\(name).pw", "--config", "\(rig.dir)/fleet.yaml"])
@@ -228,7 +272,7 @@ struct FleetEndToEndTests {
         // Two coins (50 cents) in cabinet c-1, then a jam.
         for seq in Int64(1)...4 { try rig.publish("s1/c-1/event", Rig.event("c-1", seq, kind: seq % 2 == 1 ? "decision" : "coin")) }
         try rig.publish("s1/c-1/event", #"{"v":1,"cabinet":"c-1","site":"s1","seq":5,"published":1.0,"event":{"seq":5,"time":1795290005.0,"kind":"mech_status","detail":{"status":"JAM"}}}"#)
-        try TestSupport.waitUntil("the jam alert", timeout: 20) { try rig.query("SELECT count(*) FROM alerts WHERE kind = 'jam' AND closed IS NULL") == "1" }
+        try rig.waitUntil("the jam alert", timeout: 20) { try rig.query("SELECT count(*) FROM alerts WHERE kind = 'jam' AND closed IS NULL") == "1" }
         let http = HTTPProbe(port: rig.httpPort)
         let commands = try rig.subscribe("s1/c-1/cmd/#")
 
