@@ -272,6 +272,18 @@ final class ClientHandler: ChannelInboundHandler {
             // A client stuck in its replay holds live events too: they count against its bound.
             if queue.count + heldLive.count > shared.maximumQueuedEvents { overflow() }
         case .live:
+            // The ledger's seqs have no holes, and the hub is fed in seq order from one thread: a
+            // batch that starts past the next seq follows events committed but never published
+            // (a commit that landed though it reported a failure). They are read from the ledger
+            // first, as history is, so a subscriber misses nothing.
+            if let first = events.first, first.seq > queuedThrough + 1 {
+                shared.logger.notice("events committed but not published: read from the ledger for a subscriber",
+                                     metadata: ["from_seq": "\(queuedThrough + 1)", "to_seq": "\(first.seq - 1)"])
+                subscription = .replaying
+                heldLive = events
+                replayNextPage()
+                return
+            }
             enqueue(events)
             drain()
         }

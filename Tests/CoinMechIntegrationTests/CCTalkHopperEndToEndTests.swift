@@ -200,10 +200,21 @@ struct CCTalkHopperEndToEndTests {
         // says it failed, so the 50c is not sent and the rest (60c) is owed.
         let rig = try Self.rig("hopper-landed", environment: ["COINMECH_FAILPOINTS": "payout-moves-committed=fail@1"])
         let client = try Self.connect(rig)
+        let watcher = try CoinMechConnection(path: rig.socket)
+        let since = try #require(try watcher.request(.subscribe(since: nil, pending: true))["since"]?.int)
         try Self.float(client, [10, 4, 20])
         let result = try Self.payout(client, 260, "f1")
         #expect(result["state"] == "partial" && result["paid_minor"]?.int == 200 && result["debt_minor"]?.int == 60, "\(result)")
-        #expect(try Ledger(directory: "\(rig.dir)/state").openPayouts(source: "cctalk").isEmpty, "settled in this run, not left for the next start")
+        let ledger = try Ledger(directory: "\(rig.dir)/state")
+        #expect(try ledger.openPayouts(source: "cctalk").isEmpty, "settled in this run, not left for the next start")
+        // The live subscriber gets every event on the ledger, the landed commit's too.
+        let last = try ledger.lastSeq()
+        var heard: [(seq: Int64, kind: String)] = []
+        while (heard.last?.seq ?? since) < last, let event = try watcher.nextEvent(timeout: 10), let seq = event["seq"]?.int {
+            heard.append((seq, event["event"]?["kind"]?.string ?? "?"))
+        }
+        #expect(heard.map(\.seq) == Array((since + 1)...last), "live events after \(since): \(heard)")
+        #expect(heard.contains { $0.kind == "inventory_paid" }, "the landed commit's inventory_paid reached the subscriber: \(heard)")
         let truth = try Self.finish(rig)
         #expect(rig.daemon.stderr.contains("failpoint payout-moves-committed: fail"), "the failpoint fired")
         #expect(truth.hoppers.map(\.paidCoins) == [1, 0, 0], "\(truth.hoppers)")
