@@ -132,10 +132,10 @@ struct DaemonControl: ControlPlane {
         case .teachAbort: teachAbort(by: peer, completion: completion)
         case .payout(let amount, let currency, let requestID):
             loop.submit(.payout(amountMinor: amount, currency: currency, requestID: requestID, by: peer.userName, completion: completion))
-        case .refill(let unit, let coins):
-            loop.submit(.inventory(unit: unit, .refilled(added: coins, by: peer.userName), completion: completion))
-        case .float(let unit, let level):
-            loop.submit(.inventory(unit: unit, .set(level: level, by: peer.userName), completion: completion))
+        case .refill(let unit, let coins, let requestID):
+            loop.submit(.inventory(unit: unit, .refilled(added: coins, by: peer.userName, requestID: requestID), completion: completion))
+        case .float(let unit, let level, let requestID):
+            loop.submit(.inventory(unit: unit, .set(level: level, by: peer.userName, requestID: requestID), completion: completion))
         case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan:
             completion(.failure(CommandError(.badRequest, "'\(command.name.rawValue)' is not a control command")))
         }

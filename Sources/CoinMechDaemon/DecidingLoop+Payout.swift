@@ -417,15 +417,39 @@ extension DecidingLoop {
         let change = InventoryChange(source: sourceName, unit: unit, coinID: coin.coinID, valueMinor: coin.valueMinor, kind: kind)
         let before = levels.indices.contains(unit) ? levels[unit] : 0
         do throws(LedgerError) {
+            if let requestID = kind.operatorRequestID, let done = try ledger.operatorInventoryChange(requestID: requestID) {
+                return completion(Self.repeated(done, asked: change))
+            }
             let result = try ledger.append([.inventory(change)])
             hub.publish(result.events)
             mech.recorded([change])
             logger.notice("hopper inventory changed", metadata: ["unit": "\(unit)", "coin_id": "\(coin.coinID ?? "?")", "level_before": "\(before)",
                                                                  "level": "\(change.level(after: before))", "change": "\(kind)"])
-            completion(.success(["unit": .int(Int64(unit)), "coin_id": coin.coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(before)),
-                                 "level": .int(Int64(change.level(after: before))), "seq": result.events.first.map { .int($0.seq) } ?? .null]))
+            var reply: [String: JSON] = ["unit": .int(Int64(unit)), "coin_id": coin.coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(before)),
+                                         "level": .int(Int64(change.level(after: before))), "seq": result.events.first.map { .int($0.seq) } ?? .null]
+            if let requestID = kind.operatorRequestID {
+                reply["request_id"] = .string(requestID)
+                reply["repeated"] = false
+            }
+            completion(.success(.object(reply)))
         } catch {
-            completion(.failure(CommandError(.unavailable, "the ledger could not record it, so the level is unchanged: \(error)")))
+            completion(.failure(CommandError(.unavailable, "the ledger could not record it, so the level is unchanged (ask again with the same request id): \(error)")))
         }
+    }
+
+    /// A request id already on the ledger: answered with what was recorded then (the levels of
+    /// that moment), if it asks the same; otherwise refused, since one id is one action.
+    static func repeated(_ done: OperatorInventoryRecord, asked change: InventoryChange) -> Result<JSON, CommandError> {
+        let (refill, coins): (Bool, Int) = switch change.kind {
+        case .refilled(let added, _, _): (true, added)
+        case .set(let level, _, _): (false, level)
+        case .paid: (false, -1)
+        }
+        guard done.refill == refill, done.unit == change.unit, done.source == change.source, done.coins == coins else {
+            let was = "\(done.refill ? "a refill of \(done.coins) coin(s)" : "a float of \(done.coins) coin(s)") into unit \(done.unit) (seq \(done.seq))"
+            return .failure(CommandError(.badRequest, "request id \(done.requestID) was \(was): a retry asks the same, a new action takes a new id"))
+        }
+        return .success(["unit": .int(Int64(done.unit)), "coin_id": done.coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(done.levelBefore)),
+                         "level": .int(Int64(done.level)), "seq": .int(done.seq), "request_id": .string(done.requestID), "repeated": true])
     }
 }

@@ -24,6 +24,11 @@ extension Ledger {
         try read { db in try changes.filter { try LedgerWriter.isCounted(db, $0) } }
     }
 
+    /// The operator's refill or float recorded under `requestID`, nil if none.
+    public func operatorInventoryChange(requestID: String) throws(LedgerError) -> OperatorInventoryRecord? {
+        try read { db in try LedgerWriter.operatorChange(db, requestID: requestID) }
+    }
+
     /// The payout units' levels of `source` (its hoppers), by unit.
     public func inventory(source: String) throws(LedgerError) -> [Int: InventoryLevel] {
         try read { db in

@@ -1,4 +1,5 @@
 import CoinMechModel
+import Foundation
 import GRDB
 
 /// Money out: the payout journal's three writes. Each runs inside one `append` transaction, so
@@ -66,11 +67,18 @@ extension LedgerWriter {
             detail["step"] = "\(step)"
             detail["paid"] = "\(paid)"
             detail["unpaid"] = "\(unpaid)"
-        case .refilled(let added, let by):
+        case .refilled(let added, let by, _):
             detail["added"] = "\(added)"
             detail["by"] = by
-        case .set(_, let by):
+        case .set(_, let by, _):
             detail["by"] = by
+        }
+        if let requestID = change.kind.operatorRequestID {
+            // The loop looks the request id up first; this is the guarantee behind it.
+            if try Self.operatorChange(db, requestID: requestID) != nil {
+                throw LedgerPrecondition(message: "inventory request \(requestID) is on the ledger already: it is answered from there, never counted again")
+            }
+            detail["request_id"] = requestID
         }
         let (event, seq) = try insertEvent(kind: change.kind.eventKind, source: change.source, detail: detail)
         try db.execute(sql: """
@@ -79,6 +87,22 @@ extension LedgerWriter {
                 level = excluded.level, updated_seq = excluded.updated_seq
             """, arguments: [change.source, change.unit, change.coinID, change.valueMinor, level, seq])
         return event
+    }
+
+    /// The operator's refill or float recorded under `requestID`, nil if none. Both kinds share
+    /// one space of ids: an id is one operator action.
+    static func operatorChange(_ db: Database, requestID: String) throws -> OperatorInventoryRecord? {
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT seq, kind, source, detail FROM events WHERE kind IN ('inventory_refilled', 'inventory_set')
+            AND json_extract(detail, '$.request_id') = ? ORDER BY seq LIMIT 1
+            """, arguments: [requestID]) else { return nil }
+        let detail = (try? JSONDecoder().decode([String: String].self, from: Data((row["detail"] as String? ?? "{}").utf8))) ?? [:]
+        let kind: String = row["kind"]
+        return OperatorInventoryRecord(requestID: requestID, seq: row["seq"], source: row["source"], refill: kind == "inventory_refilled",
+                                       unit: detail["unit"].flatMap { Int($0) } ?? -1, coinID: detail["coin_id"],
+                                       coins: (kind == "inventory_refilled" ? detail["added"] : detail["level"]).flatMap { Int($0) } ?? -1,
+                                       levelBefore: detail["level_before"].flatMap { Int($0) } ?? 0, level: detail["level"].flatMap { Int($0) } ?? 0,
+                                       by: detail["by"] ?? "")
     }
 
     /// Whether `change`, a payout step's count, is on the ledger (an operator's float or refill

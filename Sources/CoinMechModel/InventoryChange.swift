@@ -6,10 +6,19 @@ public struct InventoryChange: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
         /// A payout step, by the hopper's own account: `paid` coins out, `unpaid` left.
         case paid(requestID: String, step: Int, paid: Int, unpaid: Int)
-        /// An operator loaded `added` coins.
-        case refilled(added: Int, by: String)
-        /// An operator counted the unit at `level` coins (a float).
-        case set(level: Int, by: String)
+        /// An operator loaded `added` coins; once per `requestID` when one is given.
+        case refilled(added: Int, by: String, requestID: String? = nil)
+        /// An operator counted the unit at `level` coins (a float); once per `requestID` when
+        /// one is given.
+        case set(level: Int, by: String, requestID: String? = nil)
+
+        /// An operator's request id (refill, float): a repeat is answered from the ledger.
+        public var operatorRequestID: String? {
+            switch self {
+            case .paid: nil
+            case .refilled(_, _, let requestID), .set(_, _, let requestID): requestID
+            }
+        }
 
         public var eventKind: EventKind {
             switch self {
@@ -41,8 +50,8 @@ public struct InventoryChange: Sendable, Hashable {
     public func level(after before: Int) -> Int {
         switch kind {
         case .paid(_, _, let paid, _): before - paid
-        case .refilled(let added, _): before + added
-        case .set(let level, _): level
+        case .refilled(let added, _, _): before + added
+        case .set(let level, _, _): level
         }
     }
 }

@@ -107,16 +107,23 @@ public struct ClientRequest: Sendable, Equatable {
             } else {
                 throw Failure(id: id, .badRequest, "\"unit\" is required: the hopper's unit number (as `status` lists them) or its coin id, e.g. EU200A")
             }
+            var requestID: String?
+            if let field = fields["request_id"], field != .null {
+                guard let text = field.string, ClientProtocol.isRequestID(text) else {
+                    throw Failure(id: id, .badRequest, "\"request_id\" must be 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique per \(known.rawValue) (a repeat is answered from the ledger, never counted again)")
+                }
+                requestID = text
+            }
             guard known == .refill else {
                 guard fields["level"] != nil, fields["level"] != .null else {
                     throw Failure(id: id, .badRequest, "\"level\" is required: the coins counted in the hopper")
                 }
-                return .float(unit: unit, level: Int(try integer(fields, "level", default: 0, range: ClientProtocol.inventoryLevel, id: id)))
+                return .float(unit: unit, level: Int(try integer(fields, "level", default: 0, range: ClientProtocol.inventoryLevel, id: id)), requestID: requestID)
             }
             guard fields["coins"] != nil, fields["coins"] != .null else {
                 throw Failure(id: id, .badRequest, "\"coins\" is required: the coins loaded into the hopper")
             }
-            return .refill(unit: unit, coins: Int(try integer(fields, "coins", default: 0, range: ClientProtocol.inventoryCoins, id: id)))
+            return .refill(unit: unit, coins: Int(try integer(fields, "coins", default: 0, range: ClientProtocol.inventoryCoins, id: id)), requestID: requestID)
         }
     }
 

@@ -30,11 +30,14 @@ public enum OperatorCommand: Sendable, Equatable {
     /// request id is answered from the ledger.
     case payout(amountMinor: Int64, currency: String?, requestID: String)
     /// An operator loaded `coins` (within `ClientProtocol.inventoryCoins`) into the payout
-    /// unit `unit` (a hopper's index, or its coin id): its level on the ledger rises.
-    case refill(unit: String, coins: Int)
+    /// unit `unit` (a hopper's index, or its coin id): its level on the ledger rises. Once per
+    /// `requestID` when one is given: a repeat is answered from the ledger, so a retry after a
+    /// lost reply does not count the coins twice.
+    case refill(unit: String, coins: Int, requestID: String? = nil)
     /// An operator counted the payout unit `unit` at `level` coins (a float): the ledger's
-    /// level is set to it.
-    case float(unit: String, level: Int)
+    /// level is set to it. Once per `requestID`, as `refill`: a retry after a payout moved the
+    /// level does not set it back to the old count.
+    case float(unit: String, level: Int, requestID: String? = nil)
 
     /// A command's `cmd`, and whether it needs control permission.
     public enum Name: String, Sendable, CaseIterable {
@@ -108,10 +111,14 @@ public enum OperatorCommand: Sendable, Equatable {
             var fields: [String: JSON] = ["amount_minor": .int(amount), "request_id": .string(requestID)]
             if let currency { fields["currency"] = .string(currency) }
             return fields
-        case .refill(let unit, let coins):
-            return ["unit": .string(unit), "coins": .int(Int64(coins))]
-        case .float(let unit, let level):
-            return ["unit": .string(unit), "level": .int(Int64(level))]
+        case .refill(let unit, let coins, let requestID):
+            var fields: [String: JSON] = ["unit": .string(unit), "coins": .int(Int64(coins))]
+            if let requestID { fields["request_id"] = .string(requestID) }
+            return fields
+        case .float(let unit, let level, let requestID):
+            var fields: [String: JSON] = ["unit": .string(unit), "level": .int(Int64(level))]
+            if let requestID { fields["request_id"] = .string(requestID) }
+            return fields
         }
     }
 

@@ -100,12 +100,38 @@ extension CoinCtl {
         @OptionGroup var common: Common
         @Argument(help: "The hopper: its unit number (coinctl hoppers lists them) or its coin id, e.g. EU200A.") var unit: String
         @Argument(help: "The coins loaded.") var coins: Int
+        @Option(name: .customLong("request-id"), help: "The refill's id: 1 to 64 of A-Z a-z 0-9 . _ : - (default: a new UUID). Asked again with it, it is never counted twice.")
+        var requestID: String?
 
         func validate() throws {
             guard ClientProtocol.inventoryCoins.contains(Int64(coins)) else { throw ValidationError("coins must be 1 to \(ClientProtocol.inventoryCoins.upperBound), got \(coins)") }
+            try InventoryRequest.validate(requestID)
         }
 
-        func run() throws { try common.run(.refill(unit: unit, coins: coins)) { Format.inventoryChange($0) } }
+        func run() throws {
+            try InventoryRequest.run(common, "refill", requestID) { .refill(unit: unit, coins: coins, requestID: $0) }
+        }
+    }
+
+    /// Refill and float: a request id sent every time (a new one printed first), so that a retry
+    /// after a lost answer is answered from the ledger and never counted twice.
+    enum InventoryRequest {
+        static func validate(_ requestID: String?) throws {
+            if let requestID, !ClientProtocol.isRequestID(requestID) {
+                throw ValidationError("--request-id must be 1 to 64 characters of A-Z a-z 0-9 . _ : -, got '\(requestID)'")
+            }
+        }
+
+        static func run(_ common: Common, _ what: String, _ requestID: String?, _ command: (String) -> OperatorCommand) throws {
+            let id = requestID ?? UUID().uuidString
+            if requestID == nil { FileHandle.standardError.write(Data("coinctl: \(what) request id \(id) (ask again with --request-id \(id))\n".utf8)) }
+            do {
+                try common.run(command(id)) { Format.inventoryChange($0) }
+            } catch let exit as ExitCode where exit != .success {
+                FileHandle.standardError.write(Data("coinctl: \(what) \(id): ask again with --request-id \(id) to learn whether it was recorded; a new id would count it again\n".utf8))
+                throw exit
+            }
+        }
     }
 
     struct Float: ParsableCommand {
@@ -114,12 +140,17 @@ extension CoinCtl {
         @OptionGroup var common: Common
         @Argument(help: "The hopper: its unit number (coinctl hoppers lists them) or its coin id, e.g. EU200A.") var unit: String
         @Argument(help: "The coins counted in it.") var level: Int
+        @Option(name: .customLong("request-id"), help: "The count's id: 1 to 64 of A-Z a-z 0-9 . _ : - (default: a new UUID). Asked again with it, it is never applied twice.")
+        var requestID: String?
 
         func validate() throws {
             guard ClientProtocol.inventoryLevel.contains(Int64(level)) else { throw ValidationError("level must be 0 to \(ClientProtocol.inventoryLevel.upperBound), got \(level)") }
+            try InventoryRequest.validate(requestID)
         }
 
-        func run() throws { try common.run(.float(unit: unit, level: level)) { Format.inventoryChange($0) } }
+        func run() throws {
+            try InventoryRequest.run(common, "float", requestID) { .float(unit: unit, level: level, requestID: $0) }
+        }
     }
 
     struct PayoutPlan: ParsableCommand {

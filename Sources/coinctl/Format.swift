@@ -119,7 +119,9 @@ enum Format {
 
     /// `coinctl refill` and `coinctl float`: the level before and after.
     static func inventoryChange(_ r: JSON) -> String {
-        "hopper \(r["unit"]?.int ?? 0) (\(r["coin_id"]?.string ?? "?")): \(r["level_before"]?.int ?? 0) → \(r["level"]?.int ?? 0) coins"
+        let line = "hopper \(r["unit"]?.int ?? 0) (\(r["coin_id"]?.string ?? "?")): \(r["level_before"]?.int ?? 0) → \(r["level"]?.int ?? 0) coins"
+        guard r["repeated"] == true else { return line }
+        return line + " (recorded already under request id \(r["request_id"]?.string ?? "?"), seq \(r["seq"]?.int ?? 0): not counted again)"
     }
 
     /// `coinctl payout-plan`: the coins that would be paid, or why none would.

@@ -149,6 +149,54 @@ struct CCTalkHopperEndToEndTests {
         #expect(truth.hoppers.allSatisfy { $0.dispenses.allSatisfy { $0.ended == "done" } })
     }
 
+    @Test("a refill or float asked again under its request id is answered from the ledger and counted once, across a restart; the same id asking otherwise is refused")
+    func inventoryOncePerRequestID() throws {
+        var rig = try Self.rig("hopper-once")
+        let client = try Self.connect(rig)
+        try Self.float(client, [10, 4, 20])
+        let first = try client.request(.refill(unit: "EU050A", coins: 6, requestID: "load-1"))
+        #expect(first["level_before"]?.int == 4 && first["level"]?.int == 10 && first["repeated"] == false, "\(first)")
+        // The reply was lost; the operator asks again, naming the hopper by its number.
+        let again = try client.request(.refill(unit: "1", coins: 6, requestID: "load-1"))
+        #expect(again["repeated"] == true && again["level_before"]?.int == 4 && again["level"]?.int == 10 && again["seq"] == first["seq"], "\(again)")
+        // One id is one action: another amount, another hopper or a float under it is refused.
+        func refusal(_ command: OperatorCommand) -> String? {
+            do {
+                _ = try client.request(command)
+                return nil
+            } catch {
+                if case .server(let code, _) = error { return code }
+                return "\(error)"
+            }
+        }
+        #expect(refusal(.refill(unit: "EU050A", coins: 7, requestID: "load-1")) == "bad_request")
+        #expect(refusal(.refill(unit: "EU200A", coins: 6, requestID: "load-1")) == "bad_request")
+        #expect(refusal(.float(unit: "EU050A", level: 6, requestID: "load-1")) == "bad_request")
+        #expect(refusal(.refill(unit: "EU050A", coins: 6, requestID: "not an id")) == "bad_request")
+        // A count under its id; a payout then takes a €2; the count asked again does not set the
+        // level back to it.
+        let count = try client.request(.float(unit: "EU200A", level: 12, requestID: "count-1"))
+        #expect(count["level"]?.int == 12 && count["repeated"] == false, "\(count)")
+        let paid = try Self.payout(client, 200, "p1")
+        #expect(paid["state"] == "done", "\(paid)")
+        #expect(try client.request(.float(unit: "EU200A", level: 12, requestID: "count-1"))["repeated"] == true)
+        // After a restart, coinctl's retry with the same id is answered from the ledger.
+        rig.daemon.signal(SIGTERM)
+        #expect(rig.daemon.wait(timeout: 20) == 0, "\(rig.daemon.stderr)")
+        rig.daemon = try Rig.startDaemon(rig.dir)
+        _ = try Self.connect(rig)
+        let ctl = try ChildProcess("coinctl", ["refill", "EU050A", "6", "--request-id", "load-1", "--socket", rig.socket])
+        #expect(ctl.wait() == 0)
+        let said = String(decoding: ctl.readToEnd(), as: UTF8.self)
+        #expect(said.hasPrefix("hopper 1 (EU050A): 4 → 10 coins (recorded already under request id load-1"), "\(said)")
+
+        let truth = try Self.finish(rig)
+        let loaded = [12, 4 + 6, 20]
+        #expect(try Self.levels(rig) == zip(loaded, truth.hoppers).map { $0 - $1.paidCoins }, "each refill and count once: \(truth.hoppers)")
+        let audit = try Ledger(directory: "\(rig.dir)/state").events(since: 0, limit: 100_000)
+        #expect(audit.filter { $0.kind == "inventory_refilled" }.count == 1 && audit.filter { $0.kind == "inventory_set" }.count == 4)
+    }
+
     @Test("a hopper that runs dry mid-payout: its own count of what it paid is believed, and the rest is planned from the others")
     func dryHopperReplanned() throws {
         // The ledger believes the 50c hopper holds 4; it holds 2.

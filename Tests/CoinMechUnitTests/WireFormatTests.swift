@@ -28,6 +28,8 @@ struct WireFormatTests {
         (.payout(amountMinor: 35, currency: "USD", requestID: "sale-1042"), #"{"amount_minor":35,"cmd":"payout","currency":"USD","id":1,"request_id":"sale-1042"}"#),
         (.refill(unit: "EU200A", coins: 40), #"{"cmd":"refill","coins":40,"id":1,"unit":"EU200A"}"#),
         (.float(unit: "0", level: 120), #"{"cmd":"float","id":1,"level":120,"unit":"0"}"#),
+        (.refill(unit: "EU200A", coins: 40, requestID: "load-7"), #"{"cmd":"refill","coins":40,"id":1,"request_id":"load-7","unit":"EU200A"}"#),
+        (.float(unit: "0", level: 120, requestID: "count-3"), #"{"cmd":"float","id":1,"level":120,"request_id":"count-3","unit":"0"}"#),
     ])
     func requests(command: OperatorCommand, line: String) throws {
         #expect(command.request(id: .int(1)).description == line)
