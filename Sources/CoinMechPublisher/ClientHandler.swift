@@ -309,11 +309,18 @@ final class ClientHandler: ChannelInboundHandler {
         guard case .replaying = subscription, !closing else { return }
         enqueue(page)
         if page.count < pageSize {
-            // Caught up with the ledger: what arrived meanwhile follows, without repeats.
-            subscription = .live
-            let held = heldLive
-            heldLive = []
-            enqueue(held)
+            // Caught up with the ledger as it was read: what arrived meanwhile follows, without
+            // repeats, if it follows on without a break. A break is an event committed but not
+            // published while the page was read; drain() reads on, and every held event is on
+            // the ledger, so this ends.
+            let held = heldLive.filter { $0.seq > queuedThrough }
+            if held.enumerated().allSatisfy({ $0.element.seq == queuedThrough + 1 + Int64($0.offset) }) {
+                subscription = .live
+                heldLive = []
+                enqueue(held)
+            } else {
+                heldLive = held
+            }
         }
         drain()
     }
