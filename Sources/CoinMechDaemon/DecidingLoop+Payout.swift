@@ -416,11 +416,17 @@ extension DecidingLoop {
         let coin = payable.coins[unit]!
         let change = InventoryChange(source: sourceName, unit: unit, coinID: coin.coinID, valueMinor: coin.valueMinor, kind: kind)
         let before = levels.indices.contains(unit) ? levels[unit] : 0
-        do throws(LedgerError) {
-            if let requestID = kind.operatorRequestID, let done = try ledger.operatorInventoryChange(requestID: requestID) {
-                return completion(Self.repeated(done, asked: change))
+        if let requestID = kind.operatorRequestID {
+            // Its own failure is not the append's: the recovery below is for an append only.
+            do throws(LedgerError) {
+                if let done = try ledger.operatorInventoryChange(requestID: requestID) { return completion(Self.repeated(done, asked: change)) }
+            } catch {
+                return completion(.failure(CommandError(.unavailable, "the ledger could not be read, so nothing is recorded; ask again with the same request id: \(error)")))
             }
+        }
+        do throws(LedgerError) {
             let result = try ledger.append([.inventory(change)])
+            if failpoints.fails(.inventoryCommitted) { throw .write(message: "failpoint inventory-committed: the commit landed, and is reported failed") }
             hub.publish(result.events)
             mech.recorded([change])
             logger.notice("hopper inventory changed", metadata: ["unit": "\(unit)", "coin_id": "\(coin.coinID ?? "?")", "level_before": "\(before)",
@@ -433,13 +439,22 @@ extension DecidingLoop {
             }
             completion(.success(.object(reply)))
         } catch {
+            // A commit that landed though it reported a failure: under a request id the ledger
+            // says so, and the mech's level must follow it, or a retry answered from the ledger
+            // would leave the plan counting the old level.
+            if let requestID = kind.operatorRequestID, let done = try? ledger.operatorInventoryChange(requestID: requestID), case .success(let reply) = Self.repeated(done, asked: change, repeated: false) {
+                mech.recorded([change])
+                logger.warning("a hopper inventory change the ledger reported failed had landed: the level follows it", metadata: ["request_id": "\(requestID)", "seq": "\(done.seq)"])
+                return completion(.success(reply))
+            }
             completion(.failure(CommandError(.unavailable, "the ledger could not record it, so the level is unchanged (ask again with the same request id): \(error)")))
         }
     }
 
     /// A request id already on the ledger: answered with what was recorded then (the levels of
     /// that moment), if it asks the same; otherwise refused, since one id is one action.
-    static func repeated(_ done: OperatorInventoryRecord, asked change: InventoryChange) -> Result<JSON, CommandError> {
+    /// `repeated` is false for the ask whose own commit it is.
+    static func repeated(_ done: OperatorInventoryRecord, asked change: InventoryChange, repeated: Bool = true) -> Result<JSON, CommandError> {
         let (refill, coins): (Bool, Int) = switch change.kind {
         case .refilled(let added, _, _): (true, added)
         case .set(let level, _, _): (false, level)
@@ -450,6 +465,6 @@ extension DecidingLoop {
             return .failure(CommandError(.badRequest, "request id \(done.requestID) was \(was): a retry asks the same, a new action takes a new id"))
         }
         return .success(["unit": .int(Int64(done.unit)), "coin_id": done.coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(done.levelBefore)),
-                         "level": .int(Int64(done.level)), "seq": .int(done.seq), "request_id": .string(done.requestID), "repeated": true])
+                         "level": .int(Int64(done.level)), "seq": .int(done.seq), "request_id": .string(done.requestID), "repeated": .bool(repeated)])
     }
 }

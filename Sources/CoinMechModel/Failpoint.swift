@@ -38,7 +38,10 @@ public enum Failpoint: String, Sendable, CaseIterable {
     /// A hopper payout's counted inventory moves committed with what followed them, before the
     /// loop hears of it. `fail` makes that commit report a failure though it landed.
     case payoutMovesCommitted = "payout-moves-committed"
+    /// An operator's refill or float committed, before the loop hears of it. `fail` makes that
+    /// commit report a failure though it landed.
+    case inventoryCommitted = "inventory-committed"
 
     /// Whether the place asks `Failpoints.fails`, so that `fail` can be armed there.
-    public var canFail: Bool { self == .payoutMovesCommitted }
+    public var canFail: Bool { self == .payoutMovesCommitted || self == .inventoryCommitted }
 }

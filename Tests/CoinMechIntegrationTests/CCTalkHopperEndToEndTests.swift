@@ -197,6 +197,22 @@ struct CCTalkHopperEndToEndTests {
         #expect(audit.filter { $0.kind == "inventory_refilled" }.count == 1 && audit.filter { $0.kind == "inventory_set" }.count == 4)
     }
 
+    @Test("a refill whose commit landed but reported a failure is answered as recorded under its request id, and the level the payouts plan from follows it")
+    func refillLandedReportedFailed() throws {
+        // The three floats pass the point first; the refill's commit is the fourth.
+        let rig = try Self.rig("hopper-refill-landed", environment: ["COINMECH_FAILPOINTS": "inventory-committed=fail@4"])
+        let client = try Self.connect(rig)
+        try Self.float(client, [10, 4, 20])
+        let reply = try client.request(.refill(unit: "EU050A", coins: 6, requestID: "load-9"))
+        #expect(reply["level_before"]?.int == 4 && reply["level"]?.int == 10 && reply["repeated"] == false, "\(reply)")
+        #expect(rig.daemon.stderr.contains("failpoint inventory-committed: fail"), "the failpoint fired")
+        let hoppers = try client.request("status")["acceptor"]?["hoppers"]?.array ?? []
+        #expect(hoppers.map { $0["level"]?.int } == [10, 10, 20], "the level payouts plan from: \(hoppers)")
+        #expect(try client.request(.refill(unit: "EU050A", coins: 6, requestID: "load-9"))["repeated"] == true)
+        _ = try Self.finish(rig)
+        #expect(try Self.levels(rig) == [10, 10, 20])
+    }
+
     @Test("a hopper that runs dry mid-payout: its own count of what it paid is believed, and the rest is planned from the others")
     func dryHopperReplanned() throws {
         // The ledger believes the 50c hopper holds 4; it holds 2.

@@ -29,6 +29,8 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
         case .payoutJournalled, .payoutDispensing, .payoutCounted: self != .serial
         // Only hoppers have inventory moves: a changer counts its own tubes.
         case .payoutMovesCommitted: self == .cctalk
+        // No run refills or counts a hopper.
+        case .inventoryCommitted: false
         default: true
         }
     }
