@@ -109,12 +109,53 @@ public struct CCTalkHopperBank: Sendable {
         return hoppers.allSatisfy { !$0.isReady || $0.status?.remaining == 0 }
     }
 
-    /// Who the hoppers are, as the payout journal records it: a payout left open is settled
-    /// only from the hoppers that paid it. Nil until every serial number is read.
+    /// Who the hoppers are, as the payout journal records it: each one's address, serial number
+    /// (`?` while unread) and coin. A payout left open is settled from the counters of the
+    /// hopper that paid its last step, and only if that hopper's serial number is the one
+    /// recorded (`sameHopper`): one hopper unread or exchanged says nothing about another.
     public var identity: String? {
-        let parts = hoppers.map { hopper in hopper.serialNumber.map { "\(hopper.unit.address):\($0):\(hopper.unit.coinID)" } }
-        guard parts.allSatisfy({ $0 != nil }) else { return nil }
-        return "hoppers " + parts.compactMap { $0 }.joined(separator: ",")
+        guard !hoppers.isEmpty else { return nil }
+        return "hoppers " + hoppers.map { "\($0.unit.address):\($0.serialNumber.map(String.init) ?? "?"):\($0.unit.coinID)" }.joined(separator: ",")
+    }
+
+    /// Whether unit `index` is the hopper a journalled `identity` names in its place.
+    public enum SameHopper: Sendable, Hashable {
+        case same
+        /// Its serial number is not read yet: the settlement waits for it.
+        case unread
+        /// Another hopper, or the unit configured otherwise: what differs.
+        case other(String)
+        /// The record names no hoppers (journalled by a build that named none, or before every
+        /// serial number was read).
+        case unrecorded
+    }
+
+    /// The journal lists the hoppers in the units' order: the entry in `index`'s place must be
+    /// this unit (its address and coin, so a reordered configuration is not taken for the same
+    /// hoppers) with this hopper's serial number. An entry whose serial number was not read then
+    /// cannot vouch for the hopper, which may have been read and paid later in the payout.
+    public func sameHopper(_ index: Int, as recorded: String?) -> SameHopper {
+        guard hoppers.indices.contains(index), let entries = Self.entries(recorded) else { return .unrecorded }
+        let unit = hoppers[index].unit
+        guard entries.indices.contains(index), entries[index].address == unit.address, entries[index].coinID == unit.coinID else {
+            let was = entries.indices.contains(index) ? "address \(entries[index].address) paying \(entries[index].coinID)" : "not configured"
+            return .other("unit \(index) was \(was) when the payout was journalled, and is address \(unit.address) paying \(unit.coinID) now")
+        }
+        guard let was = entries[index].serialNumber else { return .other("its serial number was not read when the payout was journalled") }
+        guard let now = hoppers[index].serialNumber else { return .unread }
+        return now == was ? .same : .other("it is another hopper than the one that paid (serial number \(was) then, \(now) now)")
+    }
+
+    /// The hoppers an `identity` names, in the units' order; nil if it names none.
+    static func entries(_ identity: String?) -> [(address: UInt8, serialNumber: UInt32?, coinID: String)]? {
+        guard let identity, identity.hasPrefix("hoppers ") else { return nil }
+        var entries: [(address: UInt8, serialNumber: UInt32?, coinID: String)] = []
+        for part in identity.dropFirst("hoppers ".count).split(separator: ",") {
+            let fields = part.split(separator: ":", maxSplits: 2)
+            guard fields.count == 3, let address = UInt8(fields[0]) else { return nil }
+            entries.append((address, UInt32(fields[1]), String(fields[2])))
+        }
+        return entries
     }
 
     /// Whether hopper `index` can take a dispense when it is idle: known, paying the configured

@@ -134,13 +134,11 @@ public struct PayoutRun: Sendable {
     /// An open payout found at a start (the daemon that began it died): each tube's fall from
     /// the count journalled before its first step, up to what its steps asked, is what was
     /// paid. The changer was held since before that count, so nothing else moved its tubes.
-    /// Only the same changer's count says so: another changer at the address (`device`
-    /// differs), or a count that does not cover a tube paid from, settles nothing as paid, and
-    /// says that the cash must be checked before the debt is paid.
-    public static func settle(_ record: PayoutRecord, tubes: [Int], reported: Int = 16, device: String? = nil) -> PayoutSettlement {
-        let unverified: String? = if let paid = record.device, let now = device, paid != now {
-            "the device at the address is not the one that paid (it was \(paid), it is \(now)): its count cannot say what was paid; check the cash before paying the debt"
-        } else if let type = record.steps.map(\.type).first(where: { $0 >= reported }) {
+    /// The mech has checked that it is the device that paid (`PayingMech.restartAccount`); a
+    /// count that does not cover a tube paid from settles nothing as paid, and says that the
+    /// cash must be checked before the debt is paid.
+    public static func settle(_ record: PayoutRecord, tubes: [Int], reported: Int = 16) -> PayoutSettlement {
+        let unverified: String? = if let type = record.steps.map(\.type).first(where: { $0 >= reported }) {
             "the changer's count does not cover the tube of type \(type) paid from: what was paid cannot be told; check the cash before paying the debt"
         } else {
             nil

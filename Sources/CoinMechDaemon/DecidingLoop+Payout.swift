@@ -341,7 +341,7 @@ extension DecidingLoop {
             case .wait:
                 return
             case .counts(let counts, let reported, let moves, let caveat):
-                var settled = PayoutRun.settle(record, tubes: counts, reported: reported, device: mech.deviceIdentity)
+                var settled = PayoutRun.settle(record, tubes: counts, reported: reported)
                 if let caveat, settled.debtMinor > 0 { settled.reason = caveat + (settled.reason.map { "; " + $0 } ?? "") }
                 settlement = settled
                 // Recorded only where the settlement believes the device (the same one).

@@ -79,6 +79,12 @@ extension CCTalkMech: PayingMech {
             PayoutRestartAccount.counts(self.levels, reported: self.levels.count, inventory: [],
                                         caveat: "hopper \(hopper.unit.address): \(why), so what step \(record.steps.count) paid cannot be told; check the cash before paying the debt")
         }
+        // Its counter speaks for this step only if it is the hopper that took it.
+        switch bank.sameHopper(last.type, as: record.device) {
+        case .unread: return .wait
+        case .other(let why): return unknown(why)
+        case .same, .unrecorded: break
+        }
         if registers.memoryChecksumError { return unknown("its memory of paid and unpaid coins may be wrong (memory checksum error)") }
         if let mark, status.eventCounter == CCTalkHopperStatus.counter(mark, after: 1) {
             paid = Int(status.lastPaid)

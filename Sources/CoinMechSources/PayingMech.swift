@@ -38,10 +38,10 @@ public protocol PayingMech: AcceptorMech {
 extension PayingMech {
     public var givesChange: Bool { true }
     public func deviceMark(type: Int) -> Int? { nil }
-    /// A changer's tubes, as counted with it held: their fall since each step is what it paid.
+    /// A changer's tubes, as counted with it held: their fall since each step is what it paid,
+    /// if it is the changer that paid.
     public func restartAccount(_ record: PayoutRecord) -> PayoutRestartAccount {
-        guard let tubes = tubeCounts else { return .wait }
-        return .counts(tubes.counts, reported: tubes.reported, inventory: [], caveat: nil)
+        PayoutRestartAccount.changer(record, tubes: tubeCounts.map { ($0.counts, $0.reported) }, device: deviceIdentity)
     }
     public func recorded(_ changes: [InventoryChange]) {}
 }

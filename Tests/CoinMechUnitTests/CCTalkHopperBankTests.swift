@@ -109,6 +109,39 @@ struct CCTalkHopperBankTests {
         }
     }
 
+    @Test("a payout left open is settled from the hopper that paid it only: its serial number read and the one journalled; another hopper unread or exchanged changes nothing")
+    func sameHopperBySerial() {
+        var bank = CCTalkHopperBank(units: Self.units)
+        _ = bank.start(now: 0)
+        #expect(bank.identity == "hoppers 3:?:EU200A,4:?:EU050A")
+        _ = bank.answered(3, .serialNumber, .reply(.serialNumber(100)), now: 0)
+        // Journalled with hopper 4's serial number not read: hopper 3's is still recorded.
+        let journalled = bank.identity
+        #expect(journalled == "hoppers 3:100:EU200A,4:?:EU050A")
+        #expect(bank.sameHopper(0, as: journalled) == .same)
+        // Read later, hopper 4 may pay a later step: an unread entry cannot vouch for it.
+        _ = bank.answered(4, .serialNumber, .reply(.serialNumber(101)), now: 0)
+        #expect(bank.sameHopper(1, as: journalled) == .other("its serial number was not read when the payout was journalled"))
+        // The next start: hopper 3 not read yet, then another hopper at its address.
+        var next = CCTalkHopperBank(units: Self.units)
+        _ = next.start(now: 0)
+        #expect(next.sameHopper(0, as: journalled) == .unread)
+        _ = next.answered(4, .serialNumber, .reply(.serialNumber(999)), now: 0)
+        #expect(next.sameHopper(0, as: journalled) == .unread, "hopper 4 says nothing about hopper 3")
+        _ = next.answered(3, .serialNumber, .reply(.serialNumber(555)), now: 0)
+        #expect(next.sameHopper(0, as: journalled) == .other("it is another hopper than the one that paid (serial number 100 then, 555 now)"))
+        #expect(next.sameHopper(0, as: nil) == .unrecorded && next.sameHopper(0, as: "CMS 1; 2=USD25") == .unrecorded)
+        // The configuration reordered since: unit 0 is now the hopper at address 4, whose own
+        // serial number matches its own entry, but not the one in unit 0's place.
+        var swapped = CCTalkHopperBank(units: [Self.units[1], Self.units[0]])
+        _ = swapped.start(now: 0)
+        _ = swapped.answered(4, .serialNumber, .reply(.serialNumber(101)), now: 0)
+        _ = swapped.answered(3, .serialNumber, .reply(.serialNumber(100)), now: 0)
+        let full = "hoppers 3:100:EU200A,4:101:EU050A"
+        #expect(swapped.sameHopper(0, as: full) == .other("unit 0 was address 3 paying EU200A when the payout was journalled, and is address 4 paying EU050A now"))
+        #expect(bank.sameHopper(1, as: full) == .same && bank.sameHopper(0, as: full) == .same)
+    }
+
     @Test("a dispense journals the counter read before it; done when the counter is one past it and nothing remains")
     func paysByItsOwnCount() throws {
         var bank = Self.ready()

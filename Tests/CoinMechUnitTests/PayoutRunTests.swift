@@ -1,6 +1,7 @@
 import CoinMechCore
 import CoinMechLedger
 import CoinMechModel
+import CoinMechSources
 @testable import CoinMechTestSupport
 import Testing
 
@@ -142,11 +143,18 @@ struct PayoutRunTests {
             PayoutStep(type: 2, coinID: "USD25", valueMinor: 25, count: 1, tubeBefore: 8),
         ], settlement: nil)
         record.device = "CMS 000000000001; 0=USD5,1=USD10,2=USD25"
-        let same = PayoutRun.settle(record, tubes: [9, 9, 7], reported: 16, device: record.device)
+        let same = PayoutRun.settle(record, tubes: [9, 9, 7], reported: 16)
         #expect(same.outcome == .done && same.paidMinor == 25)
-        let other = PayoutRun.settle(record, tubes: [9, 9, 7], reported: 16, device: "CMS 000000000002; 0=USD5,1=USD10,2=USD25")
+        #expect(PayoutRestartAccount.changer(record, tubes: ([9, 9, 7], 16), device: record.device) == .counts([9, 9, 7], reported: 16, inventory: []))
+        #expect(PayoutRestartAccount.changer(record, tubes: ([9, 9, 7], 16), device: nil) == .counts([9, 9, 7], reported: 16, inventory: []))
+        #expect(PayoutRestartAccount.changer(record, tubes: nil, device: record.device) == .wait)
+        guard case .unverifiable(let why) = PayoutRestartAccount.changer(record, tubes: ([9, 9, 7], 16), device: "CMS 000000000002; 0=USD5,1=USD10,2=USD25") else {
+            Issue.record("another changer's count was believed")
+            return
+        }
+        let other = PayoutRun.unverified(record, why)
         #expect(other.paidMinor == 0 && other.debtMinor == 25 && other.reason?.contains("not the one that paid") == true)
-        let short = PayoutRun.settle(record, tubes: [9, 9, 0], reported: 2, device: record.device)
+        let short = PayoutRun.settle(record, tubes: [9, 9, 0], reported: 2)
         #expect(short.paidMinor == 0 && short.reason?.contains("does not cover the tube of type 2") == true)
     }
 
