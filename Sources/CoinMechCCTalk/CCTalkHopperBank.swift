@@ -125,8 +125,8 @@ public struct CCTalkHopperBank: Sendable {
         case unread
         /// Another hopper, or the unit configured otherwise: what differs.
         case other(String)
-        /// The record names no hoppers (journalled by a build that named none, or before every
-        /// serial number was read).
+        /// The record names no hoppers: journalled by an older build, which named none until
+        /// every serial number was read, and is believed as it was then.
         case unrecorded
     }
 
