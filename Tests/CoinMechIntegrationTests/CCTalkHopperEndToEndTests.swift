@@ -101,6 +101,20 @@ struct CCTalkHopperEndToEndTests {
         return (payouts.reduce(0) { $0 + ($1.settlement?.paidMinor ?? -1_000_000) }, kinds)
     }
 
+    /// A new daemon after a kill: once it has settled the payout left open, the payout asked
+    /// again under its id is answered from the ledger, as settled after the restart.
+    static func restartAndAsk(_ rig: inout Rig, _ amount: Int64, _ id: String) throws -> JSON {
+        rig.daemon = try Rig.startDaemon(rig.dir)
+        let client = try connect(rig)
+        let dir = rig.dir
+        try TestSupport.waitUntil("the payout settled", timeout: 30) {
+            (try? Ledger(directory: "\(dir)/state").openPayouts(source: "cctalk").isEmpty) == true
+        }
+        let answer = try payout(client, amount, id)
+        #expect(answer["repeated"] == true && answer["after_restart"] == true, "\(answer)")
+        return answer
+    }
+
     static func levels(_ rig: Rig) throws -> [Int] {
         let inventory = try Ledger(directory: "\(rig.dir)/state").inventory(source: "cctalk")
         return (0..<3).map { inventory[$0]?.level ?? 0 }
@@ -300,13 +314,7 @@ struct CCTalkHopperEndToEndTests {
         let open = try Ledger(directory: "\(rig.dir)/state").openPayouts(source: "cctalk")
         #expect(open.map(\.order.requestID) == ["k1"], "open on the ledger after the kill")
 
-        rig.daemon = try Rig.startDaemon(rig.dir)
-        let next = try Self.connect(rig)
-        try TestSupport.waitUntil("the payout settled", timeout: 30) {
-            (try? Ledger(directory: "\(rig.dir)/state").openPayouts(source: "cctalk").isEmpty) == true
-        }
-        let answer = try Self.payout(next, 260, "k1")
-        #expect(answer["repeated"] == true && answer["after_restart"] == true, "\(answer)")
+        let answer = try Self.restartAndAsk(&rig, 260, "k1")
         let truth = try Self.finish(rig)
         let paid = truth.hoppers.reduce(0) { $0 + $1.paidMinor }
         #expect(paid == paidBeforeKill, "the hoppers paid what the daemon had sent, no more: \(truth.hoppers)")
@@ -338,13 +346,7 @@ struct CCTalkHopperEndToEndTests {
         let sim = try ChildProcess("coinsim", ["--protocol", "cctalk", "--scenario", "\(rig.dir)/scenario-2.yaml", "--link", "\(rig.dir)/acceptor",
                                                "--truth", "\(rig.dir)/truth-2.json", "--linger-ms", "1500", "--host-timeout", "20"])
         _ = try #require(sim.readLine(), "coinsim printed no device: \(sim.stderr)")
-        rig.daemon = try Rig.startDaemon(rig.dir)
-        let next = try Self.connect(rig)
-        try TestSupport.waitUntil("the payout settled", timeout: 30) {
-            (try? Ledger(directory: "\(rig.dir)/state").openPayouts(source: "cctalk").isEmpty) == true
-        }
-        let answer = try Self.payout(next, 260, "x1")
-        #expect(answer["repeated"] == true && answer["after_restart"] == true, "\(answer)")
+        let answer = try Self.restartAndAsk(&rig, 260, "x1")
         // The €2 is on the ledger's level and stays paid; what the exchanged hopper's step paid
         // cannot be told from the hopper now there.
         #expect(answer["paid_minor"]?.int == Int64(before.hoppers[0].paidMinor) && answer["debt_minor"]?.int == 60, "the €2 hopper's own account: \(answer)")
