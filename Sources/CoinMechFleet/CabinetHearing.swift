@@ -70,7 +70,7 @@ public struct CabinetHearing: Sendable, Equatable {
 
     /// Seconds from `earlier` to `later`; 0 if `later` is not after it.
     public static func seconds(from earlier: Instant, to later: Instant) -> Double {
-        later > earlier ? Double(later.nanoseconds - earlier.nanoseconds) / 1e9 : 0
+        max((later - earlier).seconds, 0)
     }
 
     /// The listening clock at `monotonic`.

@@ -32,4 +32,7 @@ extension Duration {
 
     /// The duration in milliseconds, as a `Double`.
     public var milliseconds: Double { Double(nanoseconds) / 1e6 }
+
+    /// The duration in seconds, as a `Double`.
+    public var seconds: Double { Double(nanoseconds) / 1e9 }
 }
