@@ -272,21 +272,28 @@ final class ClientHandler: ChannelInboundHandler {
             // A client stuck in its replay holds live events too: they count against its bound.
             if queue.count + heldLive.count > shared.maximumQueuedEvents { overflow() }
         case .live:
-            // The ledger's seqs have no holes, and the hub is fed in seq order from one thread: a
-            // batch that starts past the next seq follows events committed but never published
-            // (a commit that landed though it reported a failure). They are read from the ledger
-            // first, as history is, so a subscriber misses nothing.
-            if let first = events.first, first.seq > queuedThrough + 1 {
+            // A batch past the next seq follows events committed but never published (a commit
+            // that landed though it reported a failure): they are read from the ledger first, as
+            // history is, so a subscriber misses nothing.
+            guard let next = followingOn(events) else {
                 shared.logger.notice("events committed but not published: read from the ledger for a subscriber",
-                                     metadata: ["from_seq": "\(queuedThrough + 1)", "to_seq": "\(first.seq - 1)"])
+                                     metadata: ["from_seq": "\(queuedThrough + 1)", "to_seq": "\((events.first?.seq ?? 0) - 1)"])
                 subscription = .replaying
                 heldLive = events
                 replayNextPage()
                 return
             }
-            enqueue(events)
+            enqueue(next)
             drain()
         }
+    }
+
+    /// The events past `queuedThrough`, if they run on from it without a break. The ledger's
+    /// seqs have no holes and the hub is fed in seq order from one thread, so a break is an
+    /// event committed but not published.
+    private func followingOn(_ events: [LedgerEvent]) -> [LedgerEvent]? {
+        let next = events.filter { $0.seq > queuedThrough }
+        return next.enumerated().allSatisfy({ $0.element.seq == queuedThrough + 1 + Int64($0.offset) }) ? next : nil
     }
 
     private func replayNextPage() {
@@ -313,13 +320,12 @@ final class ClientHandler: ChannelInboundHandler {
             // repeats, if it follows on without a break. A break is an event committed but not
             // published while the page was read; drain() reads on, and every held event is on
             // the ledger, so this ends.
-            let held = heldLive.filter { $0.seq > queuedThrough }
-            if held.enumerated().allSatisfy({ $0.element.seq == queuedThrough + 1 + Int64($0.offset) }) {
+            if let held = followingOn(heldLive) {
                 subscription = .live
                 heldLive = []
                 enqueue(held)
             } else {
-                heldLive = held
+                heldLive.removeAll { $0.seq <= queuedThrough }
             }
         }
         drain()
