@@ -431,13 +431,8 @@ extension DecidingLoop {
             mech.recorded([change])
             logger.notice("hopper inventory changed", metadata: ["unit": "\(unit)", "coin_id": "\(coin.coinID ?? "?")", "level_before": "\(before)",
                                                                  "level": "\(change.level(after: before))", "change": "\(kind)"])
-            var reply: [String: JSON] = ["unit": .int(Int64(unit)), "coin_id": coin.coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(before)),
-                                         "level": .int(Int64(change.level(after: before))), "seq": result.events.first.map { .int($0.seq) } ?? .null]
-            if let requestID = kind.operatorRequestID {
-                reply["request_id"] = .string(requestID)
-                reply["repeated"] = false
-            }
-            completion(.success(.object(reply)))
+            completion(.success(Self.inventoryReply(unit: unit, coinID: coin.coinID, levelBefore: before, level: change.level(after: before),
+                                                    seq: result.events.first?.seq, requestID: kind.operatorRequestID, repeated: false)))
         } catch {
             // A commit that landed though it reported a failure: under a request id the ledger
             // says so, and the mech's level must follow it, or a retry answered from the ledger
@@ -464,7 +459,19 @@ extension DecidingLoop {
             let was = "\(done.refill ? "a refill of \(done.coins) coin(s)" : "a float of \(done.coins) coin(s)") into unit \(done.unit) (seq \(done.seq))"
             return .failure(CommandError(.badRequest, "request id \(done.requestID) was \(was): a retry asks the same, a new action takes a new id"))
         }
-        return .success(["unit": .int(Int64(done.unit)), "coin_id": done.coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(done.levelBefore)),
-                         "level": .int(Int64(done.level)), "seq": .int(done.seq), "request_id": .string(done.requestID), "repeated": .bool(repeated)])
+        return .success(inventoryReply(unit: done.unit, coinID: done.coinID, levelBefore: done.levelBefore, level: done.level, seq: done.seq,
+                                       requestID: done.requestID, repeated: repeated))
+    }
+
+    /// The answer to `refill` and `float`: the unit's level before and after, the event that
+    /// recorded it, and, under a request id, whether it was recorded by an earlier ask.
+    static func inventoryReply(unit: Int, coinID: String?, levelBefore: Int, level: Int, seq: Int64?, requestID: String?, repeated: Bool) -> JSON {
+        var reply: [String: JSON] = ["unit": .int(Int64(unit)), "coin_id": coinID.map(JSON.string) ?? .null, "level_before": .int(Int64(levelBefore)),
+                                     "level": .int(Int64(level)), "seq": seq.map(JSON.int) ?? .null]
+        if let requestID {
+            reply["request_id"] = .string(requestID)
+            reply["repeated"] = .bool(repeated)
+        }
+        return .object(reply)
     }
 }
