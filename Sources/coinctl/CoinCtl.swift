@@ -105,30 +105,34 @@ extension CoinCtl {
 
         func validate() throws {
             guard ClientProtocol.inventoryCoins.contains(Int64(coins)) else { throw ValidationError("coins must be 1 to \(ClientProtocol.inventoryCoins.upperBound), got \(coins)") }
-            try InventoryRequest.validate(requestID)
+            try RetryableRequest.validate(requestID)
         }
 
         func run() throws {
-            try InventoryRequest.run(common, "refill", requestID) { .refill(unit: unit, coins: coins, requestID: $0) }
+            try RetryableRequest.run(common, "refill", requestID, learn: "whether it was recorded", otherwise: "count it again",
+                                     table: Format.inventoryChange) { .refill(unit: unit, coins: coins, requestID: $0) }
         }
     }
 
-    /// Refill and float: a request id sent every time (a new one printed first), so that a retry
-    /// after a lost answer is answered from the ledger and never counted twice.
-    enum InventoryRequest {
+    /// Payout, refill and float: a request id sent every time (a new one printed first, before
+    /// anything is sent), so that a retry after a lost answer is answered from the ledger and
+    /// never paid or counted twice.
+    enum RetryableRequest {
         static func validate(_ requestID: String?) throws {
             if let requestID, !ClientProtocol.isRequestID(requestID) {
                 throw ValidationError("--request-id must be 1 to 64 characters of A-Z a-z 0-9 . _ : -, got '\(requestID)'")
             }
         }
 
-        static func run(_ common: Common, _ what: String, _ requestID: String?, _ command: (String) -> OperatorCommand) throws {
+        /// `learn`: what asking again tells; `otherwise`: what a new id would do.
+        static func run(_ common: Common, _ what: String, _ requestID: String?, timeout: Double = 10, learn: String, otherwise: String,
+                        table: (JSON) -> String, _ command: (String) -> OperatorCommand) throws {
             let id = requestID ?? UUID().uuidString
             if requestID == nil { FileHandle.standardError.write(Data("coinctl: \(what) request id \(id) (ask again with --request-id \(id))\n".utf8)) }
             do {
-                try common.run(command(id)) { Format.inventoryChange($0) }
+                try common.run(command(id), timeout: timeout, table: table)
             } catch let exit as ExitCode where exit != .success {
-                FileHandle.standardError.write(Data("coinctl: \(what) \(id): ask again with --request-id \(id) to learn whether it was recorded; a new id would count it again\n".utf8))
+                FileHandle.standardError.write(Data("coinctl: \(what) \(id): ask again with --request-id \(id) to learn \(learn); a new id would \(otherwise)\n".utf8))
                 throw exit
             }
         }
@@ -145,11 +149,12 @@ extension CoinCtl {
 
         func validate() throws {
             guard ClientProtocol.inventoryLevel.contains(Int64(level)) else { throw ValidationError("level must be 0 to \(ClientProtocol.inventoryLevel.upperBound), got \(level)") }
-            try InventoryRequest.validate(requestID)
+            try RetryableRequest.validate(requestID)
         }
 
         func run() throws {
-            try InventoryRequest.run(common, "float", requestID) { .float(unit: unit, level: level, requestID: $0) }
+            try RetryableRequest.run(common, "float", requestID, learn: "whether it was recorded", otherwise: "count it again",
+                                     table: Format.inventoryChange) { .float(unit: unit, level: level, requestID: $0) }
         }
     }
 
@@ -198,22 +203,13 @@ extension CoinCtl {
             guard let minor = PayoutPlan.minorUnits(amount), ClientProtocol.payoutAmount.contains(minor) else {
                 throw ValidationError("the amount must be money such as 0.35, from 0.01 to \(Format.money(ClientProtocol.payoutAmount.upperBound, "")), got '\(amount)'")
             }
-            if let requestID, !ClientProtocol.isRequestID(requestID) {
-                throw ValidationError("--request-id must be 1 to 64 characters of A-Z a-z 0-9 . _ : -, got '\(requestID)'")
-            }
+            try RetryableRequest.validate(requestID)
         }
 
         func run() throws {
-            let id = requestID ?? UUID().uuidString
-            // Said before anything is sent: whatever becomes of the answer, the payout can be
-            // asked about again under its id, and never paid twice.
-            if requestID == nil { FileHandle.standardError.write(Data("coinctl: payout request id \(id) (ask again with --request-id \(id))\n".utf8)) }
-            do {
-                // A payout answers once the changer has paid and counted: longer than a read.
-                try common.run(.payout(amountMinor: PayoutPlan.minorUnits(amount)!, currency: currency?.uppercased(), requestID: id), timeout: 60) { Format.payout($0) }
-            } catch let exit as ExitCode where exit != .success {
-                FileHandle.standardError.write(Data("coinctl: payout \(id): ask again with --request-id \(id) to learn its outcome; a new id would pay again\n".utf8))
-                throw exit
+            // A payout answers once the changer has paid and counted: longer than a read.
+            try RetryableRequest.run(common, "payout", requestID, timeout: 60, learn: "its outcome", otherwise: "pay again", table: Format.payout) {
+                .payout(amountMinor: PayoutPlan.minorUnits(amount)!, currency: currency?.uppercased(), requestID: $0)
             }
         }
     }
