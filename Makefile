@@ -116,8 +116,9 @@ test-fleet: bootstrap
 	$(SWIFT) build
 	$(BIN)/coinmech-fleet-chaos --bin $(BIN) --screenshots $(OUT) $(if $(FLEET_SEED),--seed $(FLEET_SEED)) $(FLEET_ARGS)
 
-## The credit protocol model-checked with spin (model/README.md): the windows of the code
-## before 0.5.0 must be found as counterexamples, the fixed design must pass; about a minute.
+## The credit protocol and money out model-checked with spin (model/README.md): the windows of
+## the code before 0.5.0 and the holes of the money-out shell before PayoutCore must be found as
+## counterexamples, the fixed designs must pass; about a minute.
 model-check:
 	@SWIFT=$(SWIFT) scripts/bootstrap --model
 	model/check.sh
