@@ -84,6 +84,17 @@ public final class CoinMechConnection {
         return try exchange(command.request(id: .int(id)), id: id, timeout: timeout)
     }
 
+    /// Sends `command` and reads its reply as `Reply`, the typed reply its command answers with
+    /// (`OperatorReply`); a reply of another shape is a protocol violation.
+    public func request<Reply: OperatorReply>(_ command: OperatorCommand, as reply: Reply.Type, timeout: Double = 10) throws(ClientError) -> Reply {
+        let json = try request(command, timeout: timeout)
+        do throws(ReplyError) {
+            return try Reply(json: json)
+        } catch {
+            throw .protocolViolation("\(error)")
+        }
+    }
+
     /// Sends `cmd` with `arguments` as they are, unchecked: for probing the daemon with
     /// requests no `OperatorCommand` makes (tests of its refusals).
     @discardableResult

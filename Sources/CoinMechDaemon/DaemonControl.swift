@@ -23,7 +23,7 @@ struct DaemonControl: ControlPlane {
     let started: Date
 
     func status() -> JSON {
-        let status = loop.status.withLock { $0 }
+        let status = loop.status
         let chain = chainHolder.current
         let c = status.core.counters
         var reply = StatusReply(
@@ -75,7 +75,7 @@ struct DaemonControl: ControlPlane {
         reply.pluginInhibit = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain.outOfService)
         if let acceptor = status.acceptor {
             // Lost events since the last collection, from the ledger: a restart does not hide them.
-            reply.acceptor = acceptor.json(lostSinceCollect: try? ledger.acceptorLostEvents(source: configuration.source.name))
+            reply.acceptor = acceptor.reply(lostSinceCollect: try? ledger.acceptorLostEvents(source: configuration.source.name))
             if acceptor.ledgerFailure != nil { reply.ledgerOK = false }
         }
         return reply.json
@@ -131,11 +131,11 @@ struct DaemonControl: ControlPlane {
         case .teachCommit: teachCommit(by: peer, completion: completion)
         case .teachAbort: teachAbort(by: peer, completion: completion)
         case .payout(let amount, let currency, let requestID):
-            loop.submit(.payout(amountMinor: amount, currency: currency, requestID: requestID, by: peer.userName, completion: completion))
+            loop.submit(.payout(PayoutRequest(requestID: requestID, amountMinor: amount, currency: currency, by: peer.userName), completion: completion))
         case .refill(let unit, let coins, let requestID):
-            loop.submit(.inventory(unit: unit, .refilled(added: coins, by: peer.userName, requestID: requestID), completion: completion))
+            loop.submit(.inventory(InventoryRequest(unit: unit, kind: .refill(coins: coins), requestID: requestID, by: peer.userName), completion: completion))
         case .float(let unit, let level, let requestID):
-            loop.submit(.inventory(unit: unit, .set(level: level, by: peer.userName, requestID: requestID), completion: completion))
+            loop.submit(.inventory(InventoryRequest(unit: unit, kind: .float(level: level), requestID: requestID, by: peer.userName), completion: completion))
         case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan:
             completion(.failure(CommandError(.badRequest, "'\(command.name.rawValue)' is not a control command")))
         }
@@ -154,7 +154,7 @@ struct DaemonControl: ControlPlane {
     }
 
     func teachStatus() -> JSON {
-        let status = loop.status.withLock { $0 }
+        let status = loop.status
         guard let session = status.core.teach else { return ["teaching": false] }
         let request = session.request
         // The windows around it as the running chain has them (none if the link changed meanwhile).

@@ -188,6 +188,11 @@ enum LedgerSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Each hopper step names the hopper that was to pay it: one exchanged mid-payout is
+        // told apart from the one before it.
+        migrator.registerMigration("v9-step-device") { db in
+            try db.execute(sql: "ALTER TABLE payout_steps ADD COLUMN device TEXT")
+        }
         return migrator
     }
 

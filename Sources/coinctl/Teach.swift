@@ -34,7 +34,7 @@ extension CoinCtl.Teach {
         }
 
         func run() throws {
-            try common.run(.teachStart(currency: currency, code: code, coins: Int(coins))) { TeachFormat.started($0) }
+            try common.run(.teachStart(currency: currency, code: code, coins: Int(coins)), as: TeachStartReply.self) { TeachFormat.started($0) }
         }
     }
 
@@ -52,12 +52,12 @@ extension CoinCtl.Teach {
     struct Commit: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write the taught window to the calibration file, record it, and reload the chain.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.teachCommit) { TeachFormat.committed($0) } }
+        func run() throws { try common.run(.teachCommit, as: TeachCommitReply.self) { TeachFormat.committed($0) } }
     }
 
     struct Abort: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "End teach mode; nothing is written.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.teachAbort) { TeachFormat.aborted($0) } }
+        func run() throws { try common.run(.teachAbort, as: TeachAbortReply.self) { TeachFormat.aborted($0) } }
     }
 }

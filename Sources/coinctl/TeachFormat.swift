@@ -4,35 +4,30 @@ import Foundation
 /// Teach mode for people: what a command did, and `teach status` as a table and a histogram
 /// per axis of the sample coins, with the proposed window and its neighbours' windows marked.
 enum TeachFormat {
-    static func started(_ r: JSON) -> String {
-        let name = "\(r["currency"]?.string ?? "?") \(r["code"]?.string ?? "?")"
-        return """
-            teaching \(name) on link '\(r["link"]?.string ?? "?")' (event #\(r["seq"]?.int ?? 0)): insert \(r["coins"]?.int ?? 0) sample coins; every coin is returned
+    static func started(_ r: TeachStartReply) -> String {
+        """
+            teaching \(r.currency) \(r.code) on link '\(r.link)' (event #\(r.seq)): insert \(r.coins) sample coins; every coin is returned
               coinctl teach status   the figures so far, with a histogram per axis
-              coinctl teach commit   writes the window to \(r["file"]?.string ?? "?") and reloads the chain
+              coinctl teach commit   writes the window to \(r.file) and reloads the chain
               coinctl teach abort    ends teach mode; nothing is written
             """
     }
 
-    static func committed(_ r: JSON) -> String {
-        let axes = [("diameter", "mm"), ("weight", "g"), ("thickness", "mm")].compactMap { axis, unit in
-            r[axis]?.string.map { "\(axis) \($0) \(unit)" }
-        }.joined(separator: ", ")
-        let leftOut = r["left_out"]?.int ?? 0
+    static func committed(_ r: TeachCommitReply) -> String {
+        let units = ["diameter": "mm", "weight": "g", "thickness": "mm"]
+        let axes = TeachCommitReply.axisNames.compactMap { axis in r.axes[axis].map { "\(axis) \($0) \(units[axis] ?? "")" } }.joined(separator: ", ")
         var lines = [
-            "taught \(r["currency"]?.string ?? "?") \(r["code"]?.string ?? "?") from \(r["samples"]?.int ?? 0) coins (event #\(r["seq"]?.int ?? 0)): \(axes)"
-                + (leftOut > 0 ? "; \(leftOut) left out" : ""),
-            "written to \(r["file"]?.string ?? "?") (sha256 \((r["sha256"]?.string ?? "").prefix(12))…)",
+            "taught \(r.currency) \(r.code) from \(r.samples) coins (event #\(r.seq)): \(axes)" + (r.leftOut > 0 ? "; \(r.leftOut) left out" : ""),
+            "written to \(r.file) (sha256 \(r.sha256.prefix(12))…)",
         ]
-        if let generation = r["reload"]?["generation"]?.int {
+        if let generation = r.reload?.generation {
             lines.append("chain reloaded: generation \(generation); coin-table uses the taught window")
         }
         return lines.joined(separator: "\n")
     }
 
-    static func aborted(_ r: JSON) -> String {
-        "teach mode ended (event #\(r["seq"]?.int ?? 0)): \(r["samples"]?.int ?? 0) sample coins of \(r["currency"]?.string ?? "?") "
-            + "\(r["code"]?.string ?? "?") set aside, nothing written; coins are decided again"
+    static func aborted(_ r: TeachAbortReply) -> String {
+        "teach mode ended (event #\(r.seq)): \(r.samples) sample coins of \(r.currency) \(r.code) set aside, nothing written; coins are decided again"
     }
 
     /// The whole of `teach status`.

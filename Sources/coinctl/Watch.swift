@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoinMechClient
+import CoinMechModel
 import CoinMechProtocol
 import Foundation
 
@@ -26,9 +27,8 @@ extension CoinCtl {
                 }
                 do {
                     if first || last == nil {
-                        for (currency, amount) in try connection.request(.totals)["current_value"]?.object ?? [:] {
-                            value[currency] = amount.int ?? 0
-                        }
+                        let totals = try connection.request(.totals, as: CoinMechModel.Totals.self)
+                        value = CoinMechModel.Totals.value(of: totals.current)
                         if !common.json { print("totals since the last collection: \(Format.values(value))") }
                     }
                     let reply = try connection.request(.subscribe(since: last, pending: pending))

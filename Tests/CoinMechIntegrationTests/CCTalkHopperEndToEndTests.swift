@@ -80,7 +80,7 @@ struct CCTalkHopperEndToEndTests {
     /// Counts the hoppers as physically loaded: the ledger's levels start from the operator.
     static func float(_ client: CoinMechConnection, _ levels: [Int]) throws {
         for (unit, level) in levels.enumerated() {
-            let reply = try client.request(.float(unit: "\(unit)", level: level))
+            let reply = try client.request(.float(unit: "\(unit)", level: level, requestID: "float-\(unit)-\(level)"))
             #expect(reply["level"]?.int == Int64(level), "\(reply)")
         }
     }
@@ -143,7 +143,7 @@ struct CCTalkHopperEndToEndTests {
         #expect(String(decoding: ctl.readToEnd(), as: UTF8.self).hasPrefix("hopper 1 (EU050A): 1 → 7 coins"))
         let refused0 = try ChildProcess("coinctl", ["refill", "EU050A", "0", "--socket", rig.socket])
         #expect(refused0.wait() != 0, "no coins is no refill")
-        #expect(throws: ClientError.self) { try client.request(.refill(unit: "EU999A", coins: 1)) }
+        #expect(throws: ClientError.self) { try client.request(.refill(unit: "EU999A", coins: 1, requestID: "load-none")) }
         let hoppers = try client.request("status")["acceptor"]?["hoppers"]?.array ?? []
         #expect(hoppers.map { $0["level"]?.int } == [9, 7, 18], "\(hoppers)")
 
