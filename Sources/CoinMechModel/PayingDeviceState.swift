@@ -21,7 +21,8 @@ public struct PayingDeviceState: Sendable, Hashable {
     public var unavailable: Set<Int> = []
     /// Who it is, as the payout journal records it (a changer's serial number and coin table,
     /// each hopper's address, serial number and coin): a payout left open is settled from its
-    /// count only if the device is the one that paid.
+    /// count only if the device is the one that paid. Nil while not known (not read yet): a
+    /// device not known to be another one is not taken for another.
     public var identity: String?
     /// The device's own mark a step from a unit is journalled with (a hopper's event counter,
     /// which says after a crash whether the step was taken); none where the count tells.

@@ -66,9 +66,12 @@ public struct MDBChangerPayer: Sendable {
 
     /// Who it is, as the payout journal records it (manufacturer and serial number, or its
     /// level, and its coin table): a payout left open is settled from the tubes only of the
-    /// changer that paid it.
+    /// changer that paid it. Nil while not known: a level-3 changer names itself in its
+    /// IDENTIFICATION reply, and one whose replies were lost (the host goes on without it) is a
+    /// changer not identified, not another changer; its payouts left open settle from its tubes.
     static func identity(of host: MDBChangerHost) -> String? {
         guard let setup = host.setup else { return nil }
+        guard host.identity != nil || setup.level < 3 else { return nil }
         let who = host.identity.map { "\($0.manufacturer.trimmingCharacters(in: .whitespaces)) \($0.serialNumber.trimmingCharacters(in: .whitespaces))" } ?? "level \(setup.level)"
         let coins = setup.coinIDs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
         return "\(who); \(coins)"
