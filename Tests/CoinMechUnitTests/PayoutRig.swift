@@ -45,6 +45,12 @@ struct PayoutRig<Device: RigDevice> {
     /// Set when a loop passed its bound (`RigBounds`): the session ends there and fails.
     private(set) var halted = false
     private var stepsThisTurn = 0
+    /// Every input, output, kill and coin paid, when `tracing` (PAYOUT_RIG_TRACE=1 with
+    /// `repeatSeed`): what a failing seed did.
+    var tracing = false
+    private(set) var trace: [String] = []
+    private var paidSeen: [Int: Int] = [:]
+    private var faultsSeen: [String: Int] = [:]
 
     init(seed: UInt64, capabilities: PayoutCapabilities, faults: PayoutRigFaults = PayoutRigFaults(), makeDevice: (inout SplitMix64) -> Device) {
         random = SplitMix64(seed: seed)
@@ -64,6 +70,7 @@ struct PayoutRig<Device: RigDevice> {
     }
 
     private mutating func start() {
+        if tracing { note("START, ledger open \(ledger.open.map(\.order.requestID))") }
         let core = PayoutCore(settings: PayoutCore.Settings(source: "rig", capabilities: capabilities), open: ledger.open, levels: ledger.levels, logger: .discarding)
         device.restartHost(now: now, random: &random)
         let outputs = core.start()
@@ -100,6 +107,14 @@ struct PayoutRig<Device: RigDevice> {
         stepsThisTurn = 0
         device.advance(to: now, hostAlive: core != nil, random: &random)
         if let stuck = device.stuck { return halt(stuck) }
+        if tracing, device.paidByUnit != paidSeen {
+            paidSeen = device.paidByUnit
+            note("device paid so far \(paidSeen.sorted { $0.key < $1.key }), holds \(device.holding)")
+        }
+        if tracing, device.faults != faultsSeen {
+            faultsSeen = device.faults
+            note("device faults so far \(faultsSeen.sorted { $0.key < $1.key })")
+        }
         guard core != nil else {
             if let reviveAt, now >= reviveAt {
                 self.reviveAt = nil
@@ -162,7 +177,15 @@ struct PayoutRig<Device: RigDevice> {
         }
         let outputs = core.step(input, at: Instant(nanoseconds: now))
         self.core = core
+        if tracing {
+            note("in  \(input)")
+            for output in outputs { note("  out \(output)") }
+        }
         return outputs
+    }
+
+    private mutating func note(_ line: String) {
+        trace.append("\(now / 1_000_000) ms: \(line)")
     }
 
     /// Carries out outputs in order; an outcome is stepped back in at once and its outputs go
@@ -176,6 +199,7 @@ struct PayoutRig<Device: RigDevice> {
                 // Killed here: nothing after this output is carried out; the device goes on.
                 core = nil
                 kills += 1
+                if tracing { note("KILLED before \(output)") }
                 reviveAt = now + UInt64.random(in: 50...3_000, using: &random) * 1_000_000
                 return
             }

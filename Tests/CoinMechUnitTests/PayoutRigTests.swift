@@ -13,24 +13,26 @@ struct PayoutRigTests {
     static let changerCapabilities: PayoutCapabilities = [.countsItsUnits, .identifies]
     static let hopperCapabilities: PayoutCapabilities = [.ledgerKeepsLevels, .identifies]
 
-    static func changer(seed: UInt64) -> PayoutRig<RigChanger> {
+    static func changer(seed: UInt64, tracing: Bool = false) -> PayoutRig<RigChanger> {
         var rig = PayoutRig(seed: seed, capabilities: changerCapabilities) { RigChanger(random: &$0, faults: true) }
+        rig.tracing = tracing
         rig.run()
         return rig
     }
 
-    static func hoppers(seed: UInt64, resendLostDispense: Bool = false) -> PayoutRig<RigHoppers> {
+    static func hoppers(seed: UInt64, resendLostDispense: Bool = false, tracing: Bool = false) -> PayoutRig<RigHoppers> {
         var rig = PayoutRig(seed: seed, capabilities: hopperCapabilities) { random in
             var hoppers = RigHoppers(random: &random, faults: true)
             hoppers.resendsLostDispense = resendLostDispense
             return hoppers
         }
+        rig.tracing = tracing
         rig.run()
         return rig
     }
 
     static func repeatCommand(_ device: String, _ seed: UInt64) -> String {
-        "repeat it: PAYOUT_RIG_DEVICE=\(device) PAYOUT_RIG_SEED=\(seed) swift test --filter PayoutRigTests/repeatSeed"
+        "repeat it (PAYOUT_RIG_TRACE=1 prints what it did): PAYOUT_RIG_DEVICE=\(device) PAYOUT_RIG_SEED=\(seed) swift test --filter PayoutRigTests/repeatSeed"
     }
 
     @Test("an MDB changer: 300 seeds, nothing paid twice, every coin that left on the ledger, nothing open", arguments: UInt64(1)...300)
@@ -76,11 +78,15 @@ struct PayoutRigTests {
         }
     }
 
-    @Test("repeat one seed: PAYOUT_RIG_SEED=N, PAYOUT_RIG_DEVICE=changer or hoppers")
+    @Test("repeat one seed: PAYOUT_RIG_SEED=N, PAYOUT_RIG_DEVICE=changer or hoppers, PAYOUT_RIG_TRACE=1 to print what it did")
     func repeatSeed() throws {
         let environment = ProcessInfo.processInfo.environment
         guard let text = environment["PAYOUT_RIG_SEED"], let seed = UInt64(text) else { return }
-        let problems = environment["PAYOUT_RIG_DEVICE"] == "changer" ? Self.changer(seed: seed).problems : Self.hoppers(seed: seed).problems
+        let tracing = environment["PAYOUT_RIG_TRACE"] == "1"
+        let (problems, trace) = environment["PAYOUT_RIG_DEVICE"] == "changer"
+            ? { let rig = Self.changer(seed: seed, tracing: tracing); return (rig.problems, rig.trace) }()
+            : { let rig = Self.hoppers(seed: seed, tracing: tracing); return (rig.problems, rig.trace) }()
+        if tracing { print(trace.joined(separator: "\n")) }
         #expect(problems.isEmpty, "payout rig seed \(seed): \(problems.joined(separator: "\n"))")
     }
 }
