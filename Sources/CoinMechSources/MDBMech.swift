@@ -278,7 +278,14 @@ public final class MDBMech: PayingMech {
     /// It counts its tubes and names itself (manufacturer, serial number, coin table).
     public var payoutCapabilities: PayoutCapabilities { [.countsItsUnits, .identifies] }
 
-    public var payingState: PayingDeviceState { payer.state(of: host, connected: port.isOpen) }
+    public var payingState: PayingDeviceState {
+        var state = payer.state(of: host, connected: port.isOpen)
+        // Between two TUBE STATUS reads each coin's POLL reply carries its tube's new count
+        // (the book keeps it): a dry run (`payout_plan`) sees the tubes as the changer last said.
+        // Held for a payout the changer takes no coin, so a count then is the TUBE STATUS's.
+        if let units = state.units { state.units = book.tubes.prefix(units.count).map(Int.init) }
+        return state
+    }
 
     public func holdForPayout(_ on: Bool) {
         payoutHold = on
