@@ -14,7 +14,7 @@ func plugin(_ product: String, target: String, path: String, swift: Bool = true,
 
 let plugins = [
     plugin("coin", target: "CoinPlugin", path: "plugins/coin"),
-    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table", extra: ["CoinFacts", "CoinMechCalibration"]),
+    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table", extra: ["CoinFacts", "CoinMechCalibration", "CoinMechEddyCurrent"]),
     plugin("sanity", target: "SanityPlugin", path: "plugins/sanity"),
     plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
     plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
@@ -53,12 +53,17 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
+        // Complex numbers for the eddy-current sensor's physics (the alloy axis).
+        .package(url: "https://github.com/apple/swift-numerics", from: "1.0.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
         .target(name: "CoinMechPluginABI"),
-        // Mint figures for USD, EUR and GBP coins.
+        // Mint figures for USD, EUR and GBP coins: sizes, values, compositions; the metals' constants.
         .target(name: "CoinFacts"),
+        // How an eddy-current coil sees a coin: skin depth, a layered coin's surface impedance,
+        // apparent conductivity and permeability (the alloy axis), from the materials and layers.
+        .target(name: "CoinMechEddyCurrent", dependencies: ["CoinFacts", .product(name: "Numerics", package: "swift-numerics")]),
         // libcrypto's SHA-256 for content-addressed plugin copies.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The vocabulary: instants, mech events and readings, line errors, the credit rule, the
