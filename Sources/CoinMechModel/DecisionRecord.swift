@@ -9,6 +9,8 @@ public struct DecisionRecord: Sendable, Equatable {
     public var weightG: Double?
     public var thicknessMM: Double?
     public var channel: UInt32?
+    /// The alloy axis, where it was measured.
+    public var alloy: AlloySignature?
     public var verdict: Verdict
     /// The deciding link (a chain link, or the host's `source`, `inhibit`, `deadline`, `unrecognized`).
     public var link: String
@@ -28,7 +30,8 @@ public struct DecisionRecord: Sendable, Equatable {
     }
 
     public init(source: String, epoch: Int64, deviceSeq: UInt64, diameterMM: Double?, weightG: Double?, thicknessMM: Double?,
-                channel: UInt32?, verdict: Verdict, link: String, chainGeneration: UInt64) {
+                channel: UInt32?, verdict: Verdict, link: String, chainGeneration: UInt64, alloy: AlloySignature? = nil) {
+        self.alloy = alloy
         self.source = source
         self.epoch = epoch
         self.deviceSeq = deviceSeq
