@@ -147,6 +147,8 @@ public struct CoreCounters: Sendable, Equatable {
     public var unconfirmed: UInt64 = 0
     public var duplicates: UInt64 = 0
     public var protocolErrors: UInt64 = 0
+    /// Readings returned for alloy figures that cannot be measurements (`AlloyFault`).
+    public var badAlloy: UInt64 = 0
     /// Accepts withdrawn: too late for the mech's deadline.
     public var deadlineWithdrawn: UInt64 = 0
     public var lateAnswers: UInt64 = 0

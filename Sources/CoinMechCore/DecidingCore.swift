@@ -121,7 +121,9 @@ public struct DecidingCore: Sendable {
         let state = restored.state
         tracker = DeviceSequenceTracker(
             epoch: state.epoch, lastSeq: state.lastDeviceSeq,
-            recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
+            recent: state.recent.map {
+                ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel, alloy: $0.alloy))
+            })
         for decision in state.recent { answers[decision.deviceSeq] = Answered(accept: decision.accepted, sentAt: nil) }
         epochs = EpochBook(boots: restored.boots)
         pending = PendingCoins(confirmationWindow: settings.confirmationWindow)
@@ -513,7 +515,11 @@ public struct DecidingCore: Sendable {
                 }
                 var decided: Decided
                 var taught: TeachSession.Sample??
-                if let rejection = reading.rejection {
+                if let fault = reading.alloyFault {
+                    // Figures no metal gives: never matched, returned at once with the field named.
+                    counters.badAlloy += 1
+                    decided = Decided(verdict: .reject(reason: fault.reason, message: fault.message), link: "source", chainGeneration: currentGeneration)
+                } else if let rejection = reading.rejection {
                     decided = Decided(verdict: .reject(reason: rejection, message: "the source could not measure this coin reliably"),
                                       link: "source", chainGeneration: currentGeneration)
                 } else if operatorInhibit {
@@ -644,7 +650,7 @@ public struct DecidingCore: Sendable {
             source: settings.source, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, diameterMM: item.reading.measurement.diameterMM,
             weightG: item.reading.measurement.weightG, thicknessMM: item.reading.measurement.thicknessMM,
             channel: item.reading.measurement.channel, verdict: item.decided.verdict, link: item.decided.link,
-            chainGeneration: item.decided.chainGeneration)
+            chainGeneration: item.decided.chainGeneration, alloy: item.reading.measurement.alloy)
     }
 
     /// The decision recorded instead of an accept that could no longer reach the mech in time.
