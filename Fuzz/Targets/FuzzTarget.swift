@@ -44,7 +44,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// The stream parsed whole and in pieces gives the same sentences and errors (a `read`
     /// may return any split); the counts add up; every sentence re-encodes to one that parses
-    /// back to itself (when it fits in a sentence).
+    /// back to itself (when it fits in a sentence); a reading's alloy figures are measurements
+    /// or a fault naming the field.
     static func frame(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var whole = FrameParser()
         var wholeEvents: [FrameEvent] = []
@@ -66,6 +67,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 if case .overlong(let count) = error { precondition(count >= SerialFrame.maximumLength, "overlong below the limit: \(count)") }
             case .frame(let frame):
                 frames += 1
+                if case .reading(let reading) = frame {
+                    // The alloy axis: a figure is a measurement or the reading carries a fault
+                    // naming its field, never both, and nothing no metal gives gets through.
+                    precondition(reading.alloy == nil || reading.alloyFault == nil, "a reading with both an alloy axis and a fault")
+                    if let alloy = reading.alloy {
+                        precondition(AlloySignature.iacsRange.contains(alloy.lowIACS) && AlloySignature.iacsRange.contains(alloy.highIACS),
+                                     "conductivity beyond every metal got through: \(alloy)")
+                        precondition(alloy.permeability.map { $0 > 0 && $0 <= AlloySignature.permeabilityLimit } ?? true,
+                                     "permeability beyond every material got through: \(alloy)")
+                    }
+                }
                 // CR is optional on input and a reading's figures are re-printed with three
                 // decimals, so the sentence may grow; one that still fits must read back.
                 let encoded = frame.bytes
