@@ -235,7 +235,7 @@ let package = Package(
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechMDB", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinFacts", "CoinMechEddyCurrent", "CoinMechSerial", "CoinMechCCTalk", "CoinMechMDB", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -249,7 +249,7 @@ let package = Package(
             name: "CoinMechBench",
             dependencies: [
                 "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit", "CoinMechCalibration", "CoinMechHarness",
-                "CoinMechModel", "CoinMechLedger", "CoinMechClient", "CoinMechMQTT", "CoinMechProtocol", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechModel", "CoinMechLedger", "CoinMechClient", "CoinMechMQTT", "CoinMechProtocol", "CoinMechEddyCurrent", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
@@ -315,7 +315,7 @@ let package = Package(
             name: "CoinMechUnitTests",
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
-                "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
+                "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings", "CoinMechEddyCurrent",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
                 "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", .product(name: "GRDB", package: "GRDB.swift"),
             ],
