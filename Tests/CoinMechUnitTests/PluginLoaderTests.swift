@@ -19,8 +19,9 @@ struct PluginLoaderTests {
         #expect(image.metadata.abiVersion == COINMECH_PLUGIN_ABI_VERSION)
         #expect(image.metadata.license == "LicenseRef-CoinMech")
         #expect(image.metadata.summary.count > 20)
-        // Coin ids from acceptors for coin-id; measured readings for the others.
-        #expect(image.metadata.readingKinds == (name == "coin-id" ? UInt32(COINMECH_KINDS_COIN_ID) : COINMECH_KINDS_MEASURED))
+        // Coin ids from acceptors for coin-id; measured readings for the others, coin-table judging their alloy axis too.
+        let kinds = name == "coin-id" ? UInt32(COINMECH_KINDS_COIN_ID) : name == "coin-table" ? COINMECH_KINDS_MEASURED | COINMECH_KINDS_ALLOY : COINMECH_KINDS_MEASURED
+        #expect(image.metadata.readingKinds == kinds)
         #expect(image.metadata.concurrentInstances)
         #expect(ShippedPlugins.names.contains(name))
     }
