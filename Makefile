@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
 
-.PHONY: all hooks build test demo demo-check bench install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
+.PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
 	fuzz-build fuzz fuzz-all fuzz-short test-bridge test-fleet install-fleet
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
@@ -187,6 +187,13 @@ pluginval: bootstrap
 		$(RELEASE_BIN)/coinmech-pluginval $(RELEASE_BIN)/lib$$p.so --config config/pluginval/$$p.yaml --strictness 10 $(PLUGINVAL_ARGS) || exit 1; \
 	done
 
+## The fraud bench's long form (docs/PERFORMANCE.md, "Fraud"): 10^6 attempts of each attack class
+## per currency and noise level (1, 2, 3 %), with and without the alloy axis, nominal and taught
+## windows, through coin-table; its last line is JSON. FRAUD_ARGS adds options (--threads, --seed …).
+bench-fraud: bootstrap
+	@$(call release_build,coinmech-bench coin-table)
+	$(RELEASE_BIN)/coinmech-bench fraud $(FRAUD_ARGS)
+
 ## Release build, then every benchmark; figures on stdout.
 bench: bootstrap
 	@$(call release_build,coinmech-bench)
@@ -196,6 +203,7 @@ bench: bootstrap
 	$(RELEASE_BIN)/coinmech-bench reload
 	$(RELEASE_BIN)/coinmech-bench isolation
 	$(RELEASE_BIN)/coinmech-bench classify
+	$(RELEASE_BIN)/coinmech-bench fraud
 	$(RELEASE_BIN)/coinmech-bench footprint
 
 ## The release build and the manual-page generator packaging/stage runs.
