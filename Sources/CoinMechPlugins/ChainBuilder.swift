@@ -78,7 +78,9 @@ public struct ChainBuilder: Sendable {
     /// crashes creating the instance is quarantined and built as a stand-in, as an in-process
     /// crash is by the breadcrumb: the daemon starts, inhibited and saying why, instead of
     /// refusing to start and being restarted into the same crash. Without it (a reload, a check)
-    /// the crash fails the build, and a reload keeps the running chain.
+    /// the crash fails the build, and a reload keeps the running chain. So does a host stopped by
+    /// its sandbox while loading (a forbidden call from the plugin's constructor, entry or
+    /// create): quarantined at start (`sandbox_violation`), a failed build at a reload.
     public func build(generation: UInt64, links specs: [LinkSpec], quarantiningCreateCrashes: Bool = false,
                       warn: (String) -> Void = { _ in }) throws(ChainBuildError) -> Chain {
         guard !specs.isEmpty else { throw ChainBuildError(position: 0, link: "", cause: .empty) }
@@ -146,10 +148,23 @@ public struct ChainBuilder: Sendable {
             do throws(PluginLoadError) {
                 validator = try IsolatedValidator(file: file, spec: spec, identity: identity, health: health, environment: environment)
             } catch {
-                guard quarantiningCreateCrashes, case .hostCrashed(_, let message) = error, let quarantine = environment.quarantine else { throw error }
-                let record = QuarantineRecord(link: identity, problem: LinkHealth.Problem(
-                    state: .quarantined, cause: "crashed_in_create",
-                    reason: "its plugin host crashed creating the instance (\(message)); the mech stays inhibited until a reload with another plugin file or configuration for this link"))
+                guard quarantiningCreateCrashes, let quarantine = environment.quarantine else { throw error }
+                let problem: LinkHealth.Problem
+                switch error {
+                case .sandboxViolation(_, let call):
+                    // From its constructor, its entry or its create: an escape tried before it
+                    // decided anything.
+                    problem = LinkHealth.Problem(
+                        state: .quarantined, cause: "sandbox_violation",
+                        reason: "its plugin made a system call its sandbox forbids (\(call)) while loading or creating the instance: quarantined at once; the mech stays inhibited until a reload with another plugin file or configuration for this link")
+                case .hostCrashed(_, let message):
+                    problem = LinkHealth.Problem(
+                        state: .quarantined, cause: "crashed_in_create",
+                        reason: "its plugin host crashed creating the instance (\(message)); the mech stays inhibited until a reload with another plugin file or configuration for this link")
+                default:
+                    throw error
+                }
+                let record = QuarantineRecord(link: identity, problem: problem)
                 if let failure = quarantine.add(record) { warn("cannot record the quarantine: \(failure)") }
                 warn("quarantined: \(record.problem.reason)")
                 return (Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm), nil)
