@@ -22,6 +22,11 @@ public struct DaemonConfiguration: Sendable {
         public var controlGroups: [String]
         /// Events a subscriber may have waiting before it is disconnected with `overflow`.
         public var maxQueuedEvents: Int
+        /// Connections served at once (peers allowed control get a few more); one more is refused.
+        public var maxClients = 64
+        /// A connection that sends no request this long after it opened, or leaves its replies
+        /// unread this long while requests wait, is closed.
+        public var idleTimeoutSeconds = 10.0
     }
 
     /// A chain link with the lines it came from, so errors can point at them.
