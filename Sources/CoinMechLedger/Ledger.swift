@@ -78,7 +78,10 @@ public final class Ledger: Sendable {
                 sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: max(0, busyTimeoutMilliseconds)))
                 // Cached statements, not `sqlite3_exec`, which compiled each pragma again for
                 // every journalled coin (`coinmech-bench e2e --callgrind`).
-                if !synced { try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() }
+                // Every synced commit asserts FULL itself: an unsynced commit whose restore of FULL
+                // failed (below) must not leave the next ones unsynced. One that cannot set it
+                // fails, and the ledger is reported failing.
+                try db.cachedStatement(sql: synced ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL").execute()
                 var result = AppendResult(outcomes: [], events: [])
                 let outcome = Result { () throws -> Void in
                     try db.inTransaction(.immediate) {
@@ -94,7 +97,7 @@ public final class Ledger: Sendable {
                 }
                 // Back to FULL whatever happened: every other commit is synced. If that fails,
                 // so does this append (fail closed: its caller records again; a decision
-                // already on the ledger is a duplicate).
+                // already on the ledger is a duplicate), and the next synced commit sets it again.
                 if !synced { try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
                 try outcome.get()
                 return result
