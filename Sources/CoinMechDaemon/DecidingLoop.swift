@@ -343,7 +343,8 @@ public final class DecidingLoop: @unchecked Sendable {
                 }
             case .commitJournalled(let entries):
                 do throws(LedgerError) {
-                    let result = try ledger.append(entries, synced: false)
+                    // At the time the journal wrote with them: a replay records the same events.
+                    let result = try ledger.append(entries, synced: false, time: decisionJournal?.lastAppendTime)
                     journalAheadOfSync = true
                     ledgerPagesLeft = ledger.pagesLeft()
                     step(.committed(result))

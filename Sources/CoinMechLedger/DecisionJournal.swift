@@ -39,6 +39,10 @@ public final class DecisionJournal: @unchecked Sendable {
 
     public static func path(directory: String) -> String { "\(directory)/decisions.journal" }
 
+    /// The time of the last append, written with its lines (seconds since 1970, whole
+    /// microseconds): the commit of those decisions records it, and a replay again.
+    public private(set) var lastAppendTime: Double?
+
     /// Opens the journal in the ledger's directory, empty (`replay` has put what it held on the
     /// ledger), allocated to `capacity` bytes of zeros and synced with its directory.
     public init(directory: String, capacity: Int = 256 * 1024) throws(LedgerError) {
@@ -68,10 +72,13 @@ public final class DecisionJournal: @unchecked Sendable {
 
     /// Writes `records` and syncs them. Throws without a partial promise: what a failed write
     /// left is a torn line, dropped at replay, and the batch goes to the ledger first instead.
+    /// Stamps them with the time it writes (`lastAppendTime`), unless a record has its own.
     public func append(_ records: [DecisionRecord]) throws(LedgerError) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.count * 320)
-        for (index, record) in records.enumerated() {
+        let time = Self.now()
+        for (index, var record) in records.enumerated() {
+            record.time = record.time ?? time
             guard let line = DecisionJournalLine.encode(record, number: next + UInt64(index), batch: batch) else {
                 throw .write(message: "decision journal: coin \(record.epoch)/\(record.deviceSeq) has a measurement that is not a finite number")
             }
@@ -86,7 +93,11 @@ public final class DecisionJournal: @unchecked Sendable {
         offset += bytes.count
         next += UInt64(records.count)
         batch += 1
+        lastAppendTime = time
     }
+
+    /// Now, to the whole microsecond: a time the journal's line carries exactly as an integer.
+    static func now() -> Double { Double(DecisionJournalLine.microseconds(Date().timeIntervalSince1970) ?? 0) / 1e6 }
 
     /// Empties the journal and allocates it again once past `trimAt`. Called only when every
     /// decision in it is on the ledger: a crash in between leaves the old lines (duplicates to

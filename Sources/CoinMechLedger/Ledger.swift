@@ -58,19 +58,21 @@ public final class Ledger: Sendable {
     /// `synced: false` commits without waiting for the disk (`synchronous = NORMAL` for this
     /// one transaction): for decisions already durable in the decision journal. The next synced
     /// commit makes it durable too (syncing the WAL syncs every frame before it); a power cut
-    /// before that may roll it back, and the journal's replay puts it back.
+    /// before that may roll it back, and the journal's replay puts it back — with `time`, the
+    /// time the journal wrote with them, so that what was published is what the replay records.
+    /// Every synced commit sets `synchronous = FULL` first, whatever an unsynced one left.
     @discardableResult
     public func append(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int = Ledger.defaultBusyTimeoutMilliseconds,
-                       synced: Bool = true) throws(LedgerError) -> AppendResult {
+                       synced: Bool = true, time: Double? = nil) throws(LedgerError) -> AppendResult {
         guard !entries.isEmpty else { return AppendResult(outcomes: [], events: []) }
-        return try transact(entries, busyTimeoutMilliseconds: busyTimeoutMilliseconds, synced: synced, first: nil)
+        return try transact(entries, busyTimeoutMilliseconds: busyTimeoutMilliseconds, synced: synced, time: time, first: nil)
     }
 
     /// `append`, with `first` run at the start of the same transaction: what it throws rolls
     /// the whole transaction back and is rethrown as is when it is a `LedgerPrecondition`.
-    func transact(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int, synced: Bool = true,
+    func transact(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int, synced: Bool = true, time: Double? = nil,
                   first: ((Database) throws -> Void)?) throws(LedgerError) -> AppendResult {
-        let now = Date().timeIntervalSince1970
+        let now = time ?? Date().timeIntervalSince1970
         do {
             return try pool.writeWithoutTransaction { db in
                 // The C call, not a PRAGMA: a statement text that changes with every coin would be

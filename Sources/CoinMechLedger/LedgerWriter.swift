@@ -50,7 +50,7 @@ struct LedgerWriter {
             VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
             """).execute(arguments: [
-                time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
+                record.time ?? time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
                 record.channel.map { Int64($0) }, verdict, currency, denomination, value,
                 record.link, reason, message, Int64(bitPattern: record.chainGeneration), state, detailJSON,
             ])
@@ -71,7 +71,7 @@ struct LedgerWriter {
         let seq = db.lastInsertedRowID
         try db.cachedStatement(sql: "INSERT INTO epochs (source, epoch) VALUES (?, ?) ON CONFLICT DO NOTHING").execute(arguments: [record.source, record.epoch])
         let recorded = LedgerEvent(
-            seq: seq, time: time, kind: EventKind.decision.rawValue, source: record.source, epoch: record.epoch,
+            seq: seq, time: record.time ?? time, kind: EventKind.decision.rawValue, source: record.source, epoch: record.epoch,
             deviceSeq: deviceSeq, diameterMM: record.diameterMM, weightG: record.weightG, thicknessMM: record.thicknessMM,
             channel: record.channel.map { Int64($0) }, verdict: verdict, currency: currency, denomination: denomination,
             valueMinor: value, link: record.link, reason: reason, message: message,
