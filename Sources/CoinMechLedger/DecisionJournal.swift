@@ -46,23 +46,31 @@ public final class DecisionJournal: @unchecked Sendable {
     /// Opens the journal in the ledger's directory, empty (`replay` has put what it held on the
     /// ledger), allocated to `capacity` bytes of zeros and synced with its directory.
     public init(directory: String, capacity: Int = 256 * 1024) throws(LedgerError) {
-        path = Self.path(directory: directory)
+        let path = Self.path(directory: directory)
+        self.path = path
         self.capacity = capacity
         trimAt = capacity / 2
-        descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .open(path: path, message: "cannot open the decision journal: \(String(cString: strerror(errno)))") }
-        guard allocate() else {
-            let reason = String(cString: strerror(errno))
-            close(descriptor)
-            throw .open(path: path, message: "cannot allocate the decision journal (\(capacity) bytes): \(reason)")
-        }
+        // Opened and allocated before the journal exists: the descriptor has one owner, closed
+        // here when allocating fails and by `deinit` once the journal owns it — never by both.
+        descriptor = try Self.openAllocated(path, capacity: capacity)
         // The file's name must outlive a power cut too.
         DirectorySync.sync(directory)
     }
 
+    private static func openAllocated(_ path: String, capacity: Int) throws(LedgerError) -> Int32 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .open(path: path, message: "cannot open the decision journal: \(String(cString: strerror(errno)))") }
+        guard allocate(descriptor, capacity: capacity) else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw .open(path: path, message: "cannot allocate the decision journal (\(capacity) bytes): \(reason)")
+        }
+        return descriptor
+    }
+
     /// Writes `capacity` zeros from the start and syncs them: blocks written, not merely
     /// reserved, so that writing lines into them changes no metadata.
-    private func allocate() -> Bool {
+    private static func allocate(_ descriptor: Int32, capacity: Int) -> Bool {
         let zeros = [UInt8](repeating: 0, count: capacity)
         let written = zeros.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         return written == capacity && fsync(descriptor) == 0
@@ -108,7 +116,7 @@ public final class DecisionJournal: @unchecked Sendable {
         offset = 0
         next = 1
         batch = 1
-        _ = allocate()
+        _ = Self.allocate(descriptor, capacity: capacity)
     }
 
     /// What `replay` found.
