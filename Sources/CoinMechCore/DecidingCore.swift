@@ -625,9 +625,14 @@ public struct DecidingCore: Sendable {
             case .recorded(let events):
                 guard let decision = events.first else { continue }
                 pending.add(seq: decision.seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
-            case .duplicate(let seq, let accepted):
-                // The tracker said fresh, the ledger knew the coin: only another writer does this.
-                // The ledger's own decision stands (pending after a restart if it was an accept).
+            case .duplicate(let seq, let accepted, let pendingOnLedger) where accepted && pendingOnLedger:
+                // Its own commit landed though it reported a failure (the ledger's restore of
+                // `synchronous` failed after the commit, say), and the commit that ended the
+                // failure found it there.
+                pendDuplicate(item, seq: seq, now: now)
+            case .duplicate(let seq, let accepted, _):
+                // The tracker said fresh, the ledger knew the coin settled: only another writer
+                // does this. The ledger's own decision stands.
                 logger.error("a journalled decision was on the ledger already: the ledger's decision stands", metadata: [
                     "epoch": "\(item.epoch)", "devseq": "\(item.reading.deviceSeq)", "seq": "\(seq)", "ledger_accepted": "\(accepted)",
                 ])
@@ -635,6 +640,16 @@ public struct DecidingCore: Sendable {
                 continue
             }
         }
+    }
+
+    /// A decision the ledger already held: its decision stands, and an accept still pending
+    /// there is pending here too — asked about and settled like any other, not left on the
+    /// ledger with nothing waiting for its confirmation.
+    private mutating func pendDuplicate(_ item: Item, seq: Int64, now: Instant) {
+        logger.notice("a decision was on the ledger already, pending: the mech is asked about it", metadata: [
+            "epoch": "\(item.epoch)", "devseq": "\(item.reading.deviceSeq)", "seq": "\(seq)",
+        ])
+        pending.add(seq: seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
     }
 
     private func transit(_ deviceSeq: UInt64) -> Duration { settings.line?.answerTransit(deviceSeq: deviceSeq) ?? .zero }
@@ -679,6 +694,10 @@ public struct DecidingCore: Sendable {
             outputs += answerAll(batch, result: result, now: now)
             outputs.append(.failpoint(.answerWritten))
             for (index, item) in batch.items.enumerated() where accepted(batch, index, result) {
+                if case .duplicate(let seq, true, true) = result.outcomes[item.entryIndex], settings.credit == .onConfirmation {
+                    pendDuplicate(item, seq: seq, now: now)
+                    continue
+                }
                 guard case .recorded(let events) = result.outcomes[item.entryIndex], let decision = events.first else { continue }
                 if settings.credit == .onConfirmation {
                     pending.add(seq: decision.seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
@@ -777,7 +796,7 @@ public struct DecidingCore: Sendable {
     private func accepted(_ batch: Batch, _ index: Int, _ result: AppendResult?) -> Bool {
         guard let result else { return false }
         let item = batch.items[index]
-        if case .duplicate(_, let wasAccepted) = result.outcomes[item.entryIndex] { return wasAccepted }
+        if case .duplicate(_, let wasAccepted, _) = result.outcomes[item.entryIndex] { return wasAccepted }
         return item.decided.verdict.isAccept
     }
 

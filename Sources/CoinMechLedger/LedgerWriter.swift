@@ -61,12 +61,14 @@ struct LedgerWriter {
             // the ledger is the last one given out.
             try db.cachedStatement(sql: "UPDATE sqlite_sequence SET seq = (SELECT max(seq) FROM events) WHERE name = 'events'").execute()
             let existing = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT seq, verdict FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
+                SELECT seq, verdict, state FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
                 """), arguments: [record.source, record.epoch, deviceSeq])
             guard let existing else {
                 throw LedgerInconsistency(message: "decision for \(record.source)/\(record.epoch)/\(record.deviceSeq) neither inserted nor found")
             }
-            return .duplicate(seq: existing["seq"], accepted: existing["verdict"] == "accept")
+            // `state` is NULL for a rejection: read as an optional.
+            let state: String? = existing["state"]
+            return .duplicate(seq: existing["seq"], accepted: existing["verdict"] == "accept", pending: state == "pending")
         }
         let seq = db.lastInsertedRowID
         try db.cachedStatement(sql: "INSERT INTO epochs (source, epoch) VALUES (?, ?) ON CONFLICT DO NOTHING").execute(arguments: [record.source, record.epoch])

@@ -120,3 +120,27 @@ struct DecisionJournalCoreTests {
         #expect(rig.ledger.credits[.init(epoch: 0, deviceSeq: 1)] == 1)
     }
 }
+
+/// The journal's edges: a commit that landed though it said it failed.
+@Suite("Deciding core: the decision journal's edges")
+struct DecisionJournalEdgeTests {
+    static func index(_ log: [CoreOutput], _ match: (CoreOutput) -> Bool) -> Int? { log.firstIndex(where: match) }
+
+    @Test("an accept whose journalled commit landed though it reported a failure is pending when the commit that ends the failure finds it: asked about and credited once")
+    func duplicatePendingAccept() {
+        var rig = CoreRig(settings: DecisionJournalCoreTests.settings)
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 4)]))
+        rig.failuresAfterWriting = [.write(message: "cannot set synchronous = FULL again")]
+        #expect(rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)])).answers.map(\.1) == [true])
+        #expect(rig.core.snapshot.ledgerFailing && rig.ledger.decisions[.init(epoch: 0, deviceSeq: 1)]?.state == "pending")
+        rig.now = rig.now + .seconds(5)
+        rig.feed(.tick)
+        #expect(!rig.core.snapshot.ledgerFailing)
+        #expect(rig.core.snapshot.pending == 1, "the ledger holds it pending: so does the core")
+        rig.now = rig.now + .milliseconds(300)
+        #expect(rig.feed(.tick).queries.map { "\($0.0)/\($0.1)" } == ["4/1"])
+        rig.feed(.mech([.journal(boot: 4, deviceSeq: 1, fate: .stored), .journal(boot: 4, deviceSeq: 1, fate: .stored)]))
+        #expect(rig.ledger.credits == [.init(epoch: 0, deviceSeq: 1): 1])
+        #expect(rig.core.snapshot.pending == 0)
+    }
+}
