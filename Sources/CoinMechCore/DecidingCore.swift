@@ -110,6 +110,11 @@ public struct DecidingCore: Sendable {
     /// go first into the commit that ends the ledger's failure, and their accepts are pending
     /// from then (the mech is asked about them, as after a restart).
     private var journalOwed: [Batch] = []
+    /// Every journalled decision is on the ledger: the journal may be emptied once a synced
+    /// commit has made them durable there — after that commit's answers, never before them.
+    private var journalTrimDue = false
+    /// A journalled batch was committed without a sync since the last synced commit that wrote.
+    private var journalAheadOfSync = false
     private var awaiting: Awaiting?
     /// Teach mode: readings are samples and every coin is returned (nil: deciding as usual).
     public private(set) var teach: TeachSession?
@@ -587,6 +592,8 @@ public struct DecidingCore: Sendable {
         let budget = plan.commitBudget(deadline: settings.deadline) ?? (items.isEmpty ? settings.busyTimeout : .seconds(1))
         if journals(batch) {
             awaiting = .journal(batch, entries: entries, budget: budget)
+            // Lines the ledger does not hold yet: no trim until they are on it.
+            journalTrimDue = false
             outputs.append(.journal(batch.items.map { record($0) }))
             return outputs
         }
@@ -687,6 +694,9 @@ public struct DecidingCore: Sendable {
             logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(Self.tenths((now - since).milliseconds / 1000))"])
         }
         var outputs: [CoreOutput] = []
+        // Every commit but a journalled batch's is synced; one that wrote made every frame
+        // before it durable too (a commit that wrote nothing syncs nothing).
+        if case .answered = awaited {} else if !result.events.isEmpty { journalAheadOfSync = false }
         switch awaited {
         case .batch(let batch):
             if !batch.settlements.isEmpty { outputs.append(.failpoint(.confirmationCommitted)) }
@@ -721,7 +731,10 @@ public struct DecidingCore: Sendable {
         case .answered(let batch, let late):
             outputs.append(.failpoint(.afterCommit))
             pend(batch, outcomes: result.outcomes[...], now: now)
-            outputs += [.publish(result.events), .failpoint(.published), .trimJournal]
+            outputs += [.publish(result.events), .failpoint(.published)]
+            // On the ledger, not yet on its disk: the journal keeps them until a synced commit.
+            journalTrimDue = true
+            if !result.events.isEmpty { journalAheadOfSync = true }
             if !late.isEmpty {
                 counters.lateAnswers += UInt64(late.count)
                 outputs += commit(late.map { .note($0) }, awaiting: .publishOnly, now: now)
@@ -777,7 +790,7 @@ public struct DecidingCore: Sendable {
                 logger.notice("decisions answered from the journal are on the ledger; their accepted coins are asked about",
                               metadata: ["decisions": "\(offset)"])
                 journalOwed = []
-                outputs.append(.trimJournal)
+                journalTrimDue = true
             }
             outputs.append(.publish(result.events))
         case .notes, .publishOnly:
@@ -788,6 +801,11 @@ public struct DecidingCore: Sendable {
         // The ledger writes again: the mech may take coins again, unless the operator or a link
         // out of service says no.
         if recovered != nil { outputs.append(.setInhibit(mechInhibited)) }
+        // Last, after this commit's answers: emptying the journal costs a sync of its own.
+        if journalTrimDue, !journalAheadOfSync {
+            journalTrimDue = false
+            outputs.append(.trimJournal)
+        }
         return outputs
     }
 

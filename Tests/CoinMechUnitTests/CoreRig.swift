@@ -214,6 +214,7 @@ struct CoreRig {
                 for record in journal where ledger.decisions[FakeLedger.Key(epoch: record.epoch, deviceSeq: record.deviceSeq)] == nil {
                     unrecordedAccepts.append("journal trimmed before \(record.epoch)/\(record.deviceSeq) was on the ledger")
                 }
+                if ledgerAheadOfSync, !journal.isEmpty { trimsBeforeSync += 1 }
                 journal = []
             case .commit(let entries, _), .commitJournalled(let entries):
                 if !failures.isEmpty {

@@ -121,10 +121,32 @@ struct DecisionJournalCoreTests {
     }
 }
 
-/// The journal's edges: a commit that landed though it said it failed.
+/// The journal's edges: when it may be emptied, and a commit that landed though it said it
+/// failed.
 @Suite("Deciding core: the decision journal's edges")
 struct DecisionJournalEdgeTests {
     static func index(_ log: [CoreOutput], _ match: (CoreOutput) -> Bool) -> Int? { log.firstIndex(where: match) }
+
+    @Test("the journal is emptied only once a synced commit has made its decisions durable on the ledger, and after that commit's answers")
+    func trimAfterSyncAndAnswers() {
+        var rig = CoreRig(settings: DecisionJournalCoreTests.settings)
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 1)]))
+        rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)]))
+        #expect(!rig.log.contains { if case .trimJournal = $0 { return true }; return false },
+                "its decision is on the ledger but not on its disk: the journal keeps it")
+        #expect(rig.journal.count == 1)
+        // The settlement's batch (with a fresh reading) is committed, synced, then answered.
+        let before = rig.log.count
+        rig.feed(.mech([.confirmation(deviceSeq: 1, fate: .stored), CoreRig.reading(2, sentAt: rig.now)]))
+        let log = Array(rig.log[before...])
+        let commit = Self.index(log) { if case .commit = $0 { return true }; return false }
+        let answer = Self.index(log) { if case .answer(2, _) = $0 { return true }; return false }
+        let trim = Self.index(log) { if case .trimJournal = $0 { return true }; return false }
+        #expect(commit != nil && answer != nil && trim != nil)
+        #expect(commit! < answer! && answer! < trim!, "synced commit, its answers, then the trim: \(log)")
+        #expect(rig.trimsBeforeSync == 0 && rig.journal.isEmpty)
+        #expect(rig.unrecordedAccepts.isEmpty, "\(rig.unrecordedAccepts)")
+    }
 
     @Test("an accept whose journalled commit landed though it reported a failure is pending when the commit that ends the failure finds it: asked about and credited once")
     func duplicatePendingAccept() {
