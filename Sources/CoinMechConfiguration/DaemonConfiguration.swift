@@ -101,6 +101,7 @@ public struct DaemonConfiguration: Sendable {
     /// A chain build error as a settings error, pointing at the failing link's lines.
     public func settingsError(for error: ChainBuildError) -> SettingsError {
         let index = error.position - 1
+        if case .noCurrency = error.cause { return SettingsError(file: file, line: nil, key: "source.currencies", message: error.description) }
         guard chain.indices.contains(index) else { return SettingsError(file: file, line: nil, key: "chain", message: error.description) }
         let link = chain[index]
         switch error.cause {

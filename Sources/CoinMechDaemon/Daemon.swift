@@ -137,6 +137,7 @@ public final class Daemon: Sendable {
         let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
         var environment = environment ?? ChainEnvironment(isolation: configuration.plugins.supervision)
         environment.acceptPolicy = AcceptPolicy(coins: configuration.source.coins)
+        environment.currenciesFromChain = !configuration.source.currenciesConfigured
         if environment.breadcrumb == nil, let logger {
             environment.log = pluginLog(logger)
             environment.report = linkReport(logger)
