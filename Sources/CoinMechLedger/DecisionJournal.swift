@@ -162,6 +162,16 @@ public final class DecisionJournal: @unchecked Sendable {
         return replay
     }
 
+    /// What `replay` would read from a journal file's `bytes` (the fuzz target's entry).
+    public static func read(_ bytes: [UInt8]) throws(LedgerError) -> (records: [DecisionRecord], tornBytes: Int) {
+        try parse(bytes, path: "decisions.journal")
+    }
+
+    /// `record` as the line `append` writes (nil for one the format cannot carry).
+    public static func line(_ record: DecisionRecord, number: UInt64, batch: UInt64) -> [UInt8]? {
+        DecisionJournalLine.encode(record, number: number, batch: batch)
+    }
+
     /// The journal's records: lines numbered one after another from the first, up to the
     /// first that is not (a torn last append, or the zeros allocated beyond the last line); and
     /// how many bytes of a torn line ended them.

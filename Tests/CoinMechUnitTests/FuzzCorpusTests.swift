@@ -1,3 +1,4 @@
+import CoinMechFleetFuzzTargets
 import CoinMechFuzzTargets
 import Foundation
 import Testing
@@ -33,6 +34,20 @@ struct FuzzCorpusTests {
         for path in Self.files("\(Self.root)/regressions/\(target.rawValue)") {
             let bytes = try #require(FileManager.default.contents(atPath: path))
             target.run([UInt8](bytes))  // a crash or a failed property check stops the test run
+        }
+    }
+
+    @Test("the fleet's payload seeds are valid or refused as named", arguments: FleetFuzzTarget.allCases)
+    func fleetSeeds(target: FleetFuzzTarget) throws {
+        let seeds = Self.files("\(Self.root)/corpus/\(target.rawValue)")
+        #expect(seeds.count >= 3)
+        for path in seeds {
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            let bytes = try #require(FileManager.default.contents(atPath: path))
+            #expect(target.run([UInt8](bytes)) == name.hasPrefix("valid-"), "\(target.rawValue) seed \(name)")
+        }
+        for path in Self.files("\(Self.root)/regressions/\(target.rawValue)") {
+            target.run([UInt8](try #require(FileManager.default.contents(atPath: path))))
         }
     }
 }
