@@ -37,6 +37,7 @@ let package = Package(
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-bridge-chaos", targets: ["CoinMechBridgeChaos"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
+        .executable(name: "coinmech-soak", targets: ["CoinMechSoak"]),
         .executable(name: "coinmech-fuzz-fleet", targets: ["CoinMechFuzzFleet"]),
         .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
         .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
@@ -258,6 +259,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
+        ),
+        // `make soak`: a million coins with reloads, clients, a bridge and kills; the figures and the audit.
+        .executableTarget(
+            name: "CoinMechSoak",
+            dependencies: [
+                "CoinMechAudit", "CoinMechClient", "CoinMechHarness", "CoinMechLedger", "CoinMechProtocol", "CoinSimCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/Soak"
         ),
         // `make test-bridge`: the bridge, the broker, the daemon and a consumer killed at random
         // while coins flow; then the consumer's store against the ledger, seq by seq.
