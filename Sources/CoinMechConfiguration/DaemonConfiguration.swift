@@ -26,7 +26,7 @@ public struct DaemonConfiguration: Sendable {
         public var maxClients = 64
         /// A connection that sends no request this long after it opened, or leaves its replies
         /// unread this long while requests wait, is closed.
-        public var idleTimeoutSeconds = 10.0
+        public var idleTimeoutSeconds = 60.0
     }
 
     /// A chain link with the lines it came from, so errors can point at them.

@@ -21,8 +21,8 @@ public struct ClientLimits: Sendable {
     public var deciderCommandBurst: Int
     public var deciderCommandsPerSecond: Double
 
-    public init(maximumClients: Int = 64, reservedForControl: Int = 8, idleTimeout: TimeAmount = .seconds(10),
-                stallTimeout: TimeAmount = .seconds(10), readAheadBytes: Int = 16 * 1024, deciderCommandBurst: Int = 10,
+    public init(maximumClients: Int = 64, reservedForControl: Int = 8, idleTimeout: TimeAmount = .seconds(60),
+                stallTimeout: TimeAmount = .seconds(60), readAheadBytes: Int = 16 * 1024, deciderCommandBurst: Int = 10,
                 deciderCommandsPerSecond: Double = 20) {
         self.maximumClients = maximumClients
         self.reservedForControl = reservedForControl
