@@ -37,6 +37,8 @@ let package = Package(
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-bridge-chaos", targets: ["CoinMechBridgeChaos"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
+        .executable(name: "coinmech-soak", targets: ["CoinMechSoak"]),
+        .executable(name: "coinmech-fuzz-fleet", targets: ["CoinMechFuzzFleet"]),
         .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
         .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
     ] + plugins.map(\.0),
@@ -263,6 +265,15 @@ let package = Package(
             ],
             path: "Tests/CrashSuite"
         ),
+        // `make soak`: a million coins with reloads, clients, a bridge and kills; the figures and the audit.
+        .executableTarget(
+            name: "CoinMechSoak",
+            dependencies: [
+                "CoinMechAudit", "CoinMechClient", "CoinMechHarness", "CoinMechLedger", "CoinMechProtocol", "CoinSimCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/Soak"
+        ),
         // `make test-bridge`: the bridge, the broker, the daemon and a consumer killed at random
         // while coins flow; then the consumer's store against the ledger, seq by seq.
         .executableTarget(
@@ -284,14 +295,20 @@ let package = Package(
             ],
             path: "Tests/FleetChaos"
         ),
-        // The fuzz targets (serial frames, socket requests, configuration, scenarios, MDB adapter lines) and their
-        // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
+        // The fuzz targets (serial frames, socket requests, configuration, scenarios, MDB adapter lines, ccTalk lines,
+        // the decision journal) and their driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
         .target(
             name: "CoinMechFuzzTargets",
-            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechConfiguration", "CoinSimCore", "CoinMechMDB"],
+            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechConfiguration", "CoinSimCore", "CoinMechMDB",
+                           "CoinMechCCTalk", "CoinMechLedger"],
             path: "Fuzz/Targets"
         ),
-        .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
+        .target(name: "CoinMechFuzzDriver", path: "Fuzz/DriverKit"),
+        .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets", "CoinMechFuzzDriver"], path: "Fuzz/Driver"),
+        // The fleet's MQTT payloads (the bridge's commands, the fleet's cabinet messages): a binary
+        // of their own, as the bridge and the fleet bring SwiftNIO and PostgresNIO (`make fuzz-fleet`).
+        .target(name: "CoinMechFleetFuzzTargets", dependencies: ["CoinMechBridge", "CoinMechFleet", "CoinMechProtocol"], path: "Fuzz/FleetTargets"),
+        .executableTarget(name: "CoinMechFuzzFleet", dependencies: ["CoinMechFleetFuzzTargets", "CoinMechFuzzDriver"], path: "Fuzz/FleetDriver"),
         // What runs coinmechd against coinsim, for the tests, the crash suite and the benches:
         // real child processes (clean signal mask, killed with the process that started them,
         // reaped on every path), the fixture chains, spelled once, and threads' wake-ups from /proc.
@@ -317,7 +334,7 @@ let package = Package(
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings", "CoinMechEddyCurrent",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechFleetFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),

@@ -58,8 +58,8 @@ public enum CoreOutput: Sendable, Equatable {
     /// for the disk: the journal holds them until a synced commit follows. Then step with
     /// `.committed` or `.commitFailed` before anything else. Always the last output of a step.
     case commitJournalled([LedgerEntry])
-    /// Every journalled decision is on the ledger: the journal may be emptied once a synced
-    /// commit has made them durable there.
+    /// Every journalled decision is on the ledger and a synced commit has made them durable
+    /// there: the journal may be emptied. It comes after that commit's answers.
     case trimJournal
     /// Tell the mech to keep or return the coin.
     case answer(deviceSeq: UInt64, accept: Bool)

@@ -1,7 +1,8 @@
 import CoinMechModel
 import Foundation
 
-/// One decision as a line of the decision journal: a JSON object, a tab, and the FNV-1a 64
+/// One decision as a line of the decision journal: a JSON object (with `t_us`, the time it was
+/// decided as the ledger and its subscribers see it, in microseconds), a tab, and the FNV-1a 64
 /// checksum of the object's bytes in 16 hex digits, then a newline. A line cut short by a
 /// crash, or garbled, fails its checksum; nothing written by a whole append can. `n` numbers
 /// the lines (one more than the line before) and `b` the appends: a crash can tear only the
@@ -63,6 +64,8 @@ enum DecisionJournalLine {
         }
         raw(",\"link\":"); quoted(record.link)
         raw(",\"generation\":"); text(String(record.chainGeneration))
+        // Whole microseconds, an integer: the time reads back as exactly the same number.
+        if let time = record.time, let micros = microseconds(time) { raw(",\"t_us\":"); text(String(micros)) }
         if let detail = record.detail {
             raw(",\"detail\":{")
             for (index, entry) in detail.sorted(by: { $0.key < $1.key }).enumerated() {
@@ -77,6 +80,16 @@ enum DecisionJournalLine {
         for shift in stride(from: 60, through: 0, by: -4) { line.append(hexDigit(UInt8((sum >> UInt64(shift)) & 0xF))) }
         line.append(UInt8(ascii: "\n"))
         return line
+    }
+
+    /// Times a line carries: whole microseconds from 1970 to the year 2255, 2^53 − 1 of them, all
+    /// of which a `Double` holds exactly.
+    static let microsecondRange: ClosedRange<Int64> = 0...((1 << 53) - 1)
+
+    /// `time` (seconds since 1970) in whole microseconds, if it is in `microsecondRange`.
+    static func microseconds(_ time: Double) -> Int64? {
+        guard let micros = Int64(exactly: (time * 1e6).rounded()), microsecondRange.contains(micros) else { return nil }
+        return micros
     }
 
     private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10 }
@@ -117,6 +130,11 @@ enum DecisionJournalLine {
             thicknessMM: figure("thickness_mm"), channel: (object["channel"] as? NSNumber)?.uint32Value, verdict: verdict, link: link,
             chainGeneration: generation)
         record.detail = object["detail"] as? [String: String]
+        if let written = object["t_us"] {
+            // Whole microseconds since 1970, as `encode` writes them: anything else is not its line.
+            guard let number = written as? NSNumber, let micros = Int64(exactly: number.doubleValue), microsecondRange.contains(micros) else { return .damaged }
+            record.time = Double(micros) / 1e6
+        }
         if object["conductivity_low_iacs"] != nil, object["conductivity_high_iacs"] != nil,
            let low = figure("conductivity_low_iacs"), let high = figure("conductivity_high_iacs") {
             record.alloy = AlloySignature(lowIACS: low, highIACS: high, permeability: object["permeability"] != nil ? figure("permeability") : nil)

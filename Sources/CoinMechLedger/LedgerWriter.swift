@@ -51,7 +51,7 @@ struct LedgerWriter {
             VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
             """).execute(arguments: [
-                time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
+                record.time ?? time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
                 record.channel.map { Int64($0) }, verdict, currency, denomination, value,
                 record.link, reason, message, Int64(bitPattern: record.chainGeneration), state, detailJSON,
                 record.alloy?.lowIACS, record.alloy?.highIACS, record.alloy?.permeability,
@@ -63,17 +63,19 @@ struct LedgerWriter {
             // the ledger is the last one given out.
             try db.cachedStatement(sql: "UPDATE sqlite_sequence SET seq = (SELECT max(seq) FROM events) WHERE name = 'events'").execute()
             let existing = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT seq, verdict FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
+                SELECT seq, verdict, state FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
                 """), arguments: [record.source, record.epoch, deviceSeq])
             guard let existing else {
                 throw LedgerInconsistency(message: "decision for \(record.source)/\(record.epoch)/\(record.deviceSeq) neither inserted nor found")
             }
-            return .duplicate(seq: existing["seq"], accepted: existing["verdict"] == "accept")
+            // `state` is NULL for a rejection: read as an optional.
+            let state: String? = existing["state"]
+            return .duplicate(seq: existing["seq"], accepted: existing["verdict"] == "accept", pending: state == "pending")
         }
         let seq = db.lastInsertedRowID
         try db.cachedStatement(sql: "INSERT INTO epochs (source, epoch) VALUES (?, ?) ON CONFLICT DO NOTHING").execute(arguments: [record.source, record.epoch])
         var recorded = LedgerEvent(
-            seq: seq, time: time, kind: EventKind.decision.rawValue, source: record.source, epoch: record.epoch,
+            seq: seq, time: record.time ?? time, kind: EventKind.decision.rawValue, source: record.source, epoch: record.epoch,
             deviceSeq: deviceSeq, diameterMM: record.diameterMM, weightG: record.weightG, thicknessMM: record.thicknessMM,
             channel: record.channel.map { Int64($0) }, verdict: verdict, currency: currency, denomination: denomination,
             valueMinor: value, link: record.link, reason: reason, message: message,

@@ -18,6 +18,10 @@ public struct DecisionRecord: Sendable, Equatable {
     /// What else names the coin, stored as the event's `detail` (a coin acceptor's `coin_id`
     /// and `sorter_path`); nil for none.
     public var detail: [String: String]?
+    /// When it was decided, as the event's `time` (seconds since 1970), when that was fixed
+    /// before its commit: a decision the journal made durable keeps the time it was published
+    /// with when a replay puts it back on the ledger. Nil: the commit's own time.
+    public var time: Double?
 
     public enum Verdict: Sendable, Equatable {
         case accept(currency: String, code: String, valueMinor: Int64)

@@ -117,6 +117,18 @@ struct PluginvalTests {
         #expect(Self.result(report, "edge")?["passed"] as? Bool == true, "in process it is a well-formed plugin")
     }
 
+    @Test("a plugin that escapes while it loads (its constructor, its entry, create) fails the sandbox check, naming the call", arguments: [
+        ("constructor:fork", "{}", "clone"), ("entry:setown", "{}", "fcntl"), ("", #"{"create_tries":"tcp"}"#, "socket"),
+    ])
+    func sandboxCheckWhileLoading(early: String, config: String, call: String) throws {
+        let plugin = try TestSupport.compileFixture("hostile", into: TestSupport.temporaryDirectory("pluginval-hostile-early"), as: "libhostile.so",
+                                                    defines: early.isEmpty ? [] : ["HOSTILE_EARLY=\"\(early)\""])
+        let (status, report) = try Self.validate(plugin, config: config, ["--strictness", "4", "--seed", "5"])
+        #expect(status == 1)
+        let findings = Self.findings(report, "sandbox")
+        #expect(findings.first?.contains("the plugin made a system call its sandbox forbids (\(call))") == true, "\(findings)")
+    }
+
     @Test("a failing random run names its seed, and the seed reproduces it")
     func seedReproduces() throws {
         let plugin = try Self.misbehaving()
