@@ -23,6 +23,7 @@ struct ChainDecider {
         let decision = current.decide(Reading(
             deviceSeq: reading.deviceSeq, timestampNanoseconds: reading.sentAt.nanoseconds, diameterMM: reading.measurement.diameterMM,
             weightG: reading.measurement.weightG, thicknessMM: reading.measurement.thicknessMM, channel: reading.measurement.channel,
+            alloy: reading.measurement.alloy.map { Reading.Alloy(lowIACS: $0.lowIACS, highIACS: $0.highIACS, permeability: $0.permeability) },
             source: sourceName))
         let verdict: DecisionRecord.Verdict
         switch decision.verdict {

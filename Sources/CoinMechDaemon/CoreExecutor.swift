@@ -49,10 +49,6 @@ final class CoreExecutor {
     /// its limit a batch is committed before it is answered: an accept answered from the
     /// journal must not meet a ledger that cannot take it.
     private var ledgerPagesLeft: Int?
-    /// A journalled batch was committed without a sync, and the journal's trim waits for the
-    /// next synced commit (until then the journal is what holds those decisions on disk).
-    private var journalAheadOfSync = false
-    private var trimWanted = false
     /// Commits slower than the answer plan allows (a source with a deadline only).
     private var commitSpeed: CommitSpeedWatch?
     /// Operators' commands waiting for a core's reply, with the chain a reload would swap in.
@@ -132,28 +128,19 @@ final class CoreExecutor {
                     let started = Instant.now
                     let result = try ledger.append(entries, busyTimeoutMilliseconds: milliseconds)
                     noteCommit(took: .now - started)
-                    // A commit that wrote nothing syncs nothing (no entries: `Ledger.append`
-                    // returns at once; only settlements already made: no row changed, no WAL
-                    // frame): the unsynced commits before it are still the journal's to keep.
-                    if decisionJournal != nil, !result.events.isEmpty {
-                        ledgerPagesLeft = ledger.pagesLeft()
-                        journalAheadOfSync = false
-                        if trimWanted { decisionJournal?.trim() }
-                        trimWanted = false
-                    }
+                    if decisionJournal != nil, !result.events.isEmpty { ledgerPagesLeft = ledger.pagesLeft() }
                     stepDeciding(.committed(result))
                 } catch {
                     stepDeciding(.commitFailed(error))
                 }
             case .commitJournalled(let entries):
                 do throws(LedgerError) {
-                    let result = try ledger.append(entries, synced: false)
-                    journalAheadOfSync = true
+                    // At the time the journal wrote with them: a replay records the same events.
+                    let result = try ledger.append(entries, synced: false, time: decisionJournal?.lastAppendTime)
                     ledgerPagesLeft = ledger.pagesLeft()
                     stepDeciding(.committed(result))
                 } catch {
                     // The journal keeps these decisions until the commit that ends the failure.
-                    trimWanted = false
                     stepDeciding(.commitFailed(error))
                 }
             case .journal(let records):
@@ -170,7 +157,8 @@ final class CoreExecutor {
                     stepDeciding(.journalFailed("\(error)"))
                 }
             case .trimJournal:
-                if journalAheadOfSync { trimWanted = true } else { decisionJournal?.trim() }
+                // The core sends it only after a synced commit has made the journal's lines durable.
+                decisionJournal?.trim()
             case .answer(let seq, let accept):
                 if !mech.answer(deviceSeq: seq, accept: accept) {
                     logger.warning("could not answer the mech", metadata: ["devseq": "\(seq)", "accept": "\(accept)"])

@@ -199,7 +199,7 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Runs until `stop()`.
     public func run() {
         if !currenciesConfigured {
-            logger.warning("source.currencies is not set: plugins may credit the coins of every currency CoinMech knows (\(CabinetCoins.mintCurrencies.joined(separator: ", "))); set it to this cabinet's currency so that an accept in another is returned")
+            logger.warning("source.currencies is not set: the cabinet takes only the currencies its chain's links declare (\(chain.current.acceptPolicy.coins.currencies.joined(separator: ", "))); set it to this cabinet's currency")
         }
         logger.info("deciding", metadata: [
             "device": "\(mech.location)", "chain_generation": "\(chain.current.generation)",

@@ -188,9 +188,18 @@ enum LedgerSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // The alloy axis, where the mech measures it: conductivity at its low and high
+        // frequency (% IACS) and the apparent permeability, beside diameter, weight and thickness.
+        migrator.registerMigration("v9-alloy-axis") { db in
+            try db.execute(sql: """
+                ALTER TABLE events ADD COLUMN conductivity_low_iacs REAL;
+                ALTER TABLE events ADD COLUMN conductivity_high_iacs REAL;
+                ALTER TABLE events ADD COLUMN permeability REAL;
+                """)
+        }
         // Each hopper step names the hopper that was to pay it: one exchanged mid-payout is
         // told apart from the one before it.
-        migrator.registerMigration("v9-step-device") { db in
+        migrator.registerMigration("v10-step-device") { db in
             try db.execute(sql: "ALTER TABLE payout_steps ADD COLUMN device TEXT")
         }
         return migrator
