@@ -25,7 +25,10 @@ struct FleetEndToEndTests {
         /// FleetMigrations' steps: the schema is whole once this many are applied.
         static let schemaSteps = "4"
 
-        init(_ name: String, alerts: String = "{check_s: 0.5}") throws {
+        /// `ingest` is the YAML map of that key; `databaseOptions` and `httpOptions` are added to
+        /// the maps of `database` and `http`.
+        init(_ name: String, alerts: String = "{check_s: 0.5}", ingest: String = "{gap_grace_s: 1, ack_interval_s: 0.2}", databaseOptions: String = "",
+             httpOptions: String = "") throws {
             dir = TestSupport.temporaryDirectory(name)
             chmod(dir, 0o755)
             try FileManager.default.createDirectory(atPath: "\(dir)/postgres", withIntermediateDirectories: true)
@@ -36,15 +39,15 @@ struct FleetEndToEndTests {
             try """
                 instance: fleet-test
                 mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-test}
-                database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: coinmech_fleet}
-                http: {listen: "127.0.0.1:\(httpPort)"}
-                ingest: {gap_grace_s: 1, ack_interval_s: 0.2}
+                database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: coinmech_fleet\(databaseOptions)}
+                http: {listen: "127.0.0.1:\(httpPort)"\(httpOptions)}
+                ingest: \(ingest)
                 alerts: \(alerts)
                 """.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
             fleet = try Self.startFleet(dir: dir, httpPort: httpPort)
         }
 
-        private static func startFleet(dir: String, httpPort: Int) throws -> ChildProcess {
+        static func startFleet(dir: String, httpPort: Int) throws -> ChildProcess {
             let fleet = try ChildProcess("coinmech-fleet", ["run", "--config", "\(dir)/fleet.yaml"])
             try TestSupport.waitUntil("the fleet's dashboard", timeout: 60) {
                 guard fleet.isRunning else { throw TestFailure("coinmech-fleet exited: \(fleet.stderr)") }
@@ -68,6 +71,42 @@ struct FleetEndToEndTests {
         }
 
         func query(_ sql: String) throws -> String { try database.psql(sql, database: "coinmech_fleet") }
+
+        /// Publishes `lines` (QoS 1) on `topic`, one message each, as a flood does; returns the
+        /// publisher, running. In files of 10,000 lines, one mosquitto_pub each: mosquitto_pub
+        /// 2.0.11 given more with `-l` stops reading after about 35 MB and disconnects.
+        func publishLines(_ topic: String, _ lines: [String]) throws -> ChildProcess {
+            let name = "flood-\(UUID().uuidString.prefix(8))"
+            var files: [String] = []
+            for (index, start) in stride(from: 0, to: lines.count, by: 10_000).enumerated() {
+                let file = "\(dir)/\(name)-\(index).txt"
+                try (lines[start..<min(start + 10_000, lines.count)].joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+                files.append(file)
+            }
+            let send = files.map { "/usr/bin/mosquitto_pub -h 127.0.0.1 -p \(broker.port) -q 1 -t coinmech/v1/\(topic) -l < \($0) || exit 1" }.joined(separator: "; ")
+            return try ChildProcess(path: "/bin/sh", ["-c", send], stderrPath: "\(dir)/\(name).log")
+        }
+
+        /// The fleet's resident memory now, in bytes (`VmRSS`).
+        var fleetResident: Int {
+            let status = (try? String(contentsOfFile: "/proc/\(fleet.pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+        }
+
+        /// Logs in through the form; the session cookie's `name=value`.
+        func login(_ http: HTTPProbe, _ name: String, _ password: String) throws -> String {
+            let response = try http.request("POST", "/login", form: "name=\(name)&password=\(password)&next=/")
+            guard response.status == 303, let cookie = response.cookie else { throw TestFailure("login as \(name): \(response.status) \(response.body.prefix(300))") }
+            return cookie
+        }
+
+        /// Adds an operator with `coinmech-fleet set-operator`.
+        func setOperator(_ name: String, role: String, password: String) throws {
+            try password.write(toFile: "\(dir)/\(name).pw", atomically: true, encoding: .utf8)
+            let set = try ChildProcess("coinmech-fleet", ["set-operator", name, "--role", role, "--password-file", "\(dir)/\(name).pw", "--config", "\(dir)/fleet.yaml"])
+            guard set.wait(timeout: 60) == 0 else { throw TestFailure("set-operator \(name): \(set.stderr)") }
+        }
 
         /// `TestSupport.waitUntil`, and on a timeout what the fleet and PostgreSQL last said.
         func waitUntil(_ what: String, timeout: Double, _ condition: () throws -> Bool) throws {
