@@ -17,10 +17,15 @@ public struct CabinetSequence: Sendable, Equatable {
     /// F5: a copy differing from the stored event froze the ack here until an operator looks.
     public private(set) var frozenAt: Int64?
 
+    /// Seqs outside the contract's range (1 … `FleetLimits.maxSeq`: rows a database kept from
+    /// before the fleet refused them) are left out, so that no step of this can overflow.
     public init(contiguous: Int64 = 0, above: Set<Int64> = [], missing: [ClosedRange<Int64>] = [], now: Double = 0) {
-        self.contiguous = contiguous
-        self.above = above
-        self.missing = missing
+        self.contiguous = min(max(contiguous, 0), FleetLimits.maxSeq)
+        self.above = above.filter { (1...FleetLimits.maxSeq).contains($0) }
+        self.missing = missing.compactMap { range in
+            let lower = max(range.lowerBound, 1), upper = min(range.upperBound, FleetLimits.maxSeq)
+            return lower <= upper ? lower...upper : nil
+        }
         advance()
         if firstHole != nil { holeSince = now }
     }
@@ -36,7 +41,7 @@ public struct CabinetSequence: Sendable, Equatable {
     /// A seq committed. Returns whether `contiguous` moved.
     @discardableResult
     public mutating func stored(_ seq: Int64, now: Double) -> Bool {
-        guard !holds(seq) else { return false }
+        guard (1...FleetLimits.maxSeq).contains(seq), !holds(seq) else { return false }
         let before = contiguous
         above.insert(seq)
         advance()
@@ -46,10 +51,10 @@ public struct CabinetSequence: Sendable, Equatable {
 
     /// The bridge's `missing`: seqs the ledger never had; settled for the ack (F8).
     public mutating func declareMissing(_ range: ClosedRange<Int64>, now: Double) {
-        let lower = max(range.lowerBound, contiguous + 1)
-        guard lower <= range.upperBound else { return }
+        let lower = max(range.lowerBound, contiguous + 1), upper = min(range.upperBound, FleetLimits.maxSeq)
+        guard lower <= upper else { return }
         let before = contiguous
-        missing.append(lower...range.upperBound)
+        missing.append(lower...upper)
         advance()
         settleHole(now: now, progressed: contiguous != before)
     }
@@ -80,7 +85,8 @@ public struct CabinetSequence: Sendable, Equatable {
     }
 
     private mutating func advance() {
-        while true {
+        // contiguous ≤ maxSeq < Int64.max: `contiguous + 1` cannot overflow.
+        while contiguous < FleetLimits.maxSeq {
             let next = contiguous + 1
             if above.remove(next) != nil {
                 contiguous = next

@@ -88,6 +88,9 @@ public enum FleetMessage: Sendable, Equatable {
         switch name {
         case "event":
             guard let seq = object["seq"]?.int, seq >= 1 else { throw refuse("no seq ≥ 1") }
+            // The contract's range: a seq past it cannot come from a ledger, and near Int64.max
+            // it would make the fleet's own arithmetic overflow.
+            guard seq <= FleetLimits.maxSeq else { throw refuse("seq \(seq) is beyond the contract's range (below 2^53)") }
             guard let event = object["event"], event.object != nil else { throw refuse("no 'event' object") }
             guard event["seq"]?.int == seq else { throw refuse("event.seq differs from seq \(seq)") }
             guard let kind = event["kind"]?.string, !kind.isEmpty else { throw refuse("event \(seq) has no kind") }
@@ -114,7 +117,9 @@ public enum FleetMessage: Sendable, Equatable {
             }
             var missing: [ClosedRange<Int64>] = []
             for range in object["result"]?["missing"]?.array ?? [] {
-                guard let pair = range.array, pair.count == 2, let a = pair[0].int, let b = pair[1].int, a >= 1, a <= b else { throw refuse("missing holds a bad range") }
+                guard let pair = range.array, pair.count == 2, let a = pair[0].int, let b = pair[1].int, a >= 1, a <= b, b <= FleetLimits.maxSeq else {
+                    throw refuse("missing holds a bad range (two seqs, 1 ≤ from ≤ to < 2^53)")
+                }
                 missing.append(a...b)
             }
             return .reply(Reply(cabinet: cabinet, site: site, id: id, command: command, ok: ok, missing: missing,

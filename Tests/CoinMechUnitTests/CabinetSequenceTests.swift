@@ -96,6 +96,23 @@ struct CabinetSequenceTests {
         #expect(asked == [nil, 4...4])
     }
 
+    @Test("no seq can make it overflow: Int64.max stored, or loaded from a database that kept it, and every hole below it declared missing")
+    func noOverflow() {
+        var s = CabinetSequence()
+        let beyond = s.stored(.max, now: 0)
+        #expect(!beyond, "beyond the contract: not held")
+        s.stored(FleetLimits.maxSeq, now: 0)
+        s.declareMissing(1...(Int64.max - 1), now: 1)
+        #expect(s.contiguous == FleetLimits.maxSeq && s.firstHole == nil)
+        // A database from before the fleet refused such seqs.
+        var loaded = CabinetSequence(contiguous: 0, above: [.max, FleetLimits.maxSeq], missing: [1...(Int64.max - 1)], now: 0)
+        #expect(loaded.contiguous == FleetLimits.maxSeq && loaded.firstHole == nil)
+        let again = loaded.stored(.max, now: 2)
+        #expect(!again)
+        let atEnd = CabinetSequence(contiguous: .max, now: 0)
+        #expect(atEnd.contiguous == FleetLimits.maxSeq)
+    }
+
     @Test("F5: a conflict holds the ack where it was while the contiguous seq moves on; thawed, the ack catches up")
     func frozen() {
         var s = CabinetSequence(contiguous: 4)

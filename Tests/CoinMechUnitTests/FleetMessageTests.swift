@@ -43,6 +43,23 @@ struct FleetMessageTests {
         }
     }
 
+    @Test("seqs beyond the contract's range (2^53 and up, Int64.max) are refused, in an event and in a reply's missing ranges; 2^53 − 1 is the last one taken")
+    func seqRange() throws {
+        func event(_ seq: String) -> String { #"{"v":1,"cabinet":"c-1","seq":\#(seq),"event":{"seq":\#(seq),"kind":"decision","time":1}}"# }
+        for seq in ["9007199254740992", "9007199254740993", "9223372036854775807"] {
+            do {
+                _ = try Self.read("s/c-1/event", event(seq))
+                Issue.record("seq \(seq) taken")
+            } catch {
+                #expect(error.reason.contains("beyond the contract's range"), "\(error.reason)")
+            }
+        }
+        guard case .event(let last)? = try Self.read("s/c-1/event", event("9007199254740991")) else { Issue.record("2^53 − 1 refused"); return }
+        #expect(last.seq == FleetLimits.maxSeq)
+        let reply = #"{"v":1,"cabinet":"c-1","id":"g","cmd":"resend","ok":true,"result":{"missing":[[1,9223372036854775806]]}}"#
+        #expect(throws: FleetMessage.Refusal.self) { try Self.read("s/c-1/reply/g", reply) }
+    }
+
     @Test("the fleet's own users' topics, acks, commands and empty retained payloads are no cabinet's message")
     func ignored() throws {
         #expect(try Self.read("s/coinmech-fleet/event", #"{"v":1,"cabinet":"coinmech-fleet","seq":1}"#) == nil)
