@@ -95,9 +95,23 @@ public enum FleetMessage: Sendable, Equatable {
             guard event["seq"]?.int == seq else { throw refuse("event.seq differs from seq \(seq)") }
             guard let kind = event["kind"]?.string, !kind.isEmpty else { throw refuse("event \(seq) has no kind") }
             guard let time = event["time"]?.double else { throw refuse("event \(seq) has no time") }
-            // Money is summed from value_minor: an integer of minor units or nothing.
+            // Money is summed from value_minor: one coin's value, a whole number of minor units
+            // in 0 … FleetLimits.maxCoinMinor, or nothing.
             if let value = event["value_minor"] {
-                guard case .int = value else { throw refuse("event \(seq)'s value_minor \(value) is not a whole number of minor units") }
+                guard case .int(let minor) = value else { throw refuse("event \(seq)'s value_minor \(value) is not a whole number of minor units") }
+                guard (0...FleetLimits.maxCoinMinor).contains(minor) else {
+                    throw refuse("event \(seq)'s value_minor \(minor) is not one coin's value (0 … \(FleetLimits.maxCoinMinor) minor units)")
+                }
+            }
+            // A collection's rows are sums of coins: each in 0 … FleetLimits.maxSumMinor.
+            for key in ["collected", "unconfirmed"] {
+                guard let rows = event[key] else { continue }
+                guard let list = rows.array else { throw refuse("event \(seq)'s \(key) is not a list of totals rows") }
+                for row in list {
+                    guard let minor = row["value_minor"]?.int, (0...FleetLimits.maxSumMinor).contains(minor) else {
+                        throw refuse("event \(seq)'s \(key) holds a row whose value_minor is not a sum of coins (0 … 2^53 − 1 minor units)")
+                    }
+                }
             }
             // The message as it came: PostgreSQL takes the daemon's event out of it (`->'event'`),
             // in C and on the database's core, rather than this thread writing it again.

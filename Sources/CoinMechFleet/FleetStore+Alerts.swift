@@ -13,8 +13,8 @@ extension FleetStore {
                 coalesce((SELECT string_agg(p->>'link', ',') FROM jsonb_array_elements(
                     CASE WHEN jsonb_typeof(c.status->'link_problems') = 'array' THEN c.status->'link_problems' ELSE '[]'::jsonb END) p
                     WHERE p->>'state' = 'quarantined'), ''),
-                CASE WHEN jsonb_typeof(c.status->'unconfirmed') = 'number' THEN floor((c.status->>'unconfirmed')::numeric)::bigint ELSE 0 END,
-                CASE WHEN jsonb_typeof(c.status->'acceptor'->'lost_events') = 'number' THEN floor((c.status->'acceptor'->>'lost_events')::numeric)::bigint ELSE 0 END
+                \(unescaped: Self.count("c.status->'unconfirmed'")),
+                \(unescaped: Self.count("c.status->'acceptor'->'lost_events'"))
             FROM cabinets c WHERE \(sites)::text[] IS NULL OR c.site = ANY(\(sites)::text[]) ORDER BY c.cabinet
             """, logger: logger)
         var out: [AlertRules.Facts] = []
@@ -26,6 +26,12 @@ extension FleetStore {
                 unconfirmed: Int(unconfirmed), acceptorLostEvents: Int(lost), hole: nil, holeSince: nil))
         }
         return out
+    }
+
+    /// A count from a cabinet's `status` (jsonb): a number, floored and held to 0 … 2^31 − 1;
+    /// anything else is 0. A status no bridge would send cannot stop the rules for every cabinet.
+    static func count(_ json: String) -> String {
+        "CASE WHEN jsonb_typeof(\(json)) = 'number' THEN least(greatest(floor((\(json))::text::numeric), 0), 2147483647)::bigint ELSE 0 END"
     }
 
     /// Opens a row for each condition without an open one, and closes the open rows of the

@@ -8,13 +8,13 @@ extension FleetStore {
     public func fleetPage(now: Double, dayStart: Double, only: String? = nil) async throws -> FleetViews.FleetPage {
         let alerts = try await alerts(openOnly: true, cabinet: only)
         let box = try await money("""
-            SELECT e.cabinet, e.currency, coalesce(sum(e.value_minor), 0)::bigint FROM events e
+            SELECT e.cabinet, e.currency, \(unescaped: Self.bigint("sum(e.value_minor)")) FROM events e
             WHERE e.kind = 'coin' AND (\(only)::text IS NULL OR e.cabinet = \(only))
             AND e.seq > coalesce((SELECT max(x.seq) FROM events x WHERE x.cabinet = e.cabinet AND x.kind = 'collect'), 0)
             GROUP BY e.cabinet, e.currency
             """)
         let today = try await money("""
-            SELECT cabinet, currency, coalesce(sum(value_minor), 0)::bigint FROM events
+            SELECT cabinet, currency, \(unescaped: Self.bigint("sum(value_minor)")) FROM events
             WHERE kind = 'coin' AND time >= \(dayStart) AND (\(only)::text IS NULL OR cabinet = \(only)) GROUP BY cabinet, currency
             """)
         var lines: [FleetViews.CabinetLine] = []
@@ -46,7 +46,7 @@ extension FleetStore {
         }
         var hourly: [FleetViews.HourlyCredit] = []
         for try await (hour, currency, value) in try await client.query("""
-            SELECT floor(time / 3600) * 3600, coalesce(currency, '?'), coalesce(sum(value_minor), 0)::bigint FROM events
+            SELECT floor(time / 3600) * 3600, coalesce(currency, '?'), \(unescaped: Self.bigint("sum(value_minor)")) FROM events
             WHERE cabinet = \(cabinet) AND kind = 'coin' AND time >= \(now - 7 * 86400) GROUP BY 1, 2 ORDER BY 1, 2
             """, logger: logger).decode((Double, String, Int64).self) {
             hourly.append(FleetViews.HourlyCredit(hour: hour, money: .init(currency: currency, minor: value)))
@@ -70,13 +70,13 @@ extension FleetStore {
                  c AS (SELECT e.*, e.seq > (SELECT seq FROM last) AS recent FROM events e WHERE e.cabinet = \(cabinet))
             SELECT recent,
                 count(*) FILTER (WHERE kind = 'coin'),
-                coalesce(sum(value_minor) FILTER (WHERE kind = 'coin'), 0)::bigint,
+                \(unescaped: Self.bigint("sum(value_minor) FILTER (WHERE kind = 'coin')")),
                 count(*) FILTER (WHERE kind = 'coin_returned'),
                 count(*) FILTER (WHERE kind = 'coin_unconfirmed'),
                 count(*) FILTER (WHERE kind = 'decision' AND verdict = 'reject'),
                 count(*) FILTER (WHERE kind = 'mech_power_up'),
                 count(*) FILTER (WHERE kind = 'startup'),
-                coalesce(sum((event->'detail'->>'count')::bigint) FILTER (WHERE kind = 'cctalk_lost'), 0)::bigint,
+                \(unescaped: Self.bigint("sum(\(Self.wholeNumber("event->'detail'->>'count'"))) FILTER (WHERE kind = 'cctalk_lost')")),
                 count(*) FILTER (WHERE kind = 'mech_status' AND upper(event->'detail'->>'status') = 'JAM')
             FROM c GROUP BY recent
             """, logger: logger)
@@ -85,7 +85,11 @@ extension FleetStore {
             let values = [row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9]
             if row.0 { since = values } else { older = values }
         }
-        return names.indices.map { FleetViews.Counter(name: names[$0], sinceCollection: since[$0], lifetime: since[$0] + older[$0]) }
+        // Saturating: two sums near the bound (rows from elsewhere) must not trap the process.
+        return names.indices.map { i in
+            let (lifetime, overflow) = since[i].addingReportingOverflow(older[i])
+            return FleetViews.Counter(name: names[i], sinceCollection: since[i], lifetime: overflow ? .max : lifetime)
+        }
     }
 
     /// The cabinet's latest `collect` event not yet matched by a recorded collection, with its
@@ -95,7 +99,7 @@ extension FleetStore {
         for try await (seq, currency, value) in try await client.query("""
             WITH last AS (SELECT seq, event FROM events WHERE cabinet = \(cabinet) AND kind = 'collect'
                           AND seq > coalesce((SELECT max(ledger_seq) FROM collections WHERE cabinet = \(cabinet)), 0) ORDER BY seq DESC LIMIT 1)
-            SELECT last.seq, r->>'currency', coalesce(sum((r->>'value_minor')::bigint), 0)::bigint
+            SELECT last.seq, r->>'currency', \(unescaped: Self.bigint("sum(\(Self.wholeNumber("r->>'value_minor'")))"))
             FROM last LEFT JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(last.event->'collected') = 'array' THEN last.event->'collected' ELSE '[]'::jsonb END) r ON true
             GROUP BY last.seq, 2
             """, logger: logger).decode((Int64, String?, Int64).self) {
@@ -116,18 +120,20 @@ extension FleetStore {
         } else {
             var box: Int64 = 0
             for try await value in try await client.query("""
-                SELECT coalesce(sum(value_minor), 0)::bigint FROM events WHERE cabinet = \(cabinet) AND kind = 'coin' AND currency = \(currency)
+                SELECT \(unescaped: Self.bigint("sum(value_minor)")) FROM events WHERE cabinet = \(cabinet) AND kind = 'coin' AND currency = \(currency)
                 AND seq > coalesce((SELECT max(seq) FROM events WHERE cabinet = \(cabinet) AND kind = 'collect'), 0)
                 """, logger: logger).decode(Int64.self) { box = value }
             ledgerMinor = box
         }
+        // counted − ledger is kept in a bigint: the ledger's figure held to the sums a cabinet can reach.
+        let ledgerFigure = min(max(ledgerMinor, 0), FleetLimits.maxSumMinor)
         var id: Int64 = 0
         for try await made in try await client.query("""
             INSERT INTO collections (cabinet, time, by, currency, counted_minor, ledger_minor, ledger_seq)
-            VALUES (\(cabinet), \(now), \(by), \(currency), \(countedMinor), \(ledgerMinor), \(pending?.seq)) RETURNING id
+            VALUES (\(cabinet), \(now), \(by), \(currency), \(countedMinor), \(ledgerFigure), \(pending?.seq)) RETURNING id
             """, logger: logger).decode(Int64.self) { id = made }
         return FleetViews.Collection(id: id, time: now, by: by, counted: .init(currency: currency, minor: countedMinor),
-                                     ledger: .init(currency: currency, minor: ledgerMinor), difference: countedMinor - ledgerMinor, ledgerSeq: pending?.seq)
+                                     ledger: .init(currency: currency, minor: ledgerFigure), difference: countedMinor - ledgerFigure, ledgerSeq: pending?.seq)
     }
 
     public func alerts(openOnly: Bool, cabinet: String?) async throws -> [FleetViews.Alert] {
@@ -174,6 +180,20 @@ extension FleetStore {
             found = row
         }
         return found
+    }
+
+    /// A sum (PostgreSQL's `numeric`, never an overflow) as a `bigint` for the pages: 0 when there
+    /// is nothing to sum, the bigint's bound when a sum passes it. The fleet refuses coins worth
+    /// more than `FleetLimits.maxCoinMinor`, so only rows from elsewhere (an older fleet, a hand)
+    /// can come near it; a page must still answer for them.
+    static func bigint(_ numeric: String) -> String {
+        "least(greatest(coalesce(\(numeric), 0), -9223372036854775808), 9223372036854775807)::bigint"
+    }
+
+    /// A JSON text field as a whole number for a sum: its digits (at most 15: below 2^53), 0 for
+    /// anything else, so a row no cabinet should have sent cannot make a page fail.
+    static func wholeNumber(_ text: String) -> String {
+        "CASE WHEN \(text) ~ '^[0-9]{1,15}$' THEN (\(text))::bigint ELSE 0 END"
     }
 
     /// Money per cabinet and currency from rows (cabinet, currency, minor).

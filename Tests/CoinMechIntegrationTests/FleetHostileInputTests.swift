@@ -58,4 +58,43 @@ struct FleetHostileInputTests {
         #expect(rig.fleet.isRunning, "coinmech-fleet died after its restart: \(rig.fleet.stderr.suffix(3000))")
         commands.signal(SIGTERM)
     }
+
+    @Test("two coins of 9,000,000,000,000,000,000 minor units: refused at the edge, and sums over such rows already stored shown, never a 500 for every operator")
+    func moneyOverflow() throws {
+        let rig = try Rig("fleet-hostile-money")
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.setOperator("alice", role: "operator", password: "alice-password")
+        func coin(_ cabinet: String, _ seq: Int, _ value: String) -> String {
+            #"{"v":1,"cabinet":"\#(cabinet)","site":"s1","seq":\#(seq),"published":1.0,"event":{"seq":\#(seq),"time":1795290000.0,"kind":"coin","currency":"USD","denomination":"quarter","value_minor":\#(value)}}"#
+        }
+        try rig.publish("s1/h-1/event", coin("h-1", 1, "9000000000000000000"))
+        try rig.publish("s1/h-1/event", coin("h-1", 2, "9000000000000000000"))
+        try rig.publish("s1/h-1/event", coin("h-1", 3, "-25"))
+        try rig.publish("s1/c-1/event", coin("c-1", 1, "25"))
+        try rig.waitUntil("the honest coin stored", timeout: 20) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-1'") == "1" }
+        // Rows a database kept from before the fleet bounded values (or wrote by hand).
+        _ = try rig.query("""
+            INSERT INTO cabinets (cabinet, site, first_seen) VALUES ('h-2', 's1', 0);
+            INSERT INTO events (cabinet, seq, kind, time, received, event) SELECT 'h-2', s, 'coin', 1795290000, 0,
+                jsonb_build_object('seq', s, 'kind', 'coin', 'currency', 'USD', 'value_minor', 9000000000000000000::bigint) FROM generate_series(1, 3) s;
+            INSERT INTO events (cabinet, seq, kind, time, received, event) VALUES ('h-2', 4, 'cctalk_lost', 1795290000, 0, '{"detail":{"count":"lots"}}'),
+                ('h-2', 5, 'collect', 1795290000, 0, '{"collected":[{"currency":"USD","value_minor":"x"}]}');
+            UPDATE cabinets SET status = '{"unconfirmed": 1e40, "acceptor": {"lost_events": -1e40}}' WHERE cabinet = 'h-2'
+            """)
+        let http = HTTPProbe(port: rig.httpPort)
+        let alice = try rig.login(http, "alice", "alice-password")
+        let fleet = try http.request("GET", "/", cookie: alice)
+        #expect(fleet.status == 200, "the fleet page: \(fleet.status) \(fleet.body.prefix(300))")
+        #expect(fleet.body.contains(#"data-cash-box="USD:25""#), "the honest cabinet's cash box")
+        for cabinet in ["h-2", "c-1"] {
+            let page = try http.request("GET", "/cabinet/\(cabinet)", cookie: alice)
+            #expect(page.status == 200, "/cabinet/\(cabinet): \(page.status) \(page.body.prefix(300))")
+        }
+        #expect(try http.request("GET", "/cabinet/h-1", cookie: alice).status != 500)
+        #expect(try rig.query("SELECT count(*) FROM events WHERE cabinet = 'h-1'") == "0", "no coin outside 0 … 10,000,000 minor units stored")
+        // The alert rules still run for every cabinet: h-2's status cannot stop them.
+        let checks = try rig.query("SELECT listened FROM listening")
+        try rig.waitUntil("another alert check", timeout: 20) { try rig.query("SELECT listened FROM listening") != checks }
+        #expect(!rig.fleet.stderr.contains("alerts not checked"), "\(rig.fleet.stderr.suffix(2000))")
+    }
 }

@@ -60,6 +60,23 @@ struct FleetMessageTests {
         #expect(throws: FleetMessage.Refusal.self) { try Self.read("s/c-1/reply/g", reply) }
     }
 
+    @Test("a coin's value_minor is one coin's worth (0 … 10,000,000); a collection's rows are sums below 2^53")
+    func valueRange() throws {
+        func coin(_ value: String) -> String { #"{"v":1,"cabinet":"c-1","seq":1,"event":{"seq":1,"kind":"coin","time":1,"value_minor":\#(value)}}"# }
+        for value in ["-1", "10000001", "9000000000000000000"] {
+            do {
+                _ = try Self.read("s/c-1/event", coin(value))
+                Issue.record("value_minor \(value) taken")
+            } catch {
+                #expect(error.reason.contains("not one coin's value"), "\(error.reason)")
+            }
+        }
+        #expect(try Self.read("s/c-1/event", coin("10000000")) != nil)
+        #expect(try Self.read("s/c-1/event", coin("0")) != nil)
+        let collect = #"{"v":1,"cabinet":"c-1","seq":2,"event":{"seq":2,"kind":"collect","time":1,"collected":[{"currency":"USD","value_minor":"lots"}]}}"#
+        #expect(throws: FleetMessage.Refusal.self) { try Self.read("s/c-1/event", collect) }
+    }
+
     @Test("the fleet's own users' topics, acks, commands and empty retained payloads are no cabinet's message")
     func ignored() throws {
         #expect(try Self.read("s/coinmech-fleet/event", #"{"v":1,"cabinet":"coinmech-fleet","seq":1}"#) == nil)
