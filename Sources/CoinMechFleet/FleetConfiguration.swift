@@ -38,6 +38,9 @@ public struct FleetConfiguration: Sendable {
         public var user = "coinmech-fleet"
         public var passwordFile: String?
         public var name = "coinmech_fleet"
+        /// How long one call may take (a statement, the wait for a connection, the rows) before
+        /// it is given up and tried again on a new pool (`FleetDatabase`).
+        public var timeoutSeconds = 15.0
     }
 
     public struct Ingest: Sendable, Equatable {
@@ -109,7 +112,7 @@ public struct FleetConfiguration: Sendable {
 
         var database = Database()
         if let db = try table.table("database") {
-            try db.rejectUnknownKeys(["socket_dir", "host", "port", "user", "password_file", "name"])
+            try db.rejectUnknownKeys(["socket_dir", "host", "port", "user", "password_file", "name", "timeout_s"])
             database.socketDirectory = try db.string("socket_dir")
             database.host = try db.string("host")
             if database.socketDirectory != nil && database.host != nil { throw db.error("host", "give socket_dir or host, not both") }
@@ -117,6 +120,7 @@ public struct FleetConfiguration: Sendable {
             if let user = try db.string("user") { database.user = user }
             database.passwordFile = try db.string("password_file")
             if let name = try db.string("name") { database.name = name }
+            if let timeout = try db.double("timeout_s", in: 1...600) { database.timeoutSeconds = timeout }
         }
         if database.socketDirectory == nil && database.host == nil { database.socketDirectory = "/run/postgresql" }
 

@@ -59,19 +59,22 @@ struct FleetCommand: AsyncParsableCommand {
             }
             let ingest = FleetIngest(configuration: c, store: store, logger: logger, outbox: CommandOutbox(), figures: FleetFigures())
             let ingestService = IngestService(ingest: ingest)
+            let databaseService = DatabaseService(database: store.database)
             // One group owns every lifetime: the database pool, the ingest and the dashboard;
-            // SIGTERM or SIGINT stops them all.
+            // SIGTERM or SIGINT stops them all, the dashboard first and the pool last, within
+            // 10 s whatever a call in flight does (TimeoutStopSec is 20 s).
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: databaseService), .init(service: ingestService)]
             if let listen = c.httpListen {
                 let router = FleetWeb.router(store: store, sessions: OperatorSessions(), outbox: ingest.outbox, figures: ingest.figures, instance: c.instance, logger: logger)
                 let app = Application(router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "coinmech-fleet"),
-                                      services: [store.client, ingestService],
                                       onServerRunning: { channel in logger.info("dashboard on http://\(channel.localAddress?.description ?? "?")") },
                                       logger: logger)
-                try await app.runService()
-            } else {
-                let group = ServiceGroup(services: [store.client, ingestService], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-                try await group.run()
+                services.append(.init(service: app))
             }
+            var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            group.maximumGracefulShutdownDuration = .seconds(7)
+            group.maximumCancellationDuration = .seconds(2)
+            try await ServiceGroup(configuration: group).run()
         }
     }
 
@@ -125,11 +128,18 @@ struct IngestService: Service {
     }
 }
 
-/// Runs `body` with the store's pool running, then stops the pool.
-func withStore(_ store: FleetStore, _ body: @Sendable () async throws -> Void) async throws {
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await store.client.run() }
-        defer { group.cancelAll() }
-        try await body()
+/// The database's pools as a service of the group: stopped at the graceful shutdown, without
+/// waiting for a pool that cannot finish (`FleetDatabase`).
+struct DatabaseService: Service {
+    let database: FleetDatabase
+    func run() async throws {
+        try? await gracefulShutdown()
+        database.shutdown()
     }
+}
+
+/// Runs `body` with the store's pool, then stops the pool.
+func withStore(_ store: FleetStore, _ body: @Sendable () async throws -> Void) async throws {
+    defer { store.database.shutdown() }
+    try await body()
 }
