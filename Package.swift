@@ -168,6 +168,8 @@ let package = Package(
                 "CoinMechFleet", "CoinMechFleetWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // MaximumAvailableConnections: the dashboard's connection cap.
+                .product(name: "HummingbirdCore", package: "hummingbird"),
             ]
         ),
         .executableTarget(

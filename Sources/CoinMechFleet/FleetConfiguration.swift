@@ -11,6 +11,17 @@ public struct FleetConfiguration: Sendable {
     public var database: Database
     /// The dashboard and `/metrics`; nil: not served.
     public var httpListen: (host: String, port: Int)? = ("127.0.0.1", 9780)
+    public var http = HTTP()
+
+    public struct HTTP: Sendable, Equatable {
+        /// A connection with no request for this long (or a request's head not sent within it) is closed.
+        public var idleTimeoutSeconds = 30.0
+        /// Connections served at once: beyond, new ones wait in the kernel's backlog.
+        public var maxConnections = 256
+        /// Peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed: the TLS proxy in front.
+        public var trustedProxies: [String] = ["127.0.0.1", "::1"]
+        public init() {}
+    }
     public var ingest = Ingest()
     public var alerts = Alerts()
 
@@ -130,7 +141,15 @@ public struct FleetConfiguration: Sendable {
             configuration.instance = instance
         }
         if let http = try table.table("http") {
-            try http.rejectUnknownKeys(["listen"])
+            try http.rejectUnknownKeys(["listen", "idle_timeout_s", "max_connections", "trusted_proxies"])
+            if let idle = try http.double("idle_timeout_s", in: 1...3600) { configuration.http.idleTimeoutSeconds = idle }
+            if let connections = try http.int("max_connections", in: 1...100_000) { configuration.http.maxConnections = connections }
+            if let proxies = try http.strings("trusted_proxies") {
+                for proxy in proxies where proxy.isEmpty || proxy.contains("/") {
+                    throw http.error("trusted_proxies", "'\(proxy)' is not an address (127.0.0.1, ::1, 10.0.0.5): one proxy each")
+                }
+                configuration.http.trustedProxies = proxies
+            }
             switch try http.listen("listen", example: "127.0.0.1:9780") {
             case .off?: configuration.httpListen = nil
             case .address(let host, let port)?: configuration.httpListen = (host, port)

@@ -221,6 +221,25 @@ extension FleetStore {
         "CASE WHEN \(text) ~ '^[0-9]{1,15}$' THEN (\(text))::bigint ELSE 0 END"
     }
 
+    /// An operator's role now (`operator` or `admin`), nil if there is no such operator: read for
+    /// each dashboard request, so a change of role or a removal takes effect at once.
+    public func operatorRole(name: String) async throws -> String? {
+        try await database.call("operatorRole") { client in
+            var found: String?
+            for try await role in try await client.query("SELECT role FROM operators WHERE name = \(name)", logger: logger).decode(String.self) { found = role }
+            return found
+        }
+    }
+
+    /// The kind of an open alert, nil if there is none open with that id.
+    public func openAlertKind(id: Int64) async throws -> String? {
+        try await database.call("openAlertKind") { client in
+            var found: String?
+            for try await kind in try await client.query("SELECT kind FROM alerts WHERE id = \(id) AND closed IS NULL", logger: logger).decode(String.self) { found = kind }
+            return found
+        }
+    }
+
     /// Money per cabinet and currency from rows (cabinet, currency, minor).
     private func money(_ query: PostgresQuery) async throws -> [String: [FleetViews.Money]] {
         return try await database.call("money") { client in

@@ -36,7 +36,7 @@ public enum FleetPages {
             b += "</tbody></table>\n"
         }
         b += "</section>\n<section id=\"alerts\"><h2>Open alerts</h2>\n"
-        b += alertsTable(page.openAlerts, now: page.now, onCabinetPage: false, next: "/") + "</section>\n"
+        b += alertsTable(page.openAlerts, now: page.now, onCabinetPage: false, next: "/", admin: admin) + "</section>\n"
         return document(title: "CoinMech fleet", user: (user, admin), body: b)
     }
 
@@ -107,7 +107,7 @@ public enum FleetPages {
             """
 
         b += "<section id=\"cabinet-alerts\"><h2>Alerts</h2>\n"
-        b += alertsTable(page.alerts, now: page.now, onCabinetPage: true, next: path) + "</section>\n"
+        b += alertsTable(page.alerts, now: page.now, onCabinetPage: true, next: path, admin: admin) + "</section>\n"
 
         b += "<section id=\"events\"><h2>Recent events</h2>\n"
         if page.recentEvents.isEmpty {
@@ -193,7 +193,11 @@ public enum FleetPages {
 
         """
 
-    static func alertsTable(_ alerts: [FleetViews.Alert], now: Double, onCabinetPage: Bool, next: String) -> String {
+    /// Alerts only an admin may acknowledge: `ledger_conflict` releases the cabinet's ack hold
+    /// (F5), `events_missing` gives seqs up for good (F8).
+    public static let adminAcknowledged: Set<String> = ["ledger_conflict", "events_missing"]
+
+    static func alertsTable(_ alerts: [FleetViews.Alert], now: Double, onCabinetPage: Bool, next: String, admin: Bool) -> String {
         if alerts.isEmpty { return "<p>No alerts.</p>\n" }
         var b = "<table><thead><tr>\(onCabinetPage ? "" : "<th>Cabinet</th>")<th>Kind</th><th>Detail</th><th>Opened</th>"
         b += "\(onCabinetPage ? "<th>Closed</th>" : "")<th>Acknowledged</th></tr></thead><tbody>\n"
@@ -204,6 +208,8 @@ public enum FleetPages {
             if onCabinetPage { b += "<td>\(a.closed.map { time($0) } ?? "open")</td>" }
             if let by = a.ackedBy {
                 b += "<td>acked by \(escape(by))</td>"
+            } else if !admin && Self.adminAcknowledged.contains(a.kind) {
+                b += "<td>an admin's to acknowledge</td>"
             } else {
                 // `next` lets the server send the operator back to the page the form was on.
                 b += "<td><form class=\"inline\" method=\"post\" action=\"/alerts/\(a.id)/ack\"><input type=\"hidden\" name=\"next\" value=\"\(escape(next))\">"

@@ -4,6 +4,7 @@ import CoinMechFleetWeb
 import Foundation
 import Hummingbird
 import HummingbirdBcrypt
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 
@@ -65,8 +66,13 @@ struct FleetCommand: AsyncParsableCommand {
             // 10 s whatever a call in flight does (TimeoutStopSec is 20 s).
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: databaseService), .init(service: ingestService)]
             if let listen = c.httpListen {
-                let router = FleetWeb.router(store: store, sessions: OperatorSessions(), outbox: ingest.outbox, figures: ingest.figures, instance: c.instance, logger: logger)
-                let app = Application(router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "coinmech-fleet"),
+                let router = FleetWeb.router(store: store, sessions: OperatorSessions(), outbox: ingest.outbox, figures: ingest.figures, instance: c.instance,
+                                             settings: .init(trustedProxies: Set(c.http.trustedProxies)), logger: logger)
+                // An idle connection, or one whose request never finishes its head, is closed;
+                // at most max_connections are served at once.
+                let app = Application(router: router, server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(c.http.idleTimeoutSeconds * 1e9)))),
+                                      configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "coinmech-fleet",
+                                                           availableConnectionsDelegate: MaximumAvailableConnections(c.http.maxConnections)),
                                       onServerRunning: { channel in logger.info("dashboard on http://\(channel.localAddress?.description ?? "?")") },
                                       logger: logger)
                 services.append(.init(service: app))
