@@ -124,7 +124,7 @@ let package = Package(
         .target(name: "CoinMechClient", dependencies: ["CoinMechProtocol"]),
         // One MQTT connection through libmosquitto, reconnecting afresh with back-off: the bridge's
         // link and the fleet's.
-        .target(name: "CoinMechMQTT", dependencies: ["CMosquitto", "CoinMechSupport"]),
+        .target(name: "CoinMechMQTT", dependencies: ["CMosquitto", "CoinMechSupport", "CoinMechSettings"]),
         // The fleet bridge: a client of the socket publishing the ledger to MQTT (docs/FLEET.md).
         .target(
             name: "CoinMechBridge",

@@ -80,7 +80,7 @@ struct FleetLoad {
         }
         try """
             instance: bench
-            mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-bench, max_inflight: 1000}
+            mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-bench, max_inflight: 1000, tls: off}
             database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: coinmech_fleet}
             http: {listen: off}
             ingest: {ack_interval_s: 0, gap_grace_s: 60}

@@ -1,5 +1,6 @@
 import CoinMechClient
 import CoinMechProtocol
+import CoinMechSupport
 import Foundation
 import CoinMechMQTT
 import Synchronization
@@ -40,6 +41,7 @@ public final class Bridge: Sendable {
         if let warning { log(.warning, warning) }
         var delivery = BridgeDelivery(cursor: saved, window: c.delivery.window, maxInflight: c.mqtt.maxInflight, acksRequired: c.delivery.acksRequired,
                                       ackTimeout: c.delivery.ackTimeoutSeconds, now: Self.now())
+        if c.mqtt.tls == nil { log(.warning, MQTTTLS.plaintextWarning) }
         if !c.delivery.acksRequired {
             log(.warning, "delivery.acks is off: the cursor follows the broker's PUBACK, so a broker crash can lose events (at most once)")
         }
@@ -128,6 +130,10 @@ public final class Bridge: Sendable {
                     reporter.acked(through: delivery.cursor)
                 case .connectFailed(let why):
                     log(.warning, "cannot reach the broker at \(c.mqtt.host):\(c.mqtt.port): \(why); trying again")
+                case .oversized(let topic, let bytes):
+                    log(.warning, "a message of \(bytes) bytes on \(LogText.quoted(topic, limit: 120)) dropped unread: neither an ack nor a command is that long")
+                case .reading:
+                    break
                 }
             }
             if delivery.cursor != written, now - lastWrite >= 1 {

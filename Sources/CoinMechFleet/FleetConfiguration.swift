@@ -27,7 +27,8 @@ public struct FleetConfiguration: Sendable {
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
-        public var port = 1883
+        /// 8883 with TLS (the default), 1883 without.
+        public var port = 8883
         /// The topics' start before `<site>/<cabinet>/`; ends with `/`.
         public var prefix = "coinmech/v1/"
         /// Fixed, for the persistent session (F9).
@@ -38,7 +39,8 @@ public struct FleetConfiguration: Sendable {
         public var maxInflight = 100
         public var username: String?
         public var passwordFile: String?
-        public var tls: MQTTTLS?
+        /// nil: plaintext, only when the file says `tls: off`.
+        public var tls: MQTTTLS? = .systemCAs
     }
 
     public struct Database: Sendable, Equatable {
@@ -50,7 +52,8 @@ public struct FleetConfiguration: Sendable {
         public var passwordFile: String?
         public var name = "coinmech_fleet"
         /// How long one call may take (a statement, the wait for a connection, the rows) before
-        /// it is given up and tried again on a new pool (`FleetDatabase`).
+        /// it is given up and tried again on a new pool (`FleetDatabase`). At most 20 s: with the
+        /// retry's back-off (10 s) it stays inside half the unit's `WatchdogSec` (60 s).
         public var timeoutSeconds = 15.0
     }
 
@@ -63,6 +66,8 @@ public struct FleetConfiguration: Sendable {
         public var gapGraceSeconds = 30.0
         /// How long a `cmd/resend` may wait at the bridge before it is not started.
         public var resendDeadlineSeconds = 60.0
+        /// A message longer than this is refused unread (`FleetLimits.messageBytes`).
+        public var maxMessageBytes = FleetLimits.messageBytes
     }
 
     public struct Alerts: Sendable, Equatable {
@@ -93,16 +98,9 @@ public struct FleetConfiguration: Sendable {
             }
             broker.prefix = prefix
         }
-        if let tls = try mqtt.table("tls") {
-            try tls.rejectUnknownKeys(["ca_file", "cert_file", "key_file"])
-            guard let ca = try tls.string("ca_file") else { throw tls.error("ca_file", "is required with mqtt.tls: the CA that signed the broker's certificate") }
-            let cert = try tls.string("cert_file"), key = try tls.string("key_file")
-            guard (cert == nil) == (key == nil) else {
-                throw tls.error(cert == nil ? "cert_file" : "key_file", "cert_file and key_file go together: the fleet's certificate and its key")
-            }
-            broker.tls = MQTTTLS(caFile: ca, certFile: cert, keyFile: key)
-            broker.port = 8883
-        }
+        // TLS unless the file says `tls: off` (said at start).
+        broker.tls = try MQTTTLS.setting(in: mqtt, certificate: "the fleet's certificate")
+        broker.port = broker.tls == nil ? 1883 : 8883
         if let port = try mqtt.int("port", in: 1...65535) { broker.port = port }
         if let clientID = try mqtt.string("client_id") {
             guard (1...64).contains(clientID.utf8.count) else { throw mqtt.error("client_id", "must be 1 to 64 characters") }
@@ -131,7 +129,7 @@ public struct FleetConfiguration: Sendable {
             if let user = try db.string("user") { database.user = user }
             database.passwordFile = try db.string("password_file")
             if let name = try db.string("name") { database.name = name }
-            if let timeout = try db.double("timeout_s", in: 1...600) { database.timeoutSeconds = timeout }
+            if let timeout = try db.double("timeout_s", in: 1...20) { database.timeoutSeconds = timeout }
         }
         if database.socketDirectory == nil && database.host == nil { database.socketDirectory = "/run/postgresql" }
 
@@ -157,11 +155,12 @@ public struct FleetConfiguration: Sendable {
             }
         }
         if let ingest = try table.table("ingest") {
-            try ingest.rejectUnknownKeys(["batch_max", "ack_interval_s", "gap_grace_s", "resend_deadline_s"])
+            try ingest.rejectUnknownKeys(["batch_max", "ack_interval_s", "gap_grace_s", "resend_deadline_s", "max_message_bytes"])
             if let batch = try ingest.int("batch_max", in: 1...100_000) { configuration.ingest.batchMax = batch }
             if let interval = try ingest.double("ack_interval_s", in: 0...60) { configuration.ingest.ackIntervalSeconds = interval }
             if let grace = try ingest.double("gap_grace_s", in: 0.1...86_400) { configuration.ingest.gapGraceSeconds = grace }
             if let deadline = try ingest.double("resend_deadline_s", in: 5...600) { configuration.ingest.resendDeadlineSeconds = deadline }
+            if let bytes = try ingest.int("max_message_bytes", in: 1024...(16 << 20)) { configuration.ingest.maxMessageBytes = bytes }
         }
         if let alerts = try table.table("alerts") {
             try alerts.rejectUnknownKeys(["check_s", "offline_after_s", "no_credit_s", "opening_hours", "time_zone"])

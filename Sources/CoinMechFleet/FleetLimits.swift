@@ -16,4 +16,25 @@ public enum FleetLimits {
 
     /// A collection's or a totals row's `value_minor`: a sum of coins, in 0 … this.
     public static let maxSumMinor: Int64 = (1 << 53) - 1
+
+    /// How far above a cabinet's contiguous seq the ingest takes a seq: a bridge publishes at
+    /// most its window (256 by default) beyond the fleet's ack. Beyond it, a seq is refused
+    /// (`ahead`) and the hole below it asked for: the seqs held above a hole stay bounded.
+    public static let maxAhead: Int64 = 10_000
+
+    /// A cabinet's events waiting for the database, at most: more are shed (`CabinetQueues`).
+    public static let cabinetQueue = 2_000
+    public static let cabinetQueueBytes = 2 << 20
+
+    /// All cabinets' events waiting for the database: beyond this the ingest takes nothing
+    /// more from its inbox, which then fills.
+    public static let queueBytes = 16 << 20
+
+    /// The MQTT inbox, messages the ingest has not taken yet: once it holds this much, the
+    /// link stops reading from the broker, which holds the rest of the session (`MQTTLink`).
+    public static let inboxBytes = 8 << 20
+
+    /// The largest message the fleet reads (`ingest.max_message_bytes`): a cabinet's event,
+    /// status or totals is a few kilobytes.
+    public static let messageBytes = 64 << 10
 }

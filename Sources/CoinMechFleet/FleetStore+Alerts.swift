@@ -62,14 +62,27 @@ extension FleetStore {
         }
     }
 
-    /// An operator acknowledged an alert: noted; `events_missing` and `ledger_conflict`, which
-    /// no rule closes, are closed by it. False if there is no such open alert.
+    /// The `refused_messages` alert of each cabinet that had messages refused since the last
+    /// save: one open per cabinet, its detail kept current (`CabinetRefusals`).
+    public func saveRefusals(_ refused: [(cabinet: String, detail: String)], now: Double) async throws {
+        guard !refused.isEmpty else { return }
+        let cabinets = refused.map(\.cabinet), details = refused.map(\.detail)
+        try await database.call("saveRefusals") { client in
+            _ = try await client.query("""
+                INSERT INTO alerts (cabinet, kind, detail, opened) SELECT c, 'refused_messages', d, \(now) FROM unnest(\(cabinets)::text[], \(details)::text[]) AS t(c, d)
+                ON CONFLICT (cabinet, kind) WHERE closed IS NULL DO UPDATE SET detail = excluded.detail
+                """, logger: logger)
+        }
+    }
+
+    /// An operator acknowledged an alert: noted; `events_missing`, `ledger_conflict` and
+    /// `refused_messages`, which no rule closes, are closed by it. False if there is no such open alert.
     public func acknowledgeAlert(id: Int64, by: String, now: Double) async throws -> Bool {
         return try await database.call("acknowledgeAlert") { client in
             var found = false
             for try await _ in try await client.query("""
                 WITH acked AS (UPDATE alerts SET acked_by = \(by), acked_at = \(now),
-                                   closed = CASE WHEN kind IN ('events_missing', 'ledger_conflict') THEN \(now) ELSE closed END
+                                   closed = CASE WHEN kind IN ('events_missing', 'ledger_conflict', 'refused_messages') THEN \(now) ELSE closed END
                                WHERE id = \(id) AND closed IS NULL RETURNING id, cabinet, kind),
                      released AS (UPDATE cabinets SET ack_held_at = NULL FROM acked
                                   WHERE cabinets.cabinet = acked.cabinet AND acked.kind = 'ledger_conflict' RETURNING 1)

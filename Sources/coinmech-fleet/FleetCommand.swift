@@ -58,8 +58,16 @@ struct FleetCommand: AsyncParsableCommand {
                 logger.critical("\(error)")
                 throw ExitCode(1)
             }
-            let ingest = FleetIngest(configuration: c, store: store, logger: logger, outbox: CommandOutbox(), figures: FleetFigures())
+            let watchdog = FleetWatchdog(logger: logger)
+            let figures = FleetFigures()
+            let ingest = FleetIngest(configuration: c, store: store, logger: logger, outbox: CommandOutbox(), figures: figures, watchdog: watchdog)
             let ingestService = IngestService(ingest: ingest)
+            let database = store.database
+            watchdog.start(healthy: { database.stranded <= FleetDatabase.maxStranded }) {
+                let f = figures.snapshot
+                return "\(f.eventsStored) event(s) stored; broker \(f.brokerConnected ? "connected" : "away"); database \(f.databaseUp ? "up" : "away")\(f.inboxReading ? "" : "; inbox full")"
+            }
+            defer { watchdog.stop() }
             let databaseService = DatabaseService(database: store.database)
             // One group owns every lifetime: the database pool, the ingest and the dashboard;
             // SIGTERM or SIGINT stops them all, the dashboard first and the pool last, within
@@ -130,6 +138,7 @@ struct FleetCommand: AsyncParsableCommand {
 struct IngestService: Service {
     let ingest: FleetIngest
     func run() async throws {
+        defer { ingest.watchdog.stop() }
         try await cancelWhenGracefulShutdown { try await ingest.run() }
     }
 }

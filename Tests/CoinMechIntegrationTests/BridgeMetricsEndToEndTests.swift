@@ -37,7 +37,7 @@ struct BridgeMetricsEndToEndTests {
         let harness = try DaemonHarness()
         let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
         let port = try Loopback.freePort()
-        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}", "delivery: {acks: off}", "status: {poll_s: 0.5}", "metrics: {listen: \"127.0.0.1:\(port)\"}")
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, tls: off}", "delivery: {acks: off}", "status: {poll_s: 0.5}", "metrics: {listen: \"127.0.0.1:\(port)\"}")
         try harness.startSimulator("coins: 14\nrate_per_s: 10\nseed: 8\nmix: {quarter: 2, dime: 1, nickel: 1}\n")
         try harness.startDaemon()
         let bridge = try ChildProcess("coinmech-bridge", bridgeArguments)

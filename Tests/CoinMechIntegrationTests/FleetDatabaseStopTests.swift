@@ -40,4 +40,21 @@ struct FleetDatabaseStopTests {
         #expect(status == 0, "SIGTERM: \(status.map { "exit \($0)" } ?? "still running after 10 s")")
         print("coinmech-fleet stopped \(String(format: "%.1f", Date().timeIntervalSince(began))) s after SIGTERM")
     }
+
+    @Test("systemd's watchdog: READY once the schema is there, WATCHDOG=1 while the ingest turns, PostgreSQL away included (a restart would not bring it back); STOPPING at SIGTERM")
+    func watchdog() throws {
+        let notify = NotifySocket()
+        let rig = try Rig("fleet-watchdog", databaseOptions: ", timeout_s: 1", environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "4000000"])
+        try notify.waitFor("READY=1", timeout: 30) { $0.contains { $0.contains("READY=1") } }
+        try notify.waitFor("watchdog pings", timeout: 10) { messages in messages.filter { $0.contains("WATCHDOG=1") }.count >= 3 }
+        rig.database.stop()
+        let before = notify.count("WATCHDOG=1")
+        // Longer than the watchdog period, with the ingest waiting on a database that is away.
+        notify.observe(seconds: 8)
+        #expect(notify.count("WATCHDOG=1") - before >= 3, "pings while PostgreSQL was away: \(notify.count("WATCHDOG=1") - before)")
+        try rig.database.start()
+        rig.fleet.signal(SIGTERM)
+        #expect(rig.fleet.wait(timeout: 10) == 0)
+        try notify.waitFor("STOPPING=1", timeout: 5) { $0.contains { $0.contains("STOPPING=1") } }
+    }
 }

@@ -22,13 +22,15 @@ struct FleetEndToEndTests {
         let broker: MosquittoBroker
         private(set) var fleet: ChildProcess
         let httpPort: Int
+        /// What coinmech-fleet is started with besides the test's own environment.
+        let environment: [String: String]
         /// FleetMigrations' steps: the schema is whole once this many are applied.
         static let schemaSteps = "4"
 
         /// `ingest` is the YAML map of that key; `databaseOptions` and `httpOptions` are added to
         /// the maps of `database` and `http`.
         init(_ name: String, alerts: String = "{check_s: 0.5}", ingest: String = "{gap_grace_s: 1, ack_interval_s: 0.2}", databaseOptions: String = "",
-             httpOptions: String = "") throws {
+             httpOptions: String = "", environment: [String: String] = [:]) throws {
             dir = TestSupport.temporaryDirectory(name)
             chmod(dir, 0o755)
             try FileManager.default.createDirectory(atPath: "\(dir)/postgres", withIntermediateDirectories: true)
@@ -38,17 +40,18 @@ struct FleetEndToEndTests {
             httpPort = try Loopback.freePort()
             try """
                 instance: fleet-test
-                mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-test}
+                mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-test, tls: off}
                 database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: coinmech_fleet\(databaseOptions)}
                 http: {listen: "127.0.0.1:\(httpPort)"\(httpOptions)}
                 ingest: \(ingest)
                 alerts: \(alerts)
                 """.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
-            fleet = try Self.startFleet(dir: dir, httpPort: httpPort)
+            self.environment = environment
+            fleet = try Self.startFleet(dir: dir, httpPort: httpPort, environment: environment)
         }
 
-        static func startFleet(dir: String, httpPort: Int) throws -> ChildProcess {
-            let fleet = try ChildProcess("coinmech-fleet", ["run", "--config", "\(dir)/fleet.yaml"])
+        static func startFleet(dir: String, httpPort: Int, environment: [String: String] = [:]) throws -> ChildProcess {
+            let fleet = try ChildProcess("coinmech-fleet", ["run", "--config", "\(dir)/fleet.yaml"], environment: environment)
             try TestSupport.waitUntil("the fleet's dashboard", timeout: 60) {
                 guard fleet.isRunning else { throw TestFailure("coinmech-fleet exited: \(fleet.stderr)") }
                 return Loopback.accepts(httpPort)
@@ -60,7 +63,7 @@ struct FleetEndToEndTests {
         func crashFleet() throws {
             fleet.signal(SIGKILL)
             #expect(fleet.wait(timeout: 20) == 137)
-            fleet = try Self.startFleet(dir: dir, httpPort: httpPort)
+            fleet = try Self.startFleet(dir: dir, httpPort: httpPort, environment: environment)
         }
 
         deinit {
@@ -85,6 +88,14 @@ struct FleetEndToEndTests {
             }
             let send = files.map { "/usr/bin/mosquitto_pub -h 127.0.0.1 -p \(broker.port) -q 1 -t coinmech/v1/\(topic) -l < \($0) || exit 1" }.joined(separator: "; ")
             return try ChildProcess(path: "/bin/sh", ["-c", send], stderrPath: "\(dir)/\(name).log")
+        }
+
+        /// Publishes one message (QoS 1) from a file, however long (`mosquitto_pub -f`).
+        func publishFile(_ topic: String, _ payload: String) throws {
+            let file = "\(dir)/message-\(UUID().uuidString.prefix(8)).json"
+            try payload.write(toFile: file, atomically: true, encoding: .utf8)
+            let pub = try ChildProcess("/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-t", "coinmech/v1/\(topic)", "-f", file], absolute: true)
+            #expect(pub.wait(timeout: 20) == 0, "mosquitto_pub: \(pub.stderr)")
         }
 
         /// The fleet's resident memory now, in bytes (`VmRSS`).
@@ -289,7 +300,7 @@ struct FleetEndToEndTests {
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision"))
         try rig.waitUntil("the valid event stored", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
         #expect(try rig.query("SELECT cabinet || '/' || seq FROM events") == "c-7/1")
-        #expect(rig.fleet.stderr.contains("contract version 2") && rig.fleet.stderr.contains("names cabinet 'c-8'"))
+        #expect(rig.fleet.stderr.contains("contract version 2") && rig.fleet.stderr.contains(#"names cabinet "c-8""#))
         // The same identity arriving as another kind: the ledger was replaced.
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "coin"))
         try rig.waitUntil("the conflict held", timeout: 20) {

@@ -97,4 +97,75 @@ struct FleetHostileInputTests {
         try rig.waitUntil("another alert check", timeout: 20) { try rig.query("SELECT listened FROM listening") != checks }
         #expect(!rig.fleet.stderr.contains("alerts not checked"), "\(rig.fleet.stderr.suffix(2000))")
     }
+
+    @Test("a payload over the size cap is refused before it is read, and the cabinets go on")
+    func oversized() throws {
+        let rig = try Rig("fleet-hostile-size")
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        let pad = String(repeating: "x", count: 300_000)
+        let large = #"{"v":1,"cabinet":"h-1","site":"s1","seq":1,"published":1.0,"event":{"seq":1,"time":1795290000.0,"kind":"decision","pad":"\#(pad)"}}"#
+        try rig.publishFile("s1/h-1/event", large)
+        try rig.publish("s1/h-1/event", Rig.event("h-1", 2, kind: "decision"))
+        try rig.waitUntil("the small one stored", timeout: 20) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'h-1'") == "1" }
+        #expect(try rig.query("SELECT seq FROM events WHERE cabinet = 'h-1'") == "2", "the 300 kB one refused")
+        #expect(rig.fleet.isRunning)
+    }
+
+    @Test("a cabinet's backlog does not hold another's events back: after the database's return, an honest cabinet's events go in the next batch, not behind a flood of sparse seqs")
+    func fairness() throws {
+        let rig = try Rig("fleet-hostile-fair", ingest: "{gap_grace_s: 30, ack_interval_s: 0.2}")
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.publish("s1/c-1/event", Rig.event("c-1", 1, kind: "decision"))
+        try rig.waitUntil("the honest cabinet known", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
+        // The database away: what arrives meanwhile waits in the fleet.
+        rig.database.stop()
+        // 6,000 events with every other seq from one cabinet, then the honest cabinet's next ones.
+        let lines = stride(from: 2, through: 12_000, by: 2).map { seq in
+            #"{"v":1,"cabinet":"h-5","site":"s1","seq":\#(seq),"published":1.0,"event":{"seq":\#(seq),"time":\#(1795290000 + seq),"kind":"decision"}}"#
+        }
+        let flood = try rig.publishLines("s1/h-5/event", lines)
+        #expect(flood.wait(timeout: 60) == 0, "mosquitto_pub: \(flood.stderr)")
+        for seq in Int64(2)...4 { try rig.publish("s1/c-1/event", Rig.event("c-1", seq, kind: "decision")) }
+        try rig.database.start()
+        try rig.waitUntil("the honest cabinet's events stored", timeout: 60) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-1'") == "4" }
+        // Batches share their `received`: how many batches of the flood went in before the honest one.
+        let ahead = try rig.query("""
+            SELECT count(DISTINCT received) FROM events WHERE cabinet = 'h-5'
+            AND received < (SELECT max(received) FROM events WHERE cabinet = 'c-1')
+            """)
+        #expect((Int(ahead) ?? 99) <= 1, "\(ahead) batches of the flood went in before the honest cabinet's events (at most the one in hand when the database went away)")
+        #expect(rig.fleet.isRunning)
+    }
+
+    @Test("a flood while the database is down does not grow the fleet: the inbox is bounded, and the broker holds the rest of the session")
+    func floodWhileDatabaseDown() throws {
+        let rig = try Rig("fleet-hostile-flood")
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.publish("s1/c-1/event", Rig.event("c-1", 1, kind: "decision"))
+        try rig.waitUntil("the fleet at work", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
+        let baseline = rig.fleetResident
+        rig.database.stop()
+        // 100 MB: 100,000 events of 1 kB from one cabinet.
+        let pad = String(repeating: "x", count: 900)
+        let flood = try rig.publishLines("s1/h-6/event", (1...100_000).map { seq in
+            #"{"v":1,"cabinet":"h-6","site":"s1","seq":\#(seq),"published":1.0,"event":{"seq":\#(seq),"time":\#(1795290000 + seq),"kind":"decision","pad":"\#(pad)"}}"#
+        })
+        var peak = baseline
+        let until = Date().addingTimeInterval(120)
+        while flood.isRunning, Date() < until {
+            peak = max(peak, rig.fleetResident)
+            usleep(200_000)  // the sampling's pace
+        }
+        for _ in 0..<25 {
+            peak = max(peak, rig.fleetResident)
+            usleep(200_000)
+        }
+        let grown = peak - baseline
+        print("fleet resident: \(baseline / 1_048_576) MB before, \(peak / 1_048_576) MB at most while the database was down under a 100 MB flood")
+        #expect(grown < 96 << 20, "the fleet grew by \(grown / 1_048_576) MB under a 100 MB flood")
+        try rig.database.start()
+        try rig.publish("s1/c-1/event", Rig.event("c-1", 2, kind: "decision"))
+        try rig.waitUntil("the honest cabinet's next event stored", timeout: 90) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-1'") == "2" }
+        #expect(rig.fleet.isRunning)
+    }
 }

@@ -25,7 +25,7 @@ final class ChaosCabinet {
     private var starts: [String: Int] = [:]
     var socket: String { "\(dir)/run/coinmechd.sock" }
 
-    init(name: String, site: String, kind: Kind, root: String, bin: String, brokerPort: Int, seed: UInt64) throws {
+    init(name: String, site: String, kind: Kind, root: String, bin: String, broker: MosquittoBroker, seed: UInt64) throws {
         self.name = name
         self.site = site
         self.kind = kind
@@ -56,7 +56,7 @@ final class ChaosCabinet {
             socket: {path: \(socket)}
             state_dir: \(dir)/bridge
             metrics: {listen: off}
-            mqtt: {host: 127.0.0.1, port: \(brokerPort), keepalive_s: 5}
+            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, \(broker.tlsSetting)}
             delivery: {window: 128, ack_timeout_s: 3}
             status: {refresh_s: 5}
             """.write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)
