@@ -16,12 +16,15 @@ public final class Bridge: Sendable {
 
     public let configuration: BridgeConfiguration
     let log: @Sendable (Level, String) -> Void
+    /// `/metrics`, served by its owner (the service group) and fed at each poll here.
+    let metrics: MetricsServer?
     private let stopping = Atomic<Bool>(false)
 
     public enum Level: Sendable { case info, notice, warning, error }
 
-    public init(configuration: BridgeConfiguration, log: @escaping @Sendable (Level, String) -> Void) {
+    public init(configuration: BridgeConfiguration, metrics: MetricsServer? = nil, log: @escaping @Sendable (Level, String) -> Void) {
         self.configuration = configuration
+        self.metrics = metrics
         self.log = log
     }
 
@@ -63,16 +66,6 @@ public final class Bridge: Sendable {
                 log(.warning, "\(key) \(path) is readable by others (mode \(String(mode, radix: 8))): make it readable by the bridge's user alone (chmod 600)")
             }
         }
-        // /metrics first: a port it cannot have stops the bridge before it says `online`.
-        let metrics: MetricsServer?
-        if let listen = c.metricsListen {
-            let server = try MetricsServer(host: listen.host, port: listen.port)
-            log(.notice, "serving /metrics on \(server.address)")
-            metrics = server
-        } else {
-            metrics = nil
-        }
-        defer { metrics?.stop() }
         link.start()
         log(.notice, "publishing cabinet \(c.cabinet) of site \(c.site) to \(c.mqtt.host):\(c.mqtt.port) under \(c.mqtt.prefix); cursor \(saved)")
         var connected = false

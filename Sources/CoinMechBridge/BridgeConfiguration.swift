@@ -20,6 +20,9 @@ public struct BridgeConfiguration: Sendable {
     public var commands = Commands()
     /// `/metrics` on this host and port; nil: not served (`metrics.listen: off`).
     public var metricsListen: (host: String, port: Int)? = ("127.0.0.1", 9786)
+    /// A `/metrics` connection idle this long is closed; at most `metricsMaxConnections` at once.
+    public var metricsIdleTimeout = 30.0
+    public var metricsMaxConnections = 16
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
@@ -133,7 +136,9 @@ public struct BridgeConfiguration: Sendable {
             if let timeout = try commands.double("answer_timeout_s", in: 1...3600) { configuration.commands.answerTimeoutSeconds = timeout }
         }
         if let metrics = try table.table("metrics") {
-            try metrics.rejectUnknownKeys(["listen"])
+            try metrics.rejectUnknownKeys(["listen", "idle_timeout_s", "max_connections"])
+            if let idle = try metrics.double("idle_timeout_s", in: 0.5...3600) { configuration.metricsIdleTimeout = idle }
+            if let connections = try metrics.int("max_connections", in: 1...1024) { configuration.metricsMaxConnections = connections }
             switch try metrics.listen("listen", example: "127.0.0.1:9786, [::1]:9786") {
             case .off?: configuration.metricsListen = nil
             case .address(let host, let port)?: configuration.metricsListen = (host, port)
