@@ -89,7 +89,7 @@ public enum FleetMessage: Sendable, Equatable {
             case valueRange = "value_range"
             /// Larger than `ingest.max_message_bytes`.
             case tooLarge = "too_large"
-            /// A seq further above the cabinet's contiguous one than `ingest.max_ahead`.
+            /// A seq further above the cabinet's contiguous one than `FleetLimits.maxAhead`.
             case ahead
             /// A reply to a command this fleet did not send, or missing ranges it did not ask about.
             case forgedReply = "forged_reply"
