@@ -14,7 +14,7 @@ func plugin(_ product: String, target: String, path: String, swift: Bool = true,
 
 let plugins = [
     plugin("coin", target: "CoinPlugin", path: "plugins/coin"),
-    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table", extra: ["CoinFacts", "CoinMechCalibration"]),
+    plugin("coin-table", target: "CoinTablePlugin", path: "plugins/coin-table", extra: ["CoinFacts", "CoinMechCalibration", "CoinMechEddyCurrent"]),
     plugin("sanity", target: "SanityPlugin", path: "plugins/sanity"),
     plugin("repeat-guard", target: "RepeatGuardPlugin", path: "plugins/repeat-guard"),
     plugin("weight-floor", target: "WeightFloorPlugin", path: "plugins/weight-floor", swift: false),
@@ -37,6 +37,8 @@ let package = Package(
         .executable(name: "coinmech-crash", targets: ["CoinMechCrash"]),
         .executable(name: "coinmech-bridge-chaos", targets: ["CoinMechBridgeChaos"]),
         .executable(name: "coinmech-fuzz", targets: ["CoinMechFuzz"]),
+        .executable(name: "coinmech-soak", targets: ["CoinMechSoak"]),
+        .executable(name: "coinmech-fuzz-fleet", targets: ["CoinMechFuzzFleet"]),
         .executable(name: "coinmech-plugin-host", targets: ["CoinMechPluginHost"]),
         .executable(name: "coinmech-pluginval", targets: ["CoinMechPluginval"]),
     ] + plugins.map(\.0),
@@ -53,12 +55,17 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
+        // Complex numbers for the eddy-current sensor's physics (the alloy axis).
+        .package(url: "https://github.com/apple/swift-numerics", from: "1.0.0"),
     ],
     targets: [
         // The host/plugin contract: one C header.
         .target(name: "CoinMechPluginABI"),
-        // Mint figures for USD, EUR and GBP coins.
+        // Mint figures for USD, EUR and GBP coins: sizes, values, compositions; the metals' constants.
         .target(name: "CoinFacts"),
+        // How an eddy-current coil sees a coin: skin depth, a layered coin's surface impedance,
+        // apparent conductivity and permeability (the alloy axis), from the materials and layers.
+        .target(name: "CoinMechEddyCurrent", dependencies: ["CoinFacts", .product(name: "Numerics", package: "swift-numerics")]),
         // libcrypto's SHA-256 for content-addressed plugin copies.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The vocabulary: instants, mech events and readings, line errors, the credit rule, the
@@ -233,7 +240,7 @@ let package = Package(
         .target(name: "CoinMechPluginKit", dependencies: ["CoinMechPluginABI"]),
 
         // The coin-mech simulator: scenarios, pseudo-terminal device, ground truth, traces.
-        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinFacts", "CoinMechSerial", "CoinMechCCTalk", "CoinMechMDB", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
+        .target(name: "CoinSimCore", dependencies: ["CoinMechModel", "CoinMechSupport", "CoinFacts", "CoinMechEddyCurrent", "CoinMechSerial", "CoinMechCCTalk", "CoinMechMDB", "CoinMechSettings", "CoinMechGPIO", "CLinux"], path: "Simulators/CoinSimCore"),
         .executableTarget(
             name: "CoinSim",
             dependencies: ["CoinSimCore", "CoinMechSettings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -247,7 +254,7 @@ let package = Package(
             name: "CoinMechBench",
             dependencies: [
                 "CoinMechPlugins", "CoinFacts", "AllocationCounter", "CoinSimCore", "CoinMechPluginKit", "CoinMechCalibration", "CoinMechHarness",
-                "CoinMechModel", "CoinMechLedger", "CoinMechClient", "CoinMechMQTT", "CoinMechProtocol", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechModel", "CoinMechLedger", "CoinMechClient", "CoinMechMQTT", "CoinMechProtocol", "CoinMechEddyCurrent", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/CoinMechBench"
@@ -260,6 +267,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/CrashSuite"
+        ),
+        // `make soak`: a million coins with reloads, clients, a bridge and kills; the figures and the audit.
+        .executableTarget(
+            name: "CoinMechSoak",
+            dependencies: [
+                "CoinMechAudit", "CoinMechClient", "CoinMechHarness", "CoinMechLedger", "CoinMechProtocol", "CoinSimCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/Soak"
         ),
         // `make test-bridge`: the bridge, the broker, the daemon and a consumer killed at random
         // while coins flow; then the consumer's store against the ledger, seq by seq.
@@ -282,14 +298,20 @@ let package = Package(
             ],
             path: "Tests/FleetChaos"
         ),
-        // The fuzz targets (serial frames, socket requests, configuration, scenarios, MDB adapter lines) and their
-        // driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
+        // The fuzz targets (serial frames, socket requests, configuration, scenarios, MDB adapter lines, ccTalk lines,
+        // the decision journal) and their driver: a libFuzzer binary when built by `make fuzz-build`, a corpus replayer otherwise.
         .target(
             name: "CoinMechFuzzTargets",
-            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechConfiguration", "CoinSimCore", "CoinMechMDB"],
+            dependencies: ["CoinMechModel", "CoinMechSerial", "CoinMechProtocol", "CoinMechSettings", "CoinMechConfiguration", "CoinSimCore", "CoinMechMDB",
+                           "CoinMechCCTalk", "CoinMechLedger"],
             path: "Fuzz/Targets"
         ),
-        .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets"], path: "Fuzz/Driver"),
+        .target(name: "CoinMechFuzzDriver", path: "Fuzz/DriverKit"),
+        .executableTarget(name: "CoinMechFuzz", dependencies: ["CoinMechFuzzTargets", "CoinMechFuzzDriver"], path: "Fuzz/Driver"),
+        // The fleet's MQTT payloads (the bridge's commands, the fleet's cabinet messages): a binary
+        // of their own, as the bridge and the fleet bring SwiftNIO and PostgresNIO (`make fuzz-fleet`).
+        .target(name: "CoinMechFleetFuzzTargets", dependencies: ["CoinMechBridge", "CoinMechFleet", "CoinMechProtocol"], path: "Fuzz/FleetTargets"),
+        .executableTarget(name: "CoinMechFuzzFleet", dependencies: ["CoinMechFleetFuzzTargets", "CoinMechFuzzDriver"], path: "Fuzz/FleetDriver"),
         // What runs coinmechd against coinsim, for the tests, the crash suite and the benches:
         // real child processes (clean signal mask, killed with the process that started them,
         // reaped on every path), the fixture chains, spelled once, and threads' wake-ups from /proc.
@@ -313,9 +335,9 @@ let package = Package(
             name: "CoinMechUnitTests",
             dependencies: [
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
-                "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings",
+                "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings", "CoinMechEddyCurrent",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechFleetFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),

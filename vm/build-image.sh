@@ -53,6 +53,12 @@ install -m 0644 "$VM/guest/coinmech-vm-test.service" "$ROOT_DIR/etc/systemd/syst
 install -d "$ROOT_DIR/usr/local/lib/coinmech-vm/hostile"
 cc -shared -fPIC -O1 -I"$ROOT/Sources/CoinMechPluginABI/include" "$ROOT/Tests/Fixtures/plugins/hostile.c" \
     -o "$ROOT_DIR/usr/local/lib/coinmech-vm/hostile/libhostile.so" || die "cc could not build the hostile test plugin"
+# And with escapes compiled into its constructor and its entry point, which run before the host
+# calls anything of it (hostile-early.yaml).
+for early in "ctor:constructor:fork" "entry:entry:setown"; do
+    cc -shared -fPIC -O1 -I"$ROOT/Sources/CoinMechPluginABI/include" "$ROOT/Tests/Fixtures/plugins/hostile.c" -DHOSTILE_EARLY="\"${early#*:}\"" \
+        -o "$ROOT_DIR/usr/local/lib/coinmech-vm/hostile/libhostile-${early%%:*}.so" || die "cc could not build the hostile test plugin ($early)"
+done
 systemctl --root="$ROOT_DIR" enable coinmech-vm-test.service > /dev/null 2>&1
 
 # Every library the installed programs need must resolve inside the guest.

@@ -1,4 +1,6 @@
+import CoinMechCCTalk
 import CoinMechConfiguration
+import CoinMechLedger
 import CoinMechMDB
 import CoinMechModel
 import CoinMechProtocol
@@ -23,6 +25,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// `MDBAdapterLineParser`, then every changer reply parser on each line's data: what an
     /// MDB adapter (and the changer behind it) sends.
     case mdb
+    /// `CCTalkParser`, then every request's reply reader on each frame: what a ccTalk acceptor
+    /// or hopper sends.
+    case cctalk
+    /// `DecisionJournal`'s reader: what a crash, a power cut or a damaged disk can leave in
+    /// `decisions.journal`, read at every start before anything else.
+    case journal
 
     /// Runs one input; returns whether it was valid (a sentence decoded, a request or a
     /// configuration or a scenario accepted), so the tests can check the seeds still are.
@@ -34,6 +42,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .config: Self.config(bytes)
         case .scenario: Self.scenario(bytes)
         case .mdb: Self.mdb(bytes)
+        case .cctalk: Self.cctalk(bytes)
+        case .journal: Self.journal(bytes)
         }
     }
 
@@ -44,7 +54,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// The stream parsed whole and in pieces gives the same sentences and errors (a `read`
     /// may return any split); the counts add up; every sentence re-encodes to one that parses
-    /// back to itself (when it fits in a sentence).
+    /// back to itself (when it fits in a sentence); a reading's alloy figures are measurements
+    /// or a fault naming the field.
     static func frame(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var whole = FrameParser()
         var wholeEvents: [FrameEvent] = []
@@ -66,6 +77,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 if case .overlong(let count) = error { precondition(count >= SerialFrame.maximumLength, "overlong below the limit: \(count)") }
             case .frame(let frame):
                 frames += 1
+                if case .reading(let reading) = frame {
+                    // The alloy axis: a figure is a measurement or the reading carries a fault
+                    // naming its field, never both, and nothing no metal gives gets through.
+                    precondition(reading.alloy == nil || reading.alloyFault == nil, "a reading with both an alloy axis and a fault")
+                    if let alloy = reading.alloy {
+                        precondition(AlloySignature.iacsRange.contains(alloy.lowIACS) && AlloySignature.iacsRange.contains(alloy.highIACS),
+                                     "conductivity beyond every metal got through: \(alloy)")
+                        precondition(alloy.permeability.map { $0 > 0 && $0 <= AlloySignature.permeabilityLimit } ?? true,
+                                     "permeability beyond every material got through: \(alloy)")
+                    }
+                }
                 // CR is optional on input and a reading's figures are re-printed with three
                 // decimals, so the sentence may grow; one that still fits must read back.
                 let encoded = frame.bytes
@@ -155,6 +177,65 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             }
         }
         return valid
+    }
+
+    // MARK: ccTalk lines
+
+    /// Every request a host sends, for reading each frame as its reply.
+    static let ccTalkRequests: [CCTalkRequest] = [
+        .simplePoll, .equipmentCategory, .manufacturer, .productCode, .serialNumber, .softwareRevision, .commsRevision,
+        .coinID(position: 1), .setInhibits(enabled: CoinPositionMask(bytes: 0xFF, 0xFF)), .readInhibits, .setMasterInhibit(accepting: true),
+        .readMasterInhibit, .selfCheck, .optoStates, .reset, .pollingPriority, .readBufferedCredit, .enableHopper(true), .testHopper,
+        .hopperStatus, .dispenseHopperCoins(count: 1, serialNumber: 0x123456), .hopperCoin, .emergencyStop,
+    ]
+
+    /// The first byte picks the checksum; the rest is the line. Parsed whole and split where a
+    /// `read` might, the frames and errors are the same; every frame encodes back to bytes that
+    /// parse as itself; read as the reply to every request, it is an answer or a typed error.
+    static func cctalk(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let first = bytes.first else { return false }
+        let checksum: CCTalkChecksum = first & 1 == 0 ? .simple : .crc16
+        let line = UnsafeRawBufferPointer(rebasing: bytes[1...])
+        let destinations: Set<UInt8> = [CCTalkFrame.hostAddress, CCTalkFrame.coinAcceptorAddress, CCTalkFrame.broadcastAddress]
+        var whole = CCTalkParser(checksum: checksum, destinations: destinations)
+        var wholeEvents: [CCTalkParser.Event] = []
+        whole.feed(line, at: 0) { wholeEvents.append($0) }
+        var split = CCTalkParser(checksum: checksum, destinations: destinations)
+        var splitEvents: [CCTalkParser.Event] = []
+        inReads(line) { chunk in split.feed(chunk, at: 0) { splitEvents.append($0) } }
+        precondition(wholeEvents.filter(\.isFrame) == splitEvents.filter(\.isFrame), "ccTalk frames depend on how the stream is split")
+        var frames = 0
+        for case .frame(let frame) in wholeEvents {
+            frames += 1
+            precondition(frame.data.count <= CCTalkFrame.maximumData, "a frame longer than ccTalk allows")
+            var again = CCTalkParser(checksum: checksum, destinations: destinations)
+            var parsed: [CCTalkFrame] = []
+            again.feed(frame.encoded(checksum), at: 0) { if case .frame(let back) = $0 { parsed.append(back) } }
+            precondition(parsed.count == 1 && parsed[0].header == frame.header && parsed[0].data == frame.data, "\(frame) does not parse back")
+            for request in ccTalkRequests { _ = try? request.answer(frame) }
+        }
+        return frames > 0
+    }
+
+    // MARK: The decision journal
+
+    /// Any bytes as a journal file: read without crashing, or refused as damage that is not a
+    /// crash's (a typed error). What it reads back is lines numbered on from one; each record
+    /// written again as a line reads back as itself.
+    static func journal(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let read: (records: [DecisionRecord], tornBytes: Int)
+        do throws(LedgerError) {
+            read = try DecisionJournal.read(Array(bytes))
+        } catch {
+            return false
+        }
+        precondition(read.tornBytes <= bytes.count, "more torn bytes than the file has")
+        for (index, record) in read.records.enumerated() {
+            guard let line = DecisionJournal.line(record, number: UInt64(index + 1), batch: 1) else { continue }
+            let back = try? DecisionJournal.read(line)
+            precondition(back?.records == [record] && back?.tornBytes == 0, "a journalled record does not read back as itself: \(record)")
+        }
+        return !read.records.isEmpty
     }
 
     // MARK: Socket requests
@@ -266,5 +347,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             precondition(gap > 0, "a gap of \(gap) s between insertions")
         }
         return true
+    }
+}
+
+extension CCTalkParser.Event {
+    var isFrame: Bool {
+        if case .frame = self { return true }
+        return false
     }
 }

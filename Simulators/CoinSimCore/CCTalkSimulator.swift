@@ -194,7 +194,7 @@ public final class CCTalkSimulator {
             let id = (1...999).contains(spec.valueMinor) ? CoinID.standard(currency: spec.currency, valueMinor: spec.valueMinor) : nil
             item = id.flatMap { positions[$0] }.map { .coin(position: $0) } ?? .unknown
         case .slug: item = .slug
-        case .washer, .foreign: item = .unknown
+        case .washer, .foreign, .fraud: item = .unknown
         }
         let selfInhibited = acceptor.isSelfInhibited(at: now)
         let outcome = acceptor.insert(item, at: now)

@@ -168,7 +168,7 @@ public final class MDBSimulator {
         case .slug:
             changer.insertSlug()
             truth.outcomes.slugs += 1
-        case .washer, .foreign:
+        case .washer, .foreign, .fraud:
             fate = changer.insert(type: nil)
         }
         let kept = fate != .rejected

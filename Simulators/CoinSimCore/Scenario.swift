@@ -39,6 +39,12 @@ public struct Scenario: Sendable {
     public var washerFraction = 0.0
     public var foreignFraction = 0.0
     public var foreignCurrency = "EUR"
+    /// Known foreign twins of the currency's coins (`WorldCoins.twins`): the 10 baht for the €2 …
+    public var twinFraction = 0.0
+    /// Frauds made to pass for the currency's coins, by kind (`FraudItem.Attack`).
+    public var fraudFractions: [FraudItem.Attack: Double] = [:]
+    /// The mech's eddy-current sensor (the `alloy` block); nil: it measures no alloy axis.
+    public var alloy: AlloySensorSettings?
     public var burst: Burst?
     public var faults = Faults()
     /// How the simulated mech's firmware speaks: line speed, confirmations, its clock, its boot.
@@ -112,7 +118,7 @@ public struct Scenario: Sendable {
 
     public static let topKeys: Set<String> = [
         "name", "seed", "coins", "rate_per_s", "deadline_ms", "thickness", "currency", "mix", "noise", "others",
-        "bursts", "faults", "baud", "firmware", "mech", "cctalk", "mdb",
+        "bursts", "faults", "baud", "firmware", "mech", "cctalk", "mdb", "alloy",
     ]
 
     /// Reads a scenario file; errors name the file, the line and the key.
@@ -157,15 +163,22 @@ public struct Scenario: Sendable {
             s.thicknessNoise = try parseNoise(noise, "thickness") ?? s.thicknessNoise
         }
         if let others = try table.table("others") {
-            try others.rejectUnknownKeys(["slug", "washer", "foreign", "foreign_currency"])
+            try others.rejectUnknownKeys(Set(["slug", "washer", "foreign", "foreign_currency", "twin"] + FraudItem.Attack.allCases.map(\.rawValue)))
             s.slugFraction = try fraction(others, "slug") ?? 0
             s.washerFraction = try fraction(others, "washer") ?? 0
             s.foreignFraction = try fraction(others, "foreign") ?? 0
-            s.foreignCurrency = (try others.string("foreign_currency") ?? s.foreignCurrency).uppercased()
-            guard CoinTables.table(for: s.foreignCurrency) != nil, s.foreignCurrency != s.currency else {
+            s.twinFraction = try fraction(others, "twin") ?? 0
+            for attack in FraudItem.Attack.allCases {
+                if let share = try fraction(others, attack.rawValue) { s.fraudFractions[attack] = share }
+            }
+            let named = try others.string("foreign_currency")
+            s.foreignCurrency = (named ?? s.foreignCurrency).uppercased()
+            // Only a scenario that feeds foreign coins, or names their currency, needs one other
+            // than its own (a EUR scenario of slugs alone keeps the default, EUR, unused).
+            guard named == nil && s.foreignFraction == 0 || CoinTables.table(for: s.foreignCurrency) != nil && s.foreignCurrency != s.currency else {
                 throw others.error("foreign_currency", "must be a known currency other than \(s.currency)")
             }
-            guard s.slugFraction + s.washerFraction + s.foreignFraction <= 1 else {
+            guard s.slugFraction + s.washerFraction + s.foreignFraction + s.twinFraction + s.fraudFractions.values.reduce(0, +) <= 1 else {
                 throw table.error("others", "fractions add up to more than 1")
             }
         }
@@ -235,6 +248,9 @@ public struct Scenario: Sendable {
         }
         if let mdb = try table.table("mdb") {
             s.mdb = try MDBScenario.parse(mdb)
+        }
+        if let alloy = try table.table("alloy") {
+            s.alloy = try AlloySensorSettings.parse(alloy)
         }
         return s
     }

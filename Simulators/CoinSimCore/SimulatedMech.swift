@@ -256,6 +256,7 @@ public struct SimulatedMech: Sendable {
             case .hello where firmware.confirmations:
                 truth.mech.hellos += 1
                 send(SerialFrame.status(.session, detail: "\(boot)").bytes)
+                announceAlloy()
             default:
                 truth.protocolErrors.unexpectedSentences += 1
             }
@@ -303,6 +304,7 @@ public struct SimulatedMech: Sendable {
             // After the settle time, so a host that flushes its input on open still hears it.
             announcePowerUp = false
             send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
+            announceAlloy()
         }
         switch script {
         case .scenario(let scenario, var generator):
@@ -379,7 +381,8 @@ public struct SimulatedMech: Sendable {
             send(junk)
         }
         let seq = devseq + 1
-        let reading = SensorReading(deviceSeq: seq, diameterMM: insertion.diameterMM, weightG: insertion.weightG, thicknessMM: insertion.thicknessMM)
+        let reading = SensorReading(deviceSeq: seq, diameterMM: insertion.diameterMM, weightG: insertion.weightG, thicknessMM: insertion.thicknessMM,
+                                    alloy: insertion.alloy)
         let sentence = SerialFrame.reading(reading).bytes
         if generator.chance(faults.badChecksum) {
             devseq = seq
@@ -415,6 +418,13 @@ public struct SimulatedMech: Sendable {
             }
         }
         return false
+    }
+
+    /// A mech with an eddy-current sensor names its two frequencies after it powers up and when
+    /// the host says hello (`$CMS,ALLOY,<low_hz>/<high_hz>`).
+    private mutating func announceAlloy() {
+        guard case .scenario(let scenario, _) = script, let alloy = scenario.alloy else { return }
+        send(SerialFrame.status(.alloy, detail: "\(Int(alloy.sensor.lowHz))/\(Int(alloy.sensor.highHz))").bytes)
     }
 
     /// Queues a reading, stamped with the mech's clock at the moment its last byte leaves.
@@ -661,13 +671,17 @@ public struct SimulatedMech: Sendable {
         boot += 1
         truth.mech.boots.append(boot)
         devseq = 0
-        if announce { send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes) }
+        if announce {
+            send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
+            announceAlloy()
+        }
     }
 
     private mutating func powerBackOn() {
         poweredOffUntil = nil
         lineFreeAt = max(lineFreeAt, now)
         send(SerialFrame.status(.powerUp, detail: firmware.confirmations ? "\(boot)" : nil).bytes)
+        announceAlloy()
     }
 
     private mutating func expireDeadlines() {

@@ -29,7 +29,8 @@ int cm_sandbox_limit(const cm_sandbox_limits *limits, const char **failed) {
         const char *name;
     } wanted[] = {{RLIMIT_AS, limits->address_space, "RLIMIT_AS"},
                   {RLIMIT_NOFILE, limits->open_files, "RLIMIT_NOFILE"},
-                  {RLIMIT_NPROC, limits->processes, "RLIMIT_NPROC"}};
+                  {RLIMIT_NPROC, limits->processes, "RLIMIT_NPROC"},
+                  {RLIMIT_CPU, limits->cpu_seconds, "RLIMIT_CPU"}};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
         if (wanted[i].value == 0) continue;
         struct rlimit limit = {wanted[i].value, wanted[i].value};
@@ -127,10 +128,11 @@ static void on_forbidden_call(int signal, siginfo_t *info, void *context) {
     syscall(SYS_exit_group, 128 + SIGSYS);
 }
 
-/* What a plugin host does once its plugin is loaded: its channel, memory, threads, clocks,
-   signals to itself, and looking at files Landlock already limits. */
+/* What a plugin host does from the moment it maps its plugin: reading and mapping the file and
+   the libraries it needs (Landlock says which), its channel, memory, threads, clocks, signals
+   to itself, and looking at files Landlock already limits. */
 static const char *const allowed_calls[] = {
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "close", "lseek", "fcntl", "dup", "dup2", "dup3",
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "close", "lseek", "dup", "dup2", "dup3",
     "fstat", "newfstatat", "statx", "stat", "lstat", "access", "faccessat", "faccessat2", "readlink", "readlinkat",
     "getcwd", "getdents64", "open", "openat", "recvmsg", "recvfrom", "sendmsg", "sendto", "poll", "ppoll",
     "mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "mlock", "munlock",
@@ -179,8 +181,17 @@ int cm_sandbox_seccomp(int report_fd, uint32_t report_kind, const char **failed)
         {SCMP_ACT_ALLOW, "tgkill", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)self)},
         {SCMP_ACT_ALLOW, "kill", SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)self)},
         {SCMP_ACT_ALLOW, "rt_sigaction", SCMP_A0(SCMP_CMP_NE, SIGSYS)},
-        /* stdio asks whether its output is a terminal; it is a pipe. */
+        /* stdio asks whether its output is a terminal; it is a pipe. (Not FIOASYNC or FIOSETOWN:
+           they would have the kernel signal the daemon.) */
         {SCMP_ACT_ALLOW, "ioctl", SCMP_A1(SCMP_CMP_EQ, TCGETS)},
+        /* Descriptor flags and copies; status flags without O_ASYNC. Not F_SETOWN(_EX) or
+           F_SETSIG (a signal to any process on the next byte of its channel), F_SETLEASE or
+           F_NOTIFY (signals too), nor locks or seals: a plugin has no file to lock. */
+        {SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_DUPFD)},
+        {SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_DUPFD_CLOEXEC)},
+        {SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_GETFD)},
+        {SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_SETFD)},
+        {SCMP_ACT_ALLOW, "fcntl", SCMP_A1(SCMP_CMP_EQ, F_GETFL)},
         /* Naming threads; reading limits, not raising them. */
         {SCMP_ACT_ALLOW, "prctl", SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME)},
         {SCMP_ACT_ALLOW, "prctl", SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME)},
@@ -189,6 +200,12 @@ int cm_sandbox_seccomp(int report_fd, uint32_t report_kind, const char **failed)
     for (size_t i = 0; i < sizeof conditional / sizeof conditional[0] && result == 0; i++) {
         result = add(filter, conditional[i].action, conditional[i].name, 1, &conditional[i].condition);
         if (result != 0) *failed = conditional[i].name;
+    }
+    /* F_SETFL, as long as it does not ask for O_ASYNC (SIGIO to the channel's owner). */
+    const struct scmp_arg_cmp set_flags[] = {SCMP_A1(SCMP_CMP_EQ, F_SETFL), SCMP_A2(SCMP_CMP_MASKED_EQ, O_ASYNC, 0)};
+    if (result == 0) {
+        result = add(filter, SCMP_ACT_ALLOW, "fcntl", 2, set_flags);
+        if (result != 0) *failed = "fcntl(F_SETFL)";
     }
     if (result == 0) {
         result = seccomp_load(filter);

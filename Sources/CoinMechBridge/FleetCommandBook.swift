@@ -62,7 +62,10 @@ public struct FleetCommandBook: Sendable {
             return refuse("bad_request", "deadline is required: seconds since 1970 after which the command must not start", until: unknownUntil)
         }
         guard deadline <= now + maxAhead else {
-            return refuse("bad_request", "deadline \(deadline) is \(Int(deadline - now)) s ahead of the cabinet's clock, more than \(Int(maxAhead)) s: check the fleet's and the cabinet's clocks", until: unknownUntil)
+            // A deadline far enough ahead (1e22) is past Int: converting it stopped the bridge on
+            // one command (coinmech-fuzz-fleet bridge). Whole seconds when they fit.
+            let ahead = (deadline - now).rounded()
+            return refuse("bad_request", "deadline \(deadline) is \(Int(exactly: ahead).map(String.init) ?? "\(ahead)") s ahead of the cabinet's clock, more than \(Int(maxAhead)) s: check the fleet's and the cabinet's clocks", until: unknownUntil)
         }
         let args = fields["args"]?.object ?? [:]
         if let given = fields["args"], given != .null, given.object == nil {

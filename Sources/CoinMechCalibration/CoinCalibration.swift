@@ -9,7 +9,9 @@ import Foundation
 ///     {"format": 1, "currency": "EUR", "mech": "front",
 ///      "denominations": {"EUR_50c": {"samples": 40,
 ///          "diameter": {"mean": 24.31, "sigma": 0.071}, "weight": {"mean": 7.93, "sigma": 0.16},
-///          "thickness": {"mean": 2.45, "sigma": 0.05}}}}
+///          "thickness": {"mean": 2.45, "sigma": 0.05},
+///          "alloy": [{"samples": 40, "conductivity_low": {"mean": 13.1, "sigma": 0.21},
+///                     "conductivity_high": {"mean": 13.0, "sigma": 0.2}, "log_permeability": {"mean": 0.0, "sigma": 0.01}}]}}}
 public struct CoinCalibration: Sendable, Hashable, Codable {
     /// The format this code reads and writes.
     public static let currentFormat = 1
@@ -38,12 +40,16 @@ public struct CoinCalibration: Sendable, Hashable, Codable {
         public var weight: CoinSpread.Axis
         /// Nil when the mech measures no thickness.
         public var thickness: CoinSpread.Axis?
+        /// The alloy axis, one window per composition the sample coins showed; nil when the mech
+        /// measures none (and in files written before it).
+        public var alloy: [TaughtAlloy]?
 
-        public init(samples: Int, diameter: CoinSpread.Axis, weight: CoinSpread.Axis, thickness: CoinSpread.Axis?) {
+        public init(samples: Int, diameter: CoinSpread.Axis, weight: CoinSpread.Axis, thickness: CoinSpread.Axis?, alloy: [TaughtAlloy]? = nil) {
             self.samples = samples
             self.diameter = diameter
             self.weight = weight
             self.thickness = thickness
+            self.alloy = alloy
         }
 
         public var spread: CoinSpread { CoinSpread(diameter: diameter, weight: weight, thickness: thickness) }

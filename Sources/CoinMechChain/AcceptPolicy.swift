@@ -38,8 +38,14 @@ public struct AcceptPolicy: Sendable, Equatable {
         }
     }
 
-    /// The checks with no configured currency: every coin of USD, EUR and GBP, by its mint code.
+    /// Every coin of USD, EUR and GBP, by its mint code: what tools check plugins against. (A
+    /// cabinet with no configured currency takes what its chain's links declare instead.)
     public static let standard = AcceptPolicy(coins: .allMint)
+
+    /// These coins and the mint coins of `currencies` (none for a currency without mint figures).
+    public func adding(currencies: [String]) -> AcceptPolicy {
+        AcceptPolicy(coins: CabinetCoins(coins: currencies.flatMap { CabinetCoins.mint($0) ?? [] } + coins.coins))
+    }
 
     /// Whether `decision` (a well-formed ACCEPT) may be credited. Allocates nothing and hashes
     /// nothing: it runs on every accept of the deciding path.

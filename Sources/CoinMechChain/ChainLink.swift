@@ -38,6 +38,7 @@ public struct LinkOrigin: Sendable, Hashable, Codable {
         var names: [String] = []
         if readingKinds & COINMECH_KINDS_MEASURED != 0 { names.append("measured") }
         if readingKinds & COINMECH_KINDS_COIN_ID != 0 { names.append("coin_id") }
+        if readingKinds & COINMECH_KINDS_ALLOY != 0 { names.append("alloy") }
         return names
     }
 }

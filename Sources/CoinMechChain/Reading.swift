@@ -18,7 +18,7 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
 
     public init(
         deviceSeq: UInt64, timestampNanoseconds: UInt64 = 0, diameterMM: Double? = nil, weightG: Double? = nil,
-        thicknessMM: Double? = nil, channel: UInt32? = nil, source: String = "test"
+        thicknessMM: Double? = nil, channel: UInt32? = nil, alloy: Alloy? = nil, source: String = "test"
     ) {
         raw = coinmech_reading()
         raw.size = UInt32(MemoryLayout<coinmech_reading>.size)
@@ -29,6 +29,21 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
         self.weightG = weightG
         self.thicknessMM = thicknessMM
         self.channel = channel
+        self.alloy = alloy
+    }
+
+    /// The alloy axis as the ABI carries it (ABI 2.1): apparent conductivity at the mech's low
+    /// and high frequency (% IACS), and its apparent permeability where it measures one.
+    public struct Alloy: Sendable, Hashable {
+        public var lowIACS: Double
+        public var highIACS: Double
+        public var permeability: Double?
+
+        public init(lowIACS: Double, highIACS: Double, permeability: Double? = nil) {
+            self.lowIACS = lowIACS
+            self.highIACS = highIACS
+            self.permeability = permeability
+        }
     }
 
     /// A coin acceptor's own classification (`COINMECH_READING_COIN_ID`): coin position, the
@@ -109,6 +124,29 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
         set { set(COINMECH_READING_HAS_CHANNEL, newValue, \.channel) }
     }
 
+    /// The alloy axis, when the mech measured it.
+    public var alloy: Alloy? {
+        get {
+            guard has(COINMECH_READING_HAS_ALLOY) else { return nil }
+            return Alloy(lowIACS: raw.conductivity_low_iacs, highIACS: raw.conductivity_high_iacs,
+                         permeability: has(COINMECH_READING_HAS_PERMEABILITY) ? raw.permeability : nil)
+        }
+        set {
+            set(COINMECH_READING_HAS_ALLOY, newValue?.lowIACS, \.conductivity_low_iacs)
+            set(COINMECH_READING_HAS_ALLOY, newValue?.highIACS, \.conductivity_high_iacs)
+            set(COINMECH_READING_HAS_PERMEABILITY, newValue?.permeability, \.permeability)
+        }
+    }
+
+    /// The same reading as a host of ABI 2.0 builds it: its struct ends before the alloy axis
+    /// (for testing that a plugin reads no further than the size it is given).
+    public var asABI20: Reading {
+        var older = self
+        older.alloy = nil
+        older.raw.size = UInt32(MemoryLayout<coinmech_reading>.offset(of: \.conductivity_low_iacs)!)
+        return older
+    }
+
     private func has(_ flag: Int) -> Bool { raw.flags & UInt32(flag) != 0 }
 
     private mutating func set<T: Numeric>(_ flag: Int, _ value: T?, _ field: WritableKeyPath<coinmech_reading, T>) {
@@ -125,7 +163,7 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
         a.sourceName == b.sourceName && a.deviceSeq == b.deviceSeq && a.timestampNanoseconds == b.timestampNanoseconds
             && a.diameterMM == b.diameterMM && a.weightG == b.weightG && a.thicknessMM == b.thicknessMM && a.channel == b.channel
             && a.raw.kind == b.raw.kind && a.coinID == b.coinID && a.raw.coin_position == b.raw.coin_position
-            && a.raw.sorter_path == b.raw.sorter_path
+            && a.raw.sorter_path == b.raw.sorter_path && a.alloy == b.alloy
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -136,6 +174,7 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(weightG)
         hasher.combine(thicknessMM)
         hasher.combine(channel)
+        hasher.combine(alloy)
     }
 
     public var description: String {
@@ -144,6 +183,10 @@ public struct Reading: Sendable, Hashable, CustomStringConvertible {
         if let weightG { parts.append("w=\(weightG)g") }
         if let thicknessMM { parts.append("t=\(thicknessMM)mm") }
         if let channel { parts.append("ch=\(channel)") }
+        if let alloy {
+            parts.append("σ=\(alloy.lowIACS)/\(alloy.highIACS)%IACS")
+            if let permeability = alloy.permeability { parts.append("μ=\(permeability)") }
+        }
         if let coinID { parts.append("coin=\(coinID)@\(raw.coin_position)") }
         return parts.joined(separator: " ")
     }

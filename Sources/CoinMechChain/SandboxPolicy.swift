@@ -28,14 +28,21 @@ public struct SandboxPolicy: Sendable, Hashable, Codable {
     /// Files or directories the plugin may read besides the libraries (a calibration file it
     /// reads in create): read-only, named by the operator (`readable:`).
     public var readable: [String]
+    /// `RLIMIT_CPU` of the host, in seconds of CPU over its life: the kernel kills it there, the
+    /// last bound should the daemon's CPU watch miss a plugin that burns a core slowly.
+    public var cpuSeconds: Int
 
     /// 512 MiB: a plugin host maps about 100 MiB (its runtime and the glibc arenas of its
     /// threads), and a plugin that needs more than a few hundred to classify a coin is broken.
     public static let defaultMemoryMiB = 512
+    /// An hour of CPU: a host answers a reading with some tens of microseconds of it, so a
+    /// healthy one reaches this after tens of millions of coins; one that spins, in an hour.
+    public static let defaultCPUSeconds = 3600
 
     public init(missing: Missing = .required, memoryMiB: Int = SandboxPolicy.defaultMemoryMiB, openFiles: Int = 32, processes: Int = 256,
-                readable: [String] = []) {
+                readable: [String] = [], cpuSeconds: Int = SandboxPolicy.defaultCPUSeconds) {
         self.missing = missing
+        self.cpuSeconds = cpuSeconds
         self.memoryMiB = memoryMiB
         self.openFiles = openFiles
         self.processes = processes

@@ -70,6 +70,10 @@ public final class CoinMechConnection {
             }
         }
         let greeting = try readMessage(timeout: timeout)
+        // A daemon at its connection limit answers with an error saying so, and closes.
+        if greeting["type"]?.string == "reply", greeting["ok"]?.bool == false {
+            throw .server(code: greeting["error"]?["code"]?.string ?? "?", message: greeting["error"]?["message"]?.string ?? "?")
+        }
         guard greeting["type"]?.string == "hello" else { throw .protocolViolation("expected hello, got \(greeting)") }
         hello = greeting
     }

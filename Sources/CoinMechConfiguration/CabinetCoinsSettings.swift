@@ -5,7 +5,7 @@ import CoinMechSettings
 /// plugin returns is checked against (docs/CONFIG.md, docs/PLUGINS.md).
 enum CabinetCoinsSettings {
     /// The cabinet's coins, and whether the currencies were configured (a cabinet that names
-    /// none takes the coins of every currency CoinMech has mint figures for, and is told so).
+    /// none takes its tokens here, and the currencies its chain's links declare: fail closed).
     static func parse(_ source: SettingsTable) throws(SettingsError) -> (coins: CabinetCoins, configured: Bool) {
         let currencies = try source.strings("currencies")
         if let currencies {
@@ -33,7 +33,7 @@ enum CabinetCoinsSettings {
             }
             tokens.append(Denomination(currency: currency, code: code, valueMinor: Int64(value)))
         }
-        guard let currencies else { return (CabinetCoins(coins: CabinetCoins.allMint.coins + tokens), false) }
+        guard let currencies else { return (CabinetCoins(coins: tokens), false) }
         var coins: [Denomination] = []
         for currency in currencies {
             if let minted = CabinetCoins.mint(currency) {

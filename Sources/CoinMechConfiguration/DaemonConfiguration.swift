@@ -22,6 +22,11 @@ public struct DaemonConfiguration: Sendable {
         public var controlGroups: [String]
         /// Events a subscriber may have waiting before it is disconnected with `overflow`.
         public var maxQueuedEvents: Int
+        /// Connections served at once (peers allowed control get a few more); one more is refused.
+        public var maxClients = 64
+        /// A connection that sends no request this long after it opened, or leaves its replies
+        /// unread this long while requests wait, is closed.
+        public var idleTimeoutSeconds = 60.0
     }
 
     /// A chain link with the lines it came from, so errors can point at them.
@@ -96,6 +101,7 @@ public struct DaemonConfiguration: Sendable {
     /// A chain build error as a settings error, pointing at the failing link's lines.
     public func settingsError(for error: ChainBuildError) -> SettingsError {
         let index = error.position - 1
+        if case .noCurrency = error.cause { return SettingsError(file: file, line: nil, key: "source.currencies", message: error.description) }
         guard chain.indices.contains(index) else { return SettingsError(file: file, line: nil, key: "chain", message: error.description) }
         let link = chain[index]
         switch error.cause {

@@ -58,8 +58,8 @@ public enum CoreOutput: Sendable, Equatable {
     /// for the disk: the journal holds them until a synced commit follows. Then step with
     /// `.committed` or `.commitFailed` before anything else. Always the last output of a step.
     case commitJournalled([LedgerEntry])
-    /// Every journalled decision is on the ledger: the journal may be emptied once a synced
-    /// commit has made them durable there.
+    /// Every journalled decision is on the ledger and a synced commit has made them durable
+    /// there: the journal may be emptied. It comes after that commit's answers.
     case trimJournal
     /// Tell the mech to keep or return the coin.
     case answer(deviceSeq: UInt64, accept: Bool)
@@ -147,6 +147,8 @@ public struct CoreCounters: Sendable, Equatable {
     public var unconfirmed: UInt64 = 0
     public var duplicates: UInt64 = 0
     public var protocolErrors: UInt64 = 0
+    /// Readings returned for alloy figures that cannot be measurements (`AlloyFault`).
+    public var badAlloy: UInt64 = 0
     /// Accepts withdrawn: too late for the mech's deadline.
     public var deadlineWithdrawn: UInt64 = 0
     public var lateAnswers: UInt64 = 0

@@ -110,6 +110,11 @@ public struct DecidingCore: Sendable {
     /// go first into the commit that ends the ledger's failure, and their accepts are pending
     /// from then (the mech is asked about them, as after a restart).
     private var journalOwed: [Batch] = []
+    /// Every journalled decision is on the ledger: the journal may be emptied once a synced
+    /// commit has made them durable there — after that commit's answers, never before them.
+    private var journalTrimDue = false
+    /// A journalled batch was committed without a sync since the last synced commit that wrote.
+    private var journalAheadOfSync = false
     private var awaiting: Awaiting?
     /// Teach mode: readings are samples and every coin is returned (nil: deciding as usual).
     public private(set) var teach: TeachSession?
@@ -121,7 +126,9 @@ public struct DecidingCore: Sendable {
         let state = restored.state
         tracker = DeviceSequenceTracker(
             epoch: state.epoch, lastSeq: state.lastDeviceSeq,
-            recent: state.recent.map { ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel)) })
+            recent: state.recent.map {
+                ($0.deviceSeq, Measurement(diameterMM: $0.diameterMM, weightG: $0.weightG, thicknessMM: $0.thicknessMM, channel: $0.channel, alloy: $0.alloy))
+            })
         for decision in state.recent { answers[decision.deviceSeq] = Answered(accept: decision.accepted, sentAt: nil) }
         epochs = EpochBook(boots: restored.boots)
         pending = PendingCoins(confirmationWindow: settings.confirmationWindow)
@@ -513,7 +520,11 @@ public struct DecidingCore: Sendable {
                 }
                 var decided: Decided
                 var taught: TeachSession.Sample??
-                if let rejection = reading.rejection {
+                if let fault = reading.alloyFault {
+                    // Figures no metal gives: never matched, returned at once with the field named.
+                    counters.badAlloy += 1
+                    decided = Decided(verdict: .reject(reason: fault.reason, message: fault.message), link: "source", chainGeneration: currentGeneration)
+                } else if let rejection = reading.rejection {
                     decided = Decided(verdict: .reject(reason: rejection, message: "the source could not measure this coin reliably"),
                                       link: "source", chainGeneration: currentGeneration)
                 } else if operatorInhibit {
@@ -587,6 +598,8 @@ public struct DecidingCore: Sendable {
         let budget = plan.commitBudget(deadline: settings.deadline) ?? (items.isEmpty ? settings.busyTimeout : .seconds(1))
         if journals(batch) {
             awaiting = .journal(batch, entries: entries, budget: budget)
+            // Lines the ledger does not hold yet: no trim until they are on it.
+            journalTrimDue = false
             outputs.append(.journal(batch.items.map { record($0) }))
             return outputs
         }
@@ -625,9 +638,14 @@ public struct DecidingCore: Sendable {
             case .recorded(let events):
                 guard let decision = events.first else { continue }
                 pending.add(seq: decision.seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
-            case .duplicate(let seq, let accepted):
-                // The tracker said fresh, the ledger knew the coin: only another writer does this.
-                // The ledger's own decision stands (pending after a restart if it was an accept).
+            case .duplicate(let seq, let accepted, let pendingOnLedger) where accepted && pendingOnLedger:
+                // Its own commit landed though it reported a failure (the ledger's restore of
+                // `synchronous` failed after the commit, say), and the commit that ended the
+                // failure found it there.
+                pendDuplicate(item, seq: seq, now: now)
+            case .duplicate(let seq, let accepted, _):
+                // The tracker said fresh, the ledger knew the coin settled: only another writer
+                // does this. The ledger's own decision stands.
                 logger.error("a journalled decision was on the ledger already: the ledger's decision stands", metadata: [
                     "epoch": "\(item.epoch)", "devseq": "\(item.reading.deviceSeq)", "seq": "\(seq)", "ledger_accepted": "\(accepted)",
                 ])
@@ -637,6 +655,16 @@ public struct DecidingCore: Sendable {
         }
     }
 
+    /// A decision the ledger already held: its decision stands, and an accept still pending
+    /// there is pending here too — asked about and settled like any other, not left on the
+    /// ledger with nothing waiting for its confirmation.
+    private mutating func pendDuplicate(_ item: Item, seq: Int64, now: Instant) {
+        logger.notice("a decision was on the ledger already, pending: the mech is asked about it", metadata: [
+            "epoch": "\(item.epoch)", "devseq": "\(item.reading.deviceSeq)", "seq": "\(seq)",
+        ])
+        pending.add(seq: seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
+    }
+
     private func transit(_ deviceSeq: UInt64) -> Duration { settings.line?.answerTransit(deviceSeq: deviceSeq) ?? .zero }
 
     private func record(_ item: Item) -> DecisionRecord {
@@ -644,7 +672,7 @@ public struct DecidingCore: Sendable {
             source: settings.source, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, diameterMM: item.reading.measurement.diameterMM,
             weightG: item.reading.measurement.weightG, thicknessMM: item.reading.measurement.thicknessMM,
             channel: item.reading.measurement.channel, verdict: item.decided.verdict, link: item.decided.link,
-            chainGeneration: item.decided.chainGeneration)
+            chainGeneration: item.decided.chainGeneration, alloy: item.reading.measurement.alloy)
     }
 
     /// The decision recorded instead of an accept that could no longer reach the mech in time.
@@ -672,6 +700,9 @@ public struct DecidingCore: Sendable {
             logger.notice("ledger writes again: accepting coins", metadata: ["failed_for_s": "\(Self.tenths((now - since).milliseconds / 1000))"])
         }
         var outputs: [CoreOutput] = []
+        // Every commit but a journalled batch's is synced; one that wrote made every frame
+        // before it durable too (a commit that wrote nothing syncs nothing).
+        if case .answered = awaited {} else if !result.events.isEmpty { journalAheadOfSync = false }
         switch awaited {
         case .batch(let batch):
             if !batch.settlements.isEmpty { outputs.append(.failpoint(.confirmationCommitted)) }
@@ -679,6 +710,10 @@ public struct DecidingCore: Sendable {
             outputs += answerAll(batch, result: result, now: now)
             outputs.append(.failpoint(.answerWritten))
             for (index, item) in batch.items.enumerated() where accepted(batch, index, result) {
+                if case .duplicate(let seq, true, true) = result.outcomes[item.entryIndex], settings.credit == .onConfirmation {
+                    pendDuplicate(item, seq: seq, now: now)
+                    continue
+                }
                 guard case .recorded(let events) = result.outcomes[item.entryIndex], let decision = events.first else { continue }
                 if settings.credit == .onConfirmation {
                     pending.add(seq: decision.seq, epoch: item.epoch, deviceSeq: item.reading.deviceSeq, answeredAt: now)
@@ -702,7 +737,10 @@ public struct DecidingCore: Sendable {
         case .answered(let batch, let late):
             outputs.append(.failpoint(.afterCommit))
             pend(batch, outcomes: result.outcomes[...], now: now)
-            outputs += [.publish(result.events), .failpoint(.published), .trimJournal]
+            outputs += [.publish(result.events), .failpoint(.published)]
+            // On the ledger, not yet on its disk: the journal keeps them until a synced commit.
+            journalTrimDue = true
+            if !result.events.isEmpty { journalAheadOfSync = true }
             if !late.isEmpty {
                 counters.lateAnswers += UInt64(late.count)
                 outputs += commit(late.map { .note($0) }, awaiting: .publishOnly, now: now)
@@ -758,7 +796,7 @@ public struct DecidingCore: Sendable {
                 logger.notice("decisions answered from the journal are on the ledger; their accepted coins are asked about",
                               metadata: ["decisions": "\(offset)"])
                 journalOwed = []
-                outputs.append(.trimJournal)
+                journalTrimDue = true
             }
             outputs.append(.publish(result.events))
         case .notes, .publishOnly:
@@ -769,6 +807,11 @@ public struct DecidingCore: Sendable {
         // The ledger writes again: the mech may take coins again, unless the operator or a link
         // out of service says no.
         if recovered != nil { outputs.append(.setInhibit(mechInhibited)) }
+        // Last, after this commit's answers: emptying the journal costs a sync of its own.
+        if journalTrimDue, !journalAheadOfSync {
+            journalTrimDue = false
+            outputs.append(.trimJournal)
+        }
         return outputs
     }
 
@@ -777,7 +820,7 @@ public struct DecidingCore: Sendable {
     private func accepted(_ batch: Batch, _ index: Int, _ result: AppendResult?) -> Bool {
         guard let result else { return false }
         let item = batch.items[index]
-        if case .duplicate(_, let wasAccepted) = result.outcomes[item.entryIndex] { return wasAccepted }
+        if case .duplicate(_, let wasAccepted, _) = result.outcomes[item.entryIndex] { return wasAccepted }
         return item.decided.verdict.isAccept
     }
 

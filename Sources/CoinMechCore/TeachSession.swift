@@ -28,13 +28,16 @@ public struct TeachSession: Sendable, Equatable {
         public var diameterMM: Double
         public var weightG: Double
         public var thicknessMM: Double?
+        /// The alloy axis, where the mech measures it: taught with the rest.
+        public var alloy: AlloySignature?
 
-        public init(epoch: Int64, deviceSeq: UInt64, diameterMM: Double, weightG: Double, thicknessMM: Double?) {
+        public init(epoch: Int64, deviceSeq: UInt64, diameterMM: Double, weightG: Double, thicknessMM: Double?, alloy: AlloySignature? = nil) {
             self.epoch = epoch
             self.deviceSeq = deviceSeq
             self.diameterMM = diameterMM
             self.weightG = weightG
             self.thicknessMM = thicknessMM
+            self.alloy = alloy
         }
     }
 
@@ -71,7 +74,8 @@ public struct TeachSession: Sendable, Equatable {
         guard number <= request.coins else {
             return (nil, "teach mode (\(name)): all \(request.coins) sample coins are in; commit or abort (coinctl teach); every coin is returned")
         }
-        return (Sample(epoch: epoch, deviceSeq: reading.deviceSeq, diameterMM: diameter, weightG: weight, thicknessMM: measurement.thicknessMM),
+        return (Sample(epoch: epoch, deviceSeq: reading.deviceSeq, diameterMM: diameter, weightG: weight, thicknessMM: measurement.thicknessMM,
+                       alloy: measurement.alloy),
                 "teach mode (\(name)): sample \(number) of \(request.coins); every coin is returned")
     }
 

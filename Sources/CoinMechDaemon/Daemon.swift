@@ -137,6 +137,7 @@ public final class Daemon: Sendable {
         let loader = PluginLoader(directory: configuration.pluginDirectory, runtimeDirectory: configuration.cacheDirectory)
         var environment = environment ?? ChainEnvironment(isolation: configuration.plugins.supervision)
         environment.acceptPolicy = AcceptPolicy(coins: configuration.source.coins)
+        environment.currenciesFromChain = !configuration.source.currenciesConfigured
         if environment.breadcrumb == nil, let logger {
             environment.log = pluginLog(logger)
             environment.report = linkReport(logger)
@@ -185,7 +186,11 @@ public final class Daemon: Sendable {
                 inheritedDescriptor: SocketServer.socketFromSystemd(),
                 context: PublisherContext(
                     ledger: ledger, control: control, hub: hub, policy: policy, daemonVersion: Self.version,
-                    maximumQueuedEvents: configuration.socket.maxQueuedEvents, logger: logger, blocking: blocking),
+                    maximumQueuedEvents: configuration.socket.maxQueuedEvents,
+                    limits: ClientLimits(maximumClients: configuration.socket.maxClients,
+                                         idleTimeout: .nanoseconds(Int64(configuration.socket.idleTimeoutSeconds * 1e9)),
+                                         stallTimeout: .nanoseconds(Int64(configuration.socket.idleTimeoutSeconds * 1e9))),
+                    logger: logger, blocking: blocking),
                 on: eventLoops)
         } catch {
             // The group that owns the threads never ran: close them as it would have.

@@ -41,6 +41,7 @@ struct DaemonControl: ControlPlane {
         reply.counters.rejected = Int64(c.rejected)
         reply.counters.duplicates = Int64(c.duplicates)
         reply.counters.protocolErrors = Int64(c.protocolErrors)
+        reply.counters.badAlloy = Int64(c.badAlloy)
         reply.counters.deadlinePassed = Int64(c.deadlineWithdrawn)
         reply.counters.lateAnswers = Int64(c.lateAnswers)
         // Links that answered nonsense (their coins were returned as plugin_error), and links that

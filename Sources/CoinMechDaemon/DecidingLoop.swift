@@ -65,10 +65,6 @@ public final class DecidingLoop: @unchecked Sendable {
     /// its limit a batch is committed before it is answered: an accept answered from the
     /// journal must not meet a ledger that cannot take it.
     private var ledgerPagesLeft: Int?
-    /// A journalled batch was committed without a sync, and the journal's trim waits for the
-    /// next synced commit (until then the journal is what holds those decisions on disk).
-    private var journalAheadOfSync = false
-    private var trimWanted = false
     private var nextTicket: UInt64 = 0
     /// A source that takes coins itself (ccTalk, MDB): its engine's shell and the money rules
     /// of its batches.
@@ -236,7 +232,7 @@ public final class DecidingLoop: @unchecked Sendable {
     /// Runs until `stop()`.
     public func run() {
         if !currenciesConfigured {
-            logger.warning("source.currencies is not set: plugins may credit the coins of every currency CoinMech knows (\(CabinetCoins.mintCurrencies.joined(separator: ", "))); set it to this cabinet's currency so that an accept in another is returned")
+            logger.warning("source.currencies is not set: the cabinet takes only the currencies its chain's links declare (\(chain.current.acceptPolicy.coins.currencies.joined(separator: ", "))); set it to this cabinet's currency")
         }
         logger.info("deciding", metadata: [
             "device": "\(mech.location)", "chain_generation": "\(chain.current.generation)",
@@ -302,6 +298,7 @@ public final class DecidingLoop: @unchecked Sendable {
         let decision = current.decide(Reading(
             deviceSeq: reading.deviceSeq, timestampNanoseconds: reading.sentAt.nanoseconds, diameterMM: reading.measurement.diameterMM,
             weightG: reading.measurement.weightG, thicknessMM: reading.measurement.thicknessMM, channel: reading.measurement.channel,
+            alloy: reading.measurement.alloy.map { Reading.Alloy(lowIACS: $0.lowIACS, highIACS: $0.highIACS, permeability: $0.permeability) },
             source: sourceName))
         let verdict: DecisionRecord.Verdict
         switch decision.verdict {
@@ -328,28 +325,19 @@ public final class DecidingLoop: @unchecked Sendable {
                     let started = Instant.now
                     let result = try ledger.append(entries, busyTimeoutMilliseconds: milliseconds)
                     noteCommit(took: .now - started)
-                    // A commit that wrote nothing syncs nothing (no entries: `Ledger.append`
-                    // returns at once; only settlements already made: no row changed, no WAL
-                    // frame): the unsynced commits before it are still the journal's to keep.
-                    if decisionJournal != nil, !result.events.isEmpty {
-                        ledgerPagesLeft = ledger.pagesLeft()
-                        journalAheadOfSync = false
-                        if trimWanted { decisionJournal?.trim() }
-                        trimWanted = false
-                    }
+                    if decisionJournal != nil, !result.events.isEmpty { ledgerPagesLeft = ledger.pagesLeft() }
                     step(.committed(result))
                 } catch {
                     step(.commitFailed(error))
                 }
             case .commitJournalled(let entries):
                 do throws(LedgerError) {
-                    let result = try ledger.append(entries, synced: false)
-                    journalAheadOfSync = true
+                    // At the time the journal wrote with them: a replay records the same events.
+                    let result = try ledger.append(entries, synced: false, time: decisionJournal?.lastAppendTime)
                     ledgerPagesLeft = ledger.pagesLeft()
                     step(.committed(result))
                 } catch {
                     // The journal keeps these decisions until the commit that ends the failure.
-                    trimWanted = false
                     step(.commitFailed(error))
                 }
             case .journal(let records):
@@ -366,7 +354,7 @@ public final class DecidingLoop: @unchecked Sendable {
                     step(.journalFailed("\(error)"))
                 }
             case .trimJournal:
-                if journalAheadOfSync { trimWanted = true } else { decisionJournal?.trim() }
+                decisionJournal?.trim()
             case .answer(let seq, let accept):
                 if !mech.answer(deviceSeq: seq, accept: accept) {
                     logger.warning("could not answer the mech", metadata: ["devseq": "\(seq)", "accept": "\(accept)"])

@@ -39,26 +39,38 @@ public final class DecisionJournal: @unchecked Sendable {
 
     public static func path(directory: String) -> String { "\(directory)/decisions.journal" }
 
+    /// The time of the last append, written with its lines (seconds since 1970, whole
+    /// microseconds): the commit of those decisions records it, and a replay again.
+    public private(set) var lastAppendTime: Double?
+
     /// Opens the journal in the ledger's directory, empty (`replay` has put what it held on the
     /// ledger), allocated to `capacity` bytes of zeros and synced with its directory.
     public init(directory: String, capacity: Int = 256 * 1024) throws(LedgerError) {
-        path = Self.path(directory: directory)
+        let path = Self.path(directory: directory)
+        self.path = path
         self.capacity = capacity
         trimAt = capacity / 2
-        descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .open(path: path, message: "cannot open the decision journal: \(String(cString: strerror(errno)))") }
-        guard allocate() else {
-            let reason = String(cString: strerror(errno))
-            close(descriptor)
-            throw .open(path: path, message: "cannot allocate the decision journal (\(capacity) bytes): \(reason)")
-        }
+        // Opened and allocated before the journal exists: the descriptor has one owner, closed
+        // here when allocating fails and by `deinit` once the journal owns it — never by both.
+        descriptor = try Self.openAllocated(path, capacity: capacity)
         // The file's name must outlive a power cut too.
         DirectorySync.sync(directory)
     }
 
+    private static func openAllocated(_ path: String, capacity: Int) throws(LedgerError) -> Int32 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .open(path: path, message: "cannot open the decision journal: \(String(cString: strerror(errno)))") }
+        guard allocate(descriptor, capacity: capacity) else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw .open(path: path, message: "cannot allocate the decision journal (\(capacity) bytes): \(reason)")
+        }
+        return descriptor
+    }
+
     /// Writes `capacity` zeros from the start and syncs them: blocks written, not merely
     /// reserved, so that writing lines into them changes no metadata.
-    private func allocate() -> Bool {
+    private static func allocate(_ descriptor: Int32, capacity: Int) -> Bool {
         let zeros = [UInt8](repeating: 0, count: capacity)
         let written = zeros.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         return written == capacity && fsync(descriptor) == 0
@@ -68,10 +80,13 @@ public final class DecisionJournal: @unchecked Sendable {
 
     /// Writes `records` and syncs them. Throws without a partial promise: what a failed write
     /// left is a torn line, dropped at replay, and the batch goes to the ledger first instead.
+    /// Stamps them with the time it writes (`lastAppendTime`), unless a record has its own.
     public func append(_ records: [DecisionRecord]) throws(LedgerError) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.count * 320)
-        for (index, record) in records.enumerated() {
+        let time = Self.now()
+        for (index, var record) in records.enumerated() {
+            record.time = record.time ?? time
             guard let line = DecisionJournalLine.encode(record, number: next + UInt64(index), batch: batch) else {
                 throw .write(message: "decision journal: coin \(record.epoch)/\(record.deviceSeq) has a measurement that is not a finite number")
             }
@@ -86,7 +101,11 @@ public final class DecisionJournal: @unchecked Sendable {
         offset += bytes.count
         next += UInt64(records.count)
         batch += 1
+        lastAppendTime = time
     }
+
+    /// Now, to the whole microsecond: a time the journal's line carries exactly as an integer.
+    static func now() -> Double { Double(DecisionJournalLine.microseconds(Date().timeIntervalSince1970) ?? 0) / 1e6 }
 
     /// Empties the journal and allocates it again once past `trimAt`. Called only when every
     /// decision in it is on the ledger: a crash in between leaves the old lines (duplicates to
@@ -97,7 +116,7 @@ public final class DecisionJournal: @unchecked Sendable {
         offset = 0
         next = 1
         batch = 1
-        _ = allocate()
+        _ = Self.allocate(descriptor, capacity: capacity)
     }
 
     /// What `replay` found.
@@ -141,6 +160,16 @@ public final class DecisionJournal: @unchecked Sendable {
         // Everything is on the ledger (synced): the journal starts empty.
         guard truncate(path, 0) == 0 else { throw .write(message: "decision journal \(path): cannot empty it: \(String(cString: strerror(errno)))") }
         return replay
+    }
+
+    /// What `replay` would read from a journal file's `bytes` (the fuzz target's entry).
+    public static func read(_ bytes: [UInt8]) throws(LedgerError) -> (records: [DecisionRecord], tornBytes: Int) {
+        try parse(bytes, path: "decisions.journal")
+    }
+
+    /// `record` as the line `append` writes (nil for one the format cannot carry).
+    public static func line(_ record: DecisionRecord, number: UInt64, batch: UInt64) -> [UInt8]? {
+        DecisionJournalLine.encode(record, number: number, batch: batch)
     }
 
     /// The journal's records: lines numbered one after another from the first, up to the

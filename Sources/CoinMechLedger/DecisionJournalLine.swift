@@ -1,7 +1,8 @@
 import CoinMechModel
 import Foundation
 
-/// One decision as a line of the decision journal: a JSON object, a tab, and the FNV-1a 64
+/// One decision as a line of the decision journal: a JSON object (with `t_us`, the time it was
+/// decided as the ledger and its subscribers see it, in microseconds), a tab, and the FNV-1a 64
 /// checksum of the object's bytes in 16 hex digits, then a newline. A line cut short by a
 /// crash, or garbled, fails its checksum; nothing written by a whole append can. `n` numbers
 /// the lines (one more than the line before) and `b` the appends: a crash can tear only the
@@ -13,7 +14,7 @@ enum DecisionJournalLine {
     /// that is not a finite number): such a batch is committed to the ledger before it is
     /// answered instead.
     static func encode(_ record: DecisionRecord, number: UInt64, batch: UInt64) -> [UInt8]? {
-        for value in [record.diameterMM, record.weightG, record.thicknessMM] {
+        for value in [record.diameterMM, record.weightG, record.thicknessMM, record.alloy?.lowIACS, record.alloy?.highIACS, record.alloy?.permeability] {
             if let value, !value.isFinite { return nil }
         }
         var line: [UInt8] = []
@@ -47,6 +48,11 @@ enum DecisionJournalLine {
         if let value = record.weightG { raw(",\"weight_g\":"); text(value.description) }
         if let value = record.thicknessMM { raw(",\"thickness_mm\":"); text(value.description) }
         if let value = record.channel { raw(",\"channel\":"); text(String(value)) }
+        if let alloy = record.alloy {
+            raw(",\"conductivity_low_iacs\":"); text(alloy.lowIACS.description)
+            raw(",\"conductivity_high_iacs\":"); text(alloy.highIACS.description)
+            if let value = alloy.permeability { raw(",\"permeability\":"); text(value.description) }
+        }
         switch record.verdict {
         case .accept(let currency, let code, let valueMinor):
             raw(",\"accept\":{\"currency\":"); quoted(currency)
@@ -58,6 +64,8 @@ enum DecisionJournalLine {
         }
         raw(",\"link\":"); quoted(record.link)
         raw(",\"generation\":"); text(String(record.chainGeneration))
+        // Whole microseconds, an integer: the time reads back as exactly the same number.
+        if let time = record.time, let micros = microseconds(time) { raw(",\"t_us\":"); text(String(micros)) }
         if let detail = record.detail {
             raw(",\"detail\":{")
             for (index, entry) in detail.sorted(by: { $0.key < $1.key }).enumerated() {
@@ -72,6 +80,16 @@ enum DecisionJournalLine {
         for shift in stride(from: 60, through: 0, by: -4) { line.append(hexDigit(UInt8((sum >> UInt64(shift)) & 0xF))) }
         line.append(UInt8(ascii: "\n"))
         return line
+    }
+
+    /// Times a line carries: whole microseconds from 1970 to the year 2255, 2^53 − 1 of them, all
+    /// of which a `Double` holds exactly.
+    static let microsecondRange: ClosedRange<Int64> = 0...((1 << 53) - 1)
+
+    /// `time` (seconds since 1970) in whole microseconds, if it is in `microsecondRange`.
+    static func microseconds(_ time: Double) -> Int64? {
+        guard let micros = Int64(exactly: (time * 1e6).rounded()), microsecondRange.contains(micros) else { return nil }
+        return micros
     }
 
     private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10 }
@@ -105,12 +123,43 @@ enum DecisionJournalLine {
         } else {
             return .damaged
         }
+        let body = bytes[..<tab]
+        func figure(_ key: String) -> Double? { Self.figure(key, in: body) ?? (object[key] as? NSNumber)?.doubleValue }
         var record = DecisionRecord(
-            source: source, epoch: epoch, deviceSeq: deviceSeq, diameterMM: (object["diameter_mm"] as? NSNumber)?.doubleValue,
-            weightG: (object["weight_g"] as? NSNumber)?.doubleValue, thicknessMM: (object["thickness_mm"] as? NSNumber)?.doubleValue,
-            channel: (object["channel"] as? NSNumber)?.uint32Value, verdict: verdict, link: link, chainGeneration: generation)
+            source: source, epoch: epoch, deviceSeq: deviceSeq, diameterMM: figure("diameter_mm"), weightG: figure("weight_g"),
+            thicknessMM: figure("thickness_mm"), channel: (object["channel"] as? NSNumber)?.uint32Value, verdict: verdict, link: link,
+            chainGeneration: generation)
         record.detail = object["detail"] as? [String: String]
+        if let written = object["t_us"] {
+            // Whole microseconds since 1970, as `encode` writes them: anything else is not its line.
+            guard let number = written as? NSNumber, let micros = Int64(exactly: number.doubleValue), microsecondRange.contains(micros) else { return .damaged }
+            record.time = Double(micros) / 1e6
+        }
+        if object["conductivity_low_iacs"] != nil, object["conductivity_high_iacs"] != nil,
+           let low = figure("conductivity_low_iacs"), let high = figure("conductivity_high_iacs") {
+            record.alloy = AlloySignature(lowIACS: low, highIACS: high, permeability: object["permeability"] != nil ? figure("permeability") : nil)
+        }
         return .record(record, number: number, batch: batch)
+    }
+
+    /// A figure read back from its own text, as `encode` wrote it (`description`: the shortest
+    /// text that is exactly the double): JSONSerialization on Linux can land an ulp off
+    /// (0.30000000000000004 came back as 0.3000000000000001), and a recovered decision must be
+    /// the one recorded. The key is found at the top level: inside a JSON string its quotes
+    /// would be escaped.
+    static func figure(_ key: String, in body: ArraySlice<UInt8>) -> Double? {
+        let pattern = Array(",\"\(key)\":".utf8)
+        guard body.count > pattern.count else { return nil }
+        var index = body.startIndex
+        while index <= body.endIndex - pattern.count {
+            if body[index] == pattern[0], body[index..<(index + pattern.count)].elementsEqual(pattern) {
+                let start = index + pattern.count
+                let end = body[start...].firstIndex { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "}") } ?? body.endIndex
+                return Double(String(decoding: body[start..<end], as: UTF8.self))
+            }
+            index += 1
+        }
+        return nil
     }
 
     /// FNV-1a, 64 bits: enough to tell a torn or garbled line, cheap on the answer's path.

@@ -58,19 +58,21 @@ public final class Ledger: Sendable {
     /// `synced: false` commits without waiting for the disk (`synchronous = NORMAL` for this
     /// one transaction): for decisions already durable in the decision journal. The next synced
     /// commit makes it durable too (syncing the WAL syncs every frame before it); a power cut
-    /// before that may roll it back, and the journal's replay puts it back.
+    /// before that may roll it back, and the journal's replay puts it back — with `time`, the
+    /// time the journal wrote with them, so that what was published is what the replay records.
+    /// Every synced commit sets `synchronous = FULL` first, whatever an unsynced one left.
     @discardableResult
     public func append(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int = Ledger.defaultBusyTimeoutMilliseconds,
-                       synced: Bool = true) throws(LedgerError) -> AppendResult {
+                       synced: Bool = true, time: Double? = nil) throws(LedgerError) -> AppendResult {
         guard !entries.isEmpty else { return AppendResult(outcomes: [], events: []) }
-        return try transact(entries, busyTimeoutMilliseconds: busyTimeoutMilliseconds, synced: synced, first: nil)
+        return try transact(entries, busyTimeoutMilliseconds: busyTimeoutMilliseconds, synced: synced, time: time, first: nil)
     }
 
     /// `append`, with `first` run at the start of the same transaction: what it throws rolls
     /// the whole transaction back and is rethrown as is when it is a `LedgerPrecondition`.
-    func transact(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int, synced: Bool = true,
+    func transact(_ entries: [LedgerEntry], busyTimeoutMilliseconds: Int, synced: Bool = true, time: Double? = nil,
                   first: ((Database) throws -> Void)?) throws(LedgerError) -> AppendResult {
-        let now = Date().timeIntervalSince1970
+        let now = time ?? Date().timeIntervalSince1970
         do {
             return try pool.writeWithoutTransaction { db in
                 // The C call, not a PRAGMA: a statement text that changes with every coin would be
@@ -78,7 +80,10 @@ public final class Ledger: Sendable {
                 sqlite3_busy_timeout(db.sqliteConnection, Int32(clamping: max(0, busyTimeoutMilliseconds)))
                 // Cached statements, not `sqlite3_exec`, which compiled each pragma again for
                 // every journalled coin (`coinmech-bench e2e --callgrind`).
-                if !synced { try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() }
+                // Every synced commit asserts FULL itself: an unsynced commit whose restore of FULL
+                // failed (below) must not leave the next ones unsynced. One that cannot set it
+                // fails, and the ledger is reported failing.
+                try db.cachedStatement(sql: synced ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL").execute()
                 var result = AppendResult(outcomes: [], events: [])
                 let outcome = Result { () throws -> Void in
                     try db.inTransaction(.immediate) {
@@ -94,7 +99,7 @@ public final class Ledger: Sendable {
                 }
                 // Back to FULL whatever happened: every other commit is synced. If that fails,
                 // so does this append (fail closed: its caller records again; a decision
-                // already on the ledger is a duplicate).
+                // already on the ledger is a duplicate), and the next synced commit sets it again.
                 if !synced { try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
                 try outcome.get()
                 return result

@@ -30,14 +30,17 @@ extension Ledger {
                 ?? 0
             let boot = try Int64.fetchOne(db, sql: "SELECT boot FROM epochs WHERE source = ? AND epoch = ?", arguments: [source, epoch])
             let rows = try Row.fetchAll(db, sql: """
-                SELECT device_seq, diameter_mm, weight_g, thickness_mm, channel, verdict FROM events
+                SELECT device_seq, diameter_mm, weight_g, thickness_mm, channel, verdict,
+                       conductivity_low_iacs, conductivity_high_iacs, permeability FROM events
                 WHERE kind = 'decision' AND source = ? AND epoch = ? ORDER BY seq DESC LIMIT ?
                 """, arguments: [source, epoch, recentLimit])
             let recent = rows.reversed().map { row in
-                RecentDecision(
+                var decision = RecentDecision(
                     deviceSeq: UInt64(bitPattern: row["device_seq"]), diameterMM: row["diameter_mm"], weightG: row["weight_g"],
                     thicknessMM: row["thickness_mm"], channel: (row["channel"] as Int64?).map { UInt32($0) },
                     accepted: row["verdict"] == "accept")
+                decision.alloy = LedgerQueries.alloy(low: row["conductivity_low_iacs"], high: row["conductivity_high_iacs"], permeability: row["permeability"])
+                return decision
             }
             return SourceState(epoch: epoch, boot: boot.map { UInt64($0) }, lastDeviceSeq: recent.map(\.deviceSeq).max(), recent: recent)
         }
@@ -134,17 +137,28 @@ enum LedgerQueries {
     /// name folds the case of every name and cost more than the rest of the coin's path.
     static let eventColumns = """
         seq, time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel, verdict, currency,
-        denomination, value_minor, link, reason, message, chain_generation, detail, state, ref_seq
+        denomination, value_minor, link, reason, message, chain_generation, detail, state, ref_seq,
+        conductivity_low_iacs, conductivity_high_iacs, permeability
         """
 
     /// An event from a row selected as `SELECT \(eventColumns) FROM events`.
     static func event(_ row: Row) -> LedgerEvent {
-        LedgerEvent(
+        var event = LedgerEvent(
             seq: row[0], time: row[1], kind: row[2], source: row[3], epoch: row[4],
             deviceSeq: row[5], diameterMM: row[6], weightG: row[7], thicknessMM: row[8],
             channel: row[9], verdict: row[10], currency: row[11], denomination: row[12],
             valueMinor: row[13], link: row[14], reason: row[15], message: row[16],
             chainGeneration: row[17], detail: row[18], state: row[19], refSeq: row[20])
+        event.conductivityLowIACS = row[21]
+        event.conductivityHighIACS = row[22]
+        event.permeability = row[23]
+        return event
+    }
+
+    /// The alloy axis of a row: both conductivities, or none.
+    static func alloy(low: Double?, high: Double?, permeability: Double?) -> AlloySignature? {
+        guard let low, let high else { return nil }
+        return AlloySignature(lowIACS: low, highIACS: high, permeability: permeability)
     }
 
     static func totalsRows(_ db: Database, period: String) throws -> [TotalsRow] {

@@ -188,6 +188,15 @@ enum LedgerSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // The alloy axis, where the mech measures it: conductivity at its low and high
+        // frequency (% IACS) and the apparent permeability, beside diameter, weight and thickness.
+        migrator.registerMigration("v9-alloy-axis") { db in
+            try db.execute(sql: """
+                ALTER TABLE events ADD COLUMN conductivity_low_iacs REAL;
+                ALTER TABLE events ADD COLUMN conductivity_high_iacs REAL;
+                ALTER TABLE events ADD COLUMN permeability REAL;
+                """)
+        }
         return migrator
     }
 

@@ -46,13 +46,15 @@ struct LedgerWriter {
         // ledger (same source, epoch, device seq) conflicts with `events_reading` and is skipped.
         try db.cachedStatement(sql: """
             INSERT INTO events (time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
-                                verdict, currency, denomination, value_minor, link, reason, message, chain_generation, state, detail)
-            VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                verdict, currency, denomination, value_minor, link, reason, message, chain_generation, state, detail,
+                                conductivity_low_iacs, conductivity_high_iacs, permeability)
+            VALUES (?, 'decision', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
             """).execute(arguments: [
-                time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
+                record.time ?? time, record.source, record.epoch, deviceSeq, record.diameterMM, record.weightG, record.thicknessMM,
                 record.channel.map { Int64($0) }, verdict, currency, denomination, value,
                 record.link, reason, message, Int64(bitPattern: record.chainGeneration), state, detailJSON,
+                record.alloy?.lowIACS, record.alloy?.highIACS, record.alloy?.permeability,
             ])
         guard db.changesCount == 1 else {
             // AUTOINCREMENT took the next seq before the conflict dropped the row; give it back,
@@ -61,21 +63,24 @@ struct LedgerWriter {
             // the ledger is the last one given out.
             try db.cachedStatement(sql: "UPDATE sqlite_sequence SET seq = (SELECT max(seq) FROM events) WHERE name = 'events'").execute()
             let existing = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT seq, verdict FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
+                SELECT seq, verdict, state FROM events WHERE kind = 'decision' AND source = ? AND epoch = ? AND device_seq = ?
                 """), arguments: [record.source, record.epoch, deviceSeq])
             guard let existing else {
                 throw LedgerInconsistency(message: "decision for \(record.source)/\(record.epoch)/\(record.deviceSeq) neither inserted nor found")
             }
-            return .duplicate(seq: existing["seq"], accepted: existing["verdict"] == "accept")
+            // `state` is NULL for a rejection: read as an optional.
+            let state: String? = existing["state"]
+            return .duplicate(seq: existing["seq"], accepted: existing["verdict"] == "accept", pending: state == "pending")
         }
         let seq = db.lastInsertedRowID
         try db.cachedStatement(sql: "INSERT INTO epochs (source, epoch) VALUES (?, ?) ON CONFLICT DO NOTHING").execute(arguments: [record.source, record.epoch])
-        let recorded = LedgerEvent(
-            seq: seq, time: time, kind: EventKind.decision.rawValue, source: record.source, epoch: record.epoch,
+        var recorded = LedgerEvent(
+            seq: seq, time: record.time ?? time, kind: EventKind.decision.rawValue, source: record.source, epoch: record.epoch,
             deviceSeq: deviceSeq, diameterMM: record.diameterMM, weightG: record.weightG, thicknessMM: record.thicknessMM,
             channel: record.channel.map { Int64($0) }, verdict: verdict, currency: currency, denomination: denomination,
             valueMinor: value, link: record.link, reason: reason, message: message,
             chainGeneration: Int64(bitPattern: record.chainGeneration), detail: detailJSON, state: state)
+        recorded.alloy = record.alloy
         guard record.verdict.isAccept, credit == .atOnce else { return .recorded([recorded]) }
         return .recorded([recorded, try insertSettlement(of: seq, .credited, message: nil)])
     }
@@ -106,9 +111,11 @@ struct LedgerWriter {
         // decision fail the transaction (a coin is credited once, even late).
         try db.cachedStatement(sql: """
             INSERT INTO events (time, kind, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
-                                currency, denomination, value_minor, link, message, chain_generation, ref_seq, detail)
+                                currency, denomination, value_minor, link, message, chain_generation, ref_seq, detail,
+                                conductivity_low_iacs, conductivity_high_iacs, permeability)
             SELECT ?, ?, source, epoch, device_seq, diameter_mm, weight_g, thickness_mm, channel,
-                   currency, denomination, value_minor, link, ?, chain_generation, seq, detail
+                   currency, denomination, value_minor, link, ?, chain_generation, seq, detail,
+                   conductivity_low_iacs, conductivity_high_iacs, permeability
             FROM events WHERE seq = ?
             """).execute(arguments: [time, resolution.kind.rawValue, message, decisionSeq])
         guard db.changesCount == 1 else {

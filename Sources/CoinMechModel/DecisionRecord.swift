@@ -9,6 +9,8 @@ public struct DecisionRecord: Sendable, Equatable {
     public var weightG: Double?
     public var thicknessMM: Double?
     public var channel: UInt32?
+    /// The alloy axis, where it was measured.
+    public var alloy: AlloySignature?
     public var verdict: Verdict
     /// The deciding link (a chain link, or the host's `source`, `inhibit`, `deadline`, `unrecognized`).
     public var link: String
@@ -16,6 +18,10 @@ public struct DecisionRecord: Sendable, Equatable {
     /// What else names the coin, stored as the event's `detail` (a coin acceptor's `coin_id`
     /// and `sorter_path`); nil for none.
     public var detail: [String: String]?
+    /// When it was decided, as the event's `time` (seconds since 1970), when that was fixed
+    /// before its commit: a decision the journal made durable keeps the time it was published
+    /// with when a replay puts it back on the ledger. Nil: the commit's own time.
+    public var time: Double?
 
     public enum Verdict: Sendable, Equatable {
         case accept(currency: String, code: String, valueMinor: Int64)
@@ -28,7 +34,8 @@ public struct DecisionRecord: Sendable, Equatable {
     }
 
     public init(source: String, epoch: Int64, deviceSeq: UInt64, diameterMM: Double?, weightG: Double?, thicknessMM: Double?,
-                channel: UInt32?, verdict: Verdict, link: String, chainGeneration: UInt64) {
+                channel: UInt32?, verdict: Verdict, link: String, chainGeneration: UInt64, alloy: AlloySignature? = nil) {
+        self.alloy = alloy
         self.source = source
         self.epoch = epoch
         self.deviceSeq = deviceSeq

@@ -11,6 +11,10 @@ public struct LedgerEvent: Sendable, Hashable, Codable {
     public var weightG: Double?
     public var thicknessMM: Double?
     public var channel: Int64?
+    /// The alloy axis, where it was measured: conductivity at the low and high frequency (% IACS), permeability.
+    public var conductivityLowIACS: Double?
+    public var conductivityHighIACS: Double?
+    public var permeability: Double?
     /// "accept" or "reject", for decisions.
     public var verdict: String?
     public var currency: String?
@@ -64,4 +68,14 @@ public struct LedgerEvent: Sendable, Hashable, Codable {
 extension LedgerEvent {
     /// An accepted decision: not money until the mech stores the coin (a `coin` event follows).
     public var isPendingAccept: Bool { kind == EventKind.decision.rawValue && verdict == "accept" }
+
+    /// The alloy axis as one value: both conductivities, or none.
+    public var alloy: AlloySignature? {
+        get { conductivityLowIACS.flatMap { low in conductivityHighIACS.map { AlloySignature(lowIACS: low, highIACS: $0, permeability: permeability) } } }
+        set {
+            conductivityLowIACS = newValue?.lowIACS
+            conductivityHighIACS = newValue?.highIACS
+            permeability = newValue?.permeability
+        }
+    }
 }

@@ -11,12 +11,17 @@ public struct MechReading: Sendable, Equatable {
     /// A source that already knows the coin cannot be credited (a merged pulse train) says why
     /// (reason code); the coin is then returned without walking the chain.
     public var rejection: String?
+    /// Alloy figures the mech sent that cannot be measurements: the coin is returned with the
+    /// fault's reason, without walking the chain, and counted.
+    public var alloyFault: AlloyFault?
 
-    public init(deviceSeq: UInt64, measurement: Measurement, sentAt: Instant, readAt: Instant? = nil, rejection: String? = nil) {
+    public init(deviceSeq: UInt64, measurement: Measurement, sentAt: Instant, readAt: Instant? = nil, rejection: String? = nil,
+                alloyFault: AlloyFault? = nil) {
         self.deviceSeq = deviceSeq
         self.measurement = measurement
         self.sentAt = sentAt
         self.readAt = readAt ?? sentAt
         self.rejection = rejection
+        self.alloyFault = alloyFault
     }
 }

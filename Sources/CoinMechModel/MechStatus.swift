@@ -7,4 +7,6 @@ public enum MechStatus: String, Sendable, Hashable, CaseIterable {
     case ok = "OK"
     case jam = "JAM"
     case tamper = "TAMPER"
+    /// The mech measures the alloy axis: detail is its sensor's two frequencies, `<low_hz>/<high_hz>`.
+    case alloy = "ALLOY"
 }

@@ -83,6 +83,8 @@ public struct RecentDecision: Sendable, Hashable {
     public var thicknessMM: Double?
     public var channel: UInt32?
     public var accepted: Bool
+    /// The alloy axis, where it was measured.
+    public var alloy: AlloySignature?
 
     public init(deviceSeq: UInt64, diameterMM: Double?, weightG: Double?, thicknessMM: Double?, channel: UInt32?, accepted: Bool) {
         self.deviceSeq = deviceSeq

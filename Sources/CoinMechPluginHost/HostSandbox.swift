@@ -7,9 +7,10 @@ import Glibc
 #endif
 
 /// The layers this host puts around its plugin (docs/PLUGINS.md, "The sandbox"), in the order
-/// the kernel needs them: the network namespace while the process has one thread, limits and
-/// Landlock before the plugin is loaded (so threads it starts inherit them), the seccomp
-/// allow-list once it is loaded and created (on every thread).
+/// the kernel needs them: the network namespace while the process has one thread, then limits,
+/// Landlock and the seccomp allow-list (on every thread), all before the plugin's file is
+/// mapped. Its constructors, its entry and its `create` run inside every layer there is, and so
+/// does anything they start.
 struct HostSandbox {
     let policy: SandboxPolicy
     private(set) var report = SandboxReport()
@@ -26,11 +27,13 @@ struct HostSandbox {
         }
     }
 
-    /// Limits and Landlock: reading only the plugin's file and the libraries it may link.
-    mutating func beforeLoad() {
+    /// Limits, Landlock (reading only the libraries the plugin may link and what its link
+    /// lists), then the allow-list; a forbidden call from then on sends a `violation` on
+    /// `channel` and ends the host.
+    mutating func enter(channel: Int32) {
         guard policy.missing != .off else { return }
         var limits = cm_sandbox_limits(address_space: UInt64(policy.memoryMiB) << 20, open_files: UInt64(policy.openFiles),
-                                       processes: UInt64(policy.processes))
+                                       processes: UInt64(policy.processes), cpu_seconds: UInt64(policy.cpuSeconds))
         var failed: UnsafePointer<CChar>?
         let limitError = cm_sandbox_limit(&limits, &failed)
         if limitError == 0 {
@@ -50,12 +53,7 @@ struct HostSandbox {
                 : "\(failed.map { String(cString: $0) } ?? "landlock") failed"
             report.missing.append("landlock: \(why) (\(Self.text(-abi))): the plugin can read and write what this user can")
         }
-    }
-
-    /// The allow-list; a forbidden call sends a `violation` on `channel` and ends the host.
-    mutating func afterLoad(channel: Int32) {
-        guard policy.missing != .off else { return }
-        var failed: UnsafePointer<CChar>?
+        // Last, and before the plugin's file is mapped: what loading needs is on the list.
         let error = cm_sandbox_seccomp(channel, HostWire.Kind.violation.rawValue, &failed)
         if error == 0 {
             report.seccomp = true

@@ -3,8 +3,8 @@
 // another user); loads the plugin from the descriptor the first message carries, creates the
 // instance, answers every reading, and exits when the daemon closes the channel. A crash here
 // costs the daemon one reading. Around the plugin it puts the sandbox the load message asks for
-// (HostSandbox): a forbidden system call ends it, and the daemon is told which. Not meant to be
-// started by hand.
+// (HostSandbox), before the plugin's file is mapped: a forbidden system call, from its first
+// constructor on, ends it, and the daemon is told which. Not meant to be started by hand.
 import CLinux
 import CSandbox
 import CoinMechChain
@@ -56,9 +56,10 @@ func serve(_ load: HostWire.Load, pluginDescriptor: Int32) {
     // First, while this process has one thread: a network namespace of its own, where allowed.
     let namespaceError = load.sandbox.missing == .off ? 0 : cm_sandbox_network_namespace()
     var sandbox = HostSandbox(policy: load.sandbox, namespaceError: namespaceError)
-    sandbox.beforeLoad()
+    // Every layer before the plugin's first instruction: its constructors run inside dlopen.
+    sandbox.enter(channel: channel)
     // A link that requires the sandbox is refused before its plugin runs a line outside it.
-    if load.sandbox.missing == .required, !sandbox.report.limits || sandbox.report.landlockABI == 0 {
+    if load.sandbox.missing == .required, sandbox.report.lacksRequired {
         fail(.sandboxUnavailable(path: load.sourcePath, missing: sandbox.report.missing))
     }
     // The plugin's own log lines travel to the daemon; never block the plugin on a full channel.
@@ -70,10 +71,6 @@ func serve(_ load: HostWire.Load, pluginDescriptor: Int32) {
         instance = try PluginLoader.image(of: file).instantiate(configJSON: load.configJSON, instanceName: load.link, log: log)
     } catch {
         fail(error)
-    }
-    sandbox.afterLoad(channel: channel)
-    if load.sandbox.missing == .required, sandbox.report.lacksRequired {
-        fail(.sandboxUnavailable(path: load.sourcePath, missing: sandbox.report.missing))
     }
     send(HostWire.encode(.ready, HostWire.Ready(metadata: instance.image.metadata, description: instance.describe, sandbox: sandbox.report)))
 

@@ -40,6 +40,18 @@ public struct ReadingView {
     @inlinable public var thicknessMM: Double? { has(UInt32(COINMECH_READING_HAS_THICKNESS)) ? raw.pointee.thickness_mm : nil }
     @inlinable public var channel: UInt32? { has(UInt32(COINMECH_READING_HAS_CHANNEL)) ? raw.pointee.channel : nil }
 
+    /// The alloy axis (ABI 2.1): apparent conductivity at the mech's low and high frequency
+    /// (% IACS) and its apparent permeability where it measures one; nil when the reading has
+    /// none, or the host's struct ends before it (a host of ABI 2.0).
+    @inlinable public var alloy: (lowIACS: Double, highIACS: Double, permeability: Double?)? {
+        guard Int(raw.pointee.size) >= ReadingView.alloyEnd, has(UInt32(COINMECH_READING_HAS_ALLOY)) else { return nil }
+        return (raw.pointee.conductivity_low_iacs, raw.pointee.conductivity_high_iacs,
+                has(UInt32(COINMECH_READING_HAS_PERMEABILITY)) ? raw.pointee.permeability : nil)
+    }
+
+    /// Where the alloy fields end: a reading at least this large holds them.
+    public static let alloyEnd = MemoryLayout<coinmech_reading>.offset(of: \.permeability)! + MemoryLayout<Double>.size
+
     /// A coin acceptor's own classification (COIN_ID readings): position, id string, sorter path.
     public var coinID: (position: UInt32, id: String, sorterPath: UInt32)? {
         let end = MemoryLayout<coinmech_reading>.offset(of: \.coin_id)! + Int(COINMECH_COIN_ID_SIZE)

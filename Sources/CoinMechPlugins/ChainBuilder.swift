@@ -40,6 +40,9 @@ public struct ChainBuildError: Error, Sendable, Equatable, CustomStringConvertib
         /// The name is one the host gives its own decisions ("source", "inhibit", "deadline", …).
         case reservedName
         case empty
+        /// `source.currencies` is not set and no link declares a currency it credits: the
+        /// cabinet would take no coin, or (before 0.6) every mint's.
+        case noCurrency
     }
 
     public init(position: Int, link: String, cause: Cause) {
@@ -55,6 +58,8 @@ public struct ChainBuildError: Error, Sendable, Equatable, CustomStringConvertib
         case .reservedName:
             "chain link \(position) '\(link)': the host names its own decisions so (reserved: \(Chain.reservedLinkNames.sorted().joined(separator: ", "))); give the link another name"
         case .empty: "the chain has no links: every coin would be rejected"
+        case .noCurrency:
+            "source.currencies is not set, and no link of the chain declares a currency it credits (\"currency\" in its description): set source.currencies to this cabinet's currency, e.g. [USD]"
         }
     }
 }
@@ -78,7 +83,9 @@ public struct ChainBuilder: Sendable {
     /// crashes creating the instance is quarantined and built as a stand-in, as an in-process
     /// crash is by the breadcrumb: the daemon starts, inhibited and saying why, instead of
     /// refusing to start and being restarted into the same crash. Without it (a reload, a check)
-    /// the crash fails the build, and a reload keeps the running chain.
+    /// the crash fails the build, and a reload keeps the running chain. So does a host stopped by
+    /// its sandbox while loading (a forbidden call from the plugin's constructor, entry or
+    /// create): quarantined at start (`sandbox_violation`), a failed build at a reload.
     public func build(generation: UInt64, links specs: [LinkSpec], quarantiningCreateCrashes: Bool = false,
                       warn: (String) -> Void = { _ in }) throws(ChainBuildError) -> Chain {
         guard !specs.isEmpty else { throw ChainBuildError(position: 0, link: "", cause: .empty) }
@@ -106,11 +113,28 @@ public struct ChainBuilder: Sendable {
                 throw ChainBuildError(position: position, link: spec.name, cause: .plugin(error))
             }
         }
+        let acceptPolicy = try self.acceptPolicy(for: links)
         for lift in lifts {
             environment.quarantine?.lift(lift.link)
             warn("chain link \(lift.position) '\(lift.link)': quarantine lifted: the link's plugin file or configuration changed since it was \(lift.record.problem.state) (\(lift.record.problem.reason))")
         }
-        return Chain(generation: generation, links: links, acceptPolicy: environment.acceptPolicy, breadcrumb: environment.breadcrumb)
+        return Chain(generation: generation, links: links, acceptPolicy: acceptPolicy, breadcrumb: environment.breadcrumb)
+    }
+
+    /// The coins the chain may credit: the environment's, or, where the cabinet names no
+    /// currency (`currenciesFromChain`), the mint coins of the currencies its links declare and
+    /// the declared tokens. Fail closed: a link cannot credit a currency nobody configured or
+    /// declared, and a chain that declares none is refused.
+    private func acceptPolicy(for links: [ChainLink]) throws(ChainBuildError) -> AcceptPolicy {
+        guard environment.currenciesFromChain else { return environment.acceptPolicy }
+        var currencies: [String] = []
+        for link in links {
+            for currency in PluginDescription.currencies(in: link.origin.description) where !currencies.contains(currency) { currencies.append(currency) }
+        }
+        guard !currencies.isEmpty || !environment.acceptPolicy.coins.coins.isEmpty else {
+            throw ChainBuildError(position: 0, link: "", cause: .noCurrency)
+        }
+        return environment.acceptPolicy.adding(currencies: currencies)
     }
 
     /// The link, and the quarantine record it lifts (another plugin file or configuration), if any.
@@ -146,10 +170,23 @@ public struct ChainBuilder: Sendable {
             do throws(PluginLoadError) {
                 validator = try IsolatedValidator(file: file, spec: spec, identity: identity, health: health, environment: environment)
             } catch {
-                guard quarantiningCreateCrashes, case .hostCrashed(_, let message) = error, let quarantine = environment.quarantine else { throw error }
-                let record = QuarantineRecord(link: identity, problem: LinkHealth.Problem(
-                    state: .quarantined, cause: "crashed_in_create",
-                    reason: "its plugin host crashed creating the instance (\(message)); the mech stays inhibited until a reload with another plugin file or configuration for this link"))
+                guard quarantiningCreateCrashes, let quarantine = environment.quarantine else { throw error }
+                let problem: LinkHealth.Problem
+                switch error {
+                case .sandboxViolation(_, let call):
+                    // From its constructor, its entry or its create: an escape tried before it
+                    // decided anything.
+                    problem = LinkHealth.Problem(
+                        state: .quarantined, cause: "sandbox_violation",
+                        reason: "its plugin made a system call its sandbox forbids (\(call)) while loading or creating the instance: quarantined at once; the mech stays inhibited until a reload with another plugin file or configuration for this link")
+                case .hostCrashed(_, let message):
+                    problem = LinkHealth.Problem(
+                        state: .quarantined, cause: "crashed_in_create",
+                        reason: "its plugin host crashed creating the instance (\(message)); the mech stays inhibited until a reload with another plugin file or configuration for this link")
+                default:
+                    throw error
+                }
+                let record = QuarantineRecord(link: identity, problem: problem)
                 if let failure = quarantine.add(record) { warn("cannot record the quarantine: \(failure)") }
                 warn("quarantined: \(record.problem.reason)")
                 return (Self.standIn(for: spec, file: file, record: record, alarm: environment.alarm), nil)

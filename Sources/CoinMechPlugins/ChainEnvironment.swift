@@ -14,6 +14,9 @@ public struct ChainEnvironment: Sendable {
     public var isolation: IsolationSettings
     /// The coins the cabinet takes: what every accept is checked against.
     public var acceptPolicy: AcceptPolicy
+    /// The cabinet names no currency (`source.currencies`): each chain takes the currencies its
+    /// links declare, besides `acceptPolicy`'s coins (the declared tokens).
+    public var currenciesFromChain = false
     /// Set after a crash loop no breadcrumb explains: every in-process link of a plugin outside
     /// the shipped set is quarantined with this problem as it is built.
     public var suspectInProcess: LinkHealth.Problem?

@@ -7,8 +7,8 @@ public enum PluginABI {
     public static let hostVersion: UInt32 = COINMECH_PLUGIN_ABI_VERSION
     public static let hostMajor: UInt32 = COINMECH_PLUGIN_ABI_MAJOR
     public static let hostMinor: UInt32 = COINMECH_PLUGIN_ABI_MINOR
-    /// Reading kinds this host knows.
-    public static let knownKinds: UInt32 = COINMECH_KINDS_MEASURED | COINMECH_KINDS_COIN_ID
+    /// Reading kinds this host knows (ALLOY qualifies MEASURED: the plugin judges the alloy axis).
+    public static let knownKinds: UInt32 = COINMECH_KINDS_MEASURED | COINMECH_KINDS_COIN_ID | COINMECH_KINDS_ALLOY
     /// Plugin flags this host knows.
     public static let knownFlags = UInt32(COINMECH_PLUGIN_CONCURRENT_INSTANCES)
     /// The plugin struct of ABI 2.0 ends after `destroy`: anything shorter is incomplete.

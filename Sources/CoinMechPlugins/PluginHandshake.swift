@@ -34,7 +34,12 @@ public enum PluginHandshake {
         ] where !present {
             throw .incompletePlugin(path: path, missing: field)
         }
-        guard api.reading_kinds & PluginABI.knownKinds != 0 else { throw .noReadingKinds(path: path, declared: api.reading_kinds) }
+        // The alloy axis is part of a measured reading: a plugin that judges it takes measured readings.
+        if api.reading_kinds & COINMECH_KINDS_ALLOY != 0 {
+            guard api.reading_kinds & COINMECH_KINDS_MEASURED != 0 else { throw .alloyWithoutMeasured(path: path) }
+            guard PluginABI.minor(found) >= 1 else { throw .alloyBeforeItsABI(path: path, found: found) }
+        }
+        guard api.reading_kinds & PluginABI.knownKinds & ~COINMECH_KINDS_ALLOY != 0 else { throw .noReadingKinds(path: path, declared: api.reading_kinds) }
         let metadata = PluginMetadata(
             name: String(cString: api.name!), version: String(cString: api.version!),
             license: api.license.map { String(cString: $0) } ?? "", summary: api.description.map { String(cString: $0) } ?? "",

@@ -17,6 +17,10 @@ public enum PluginLoadError: Error, Equatable, Sendable, Codable, CustomStringCo
     case incompletePlugin(path: String, missing: String)
     /// The plugin declares no reading kind, or only kinds this host does not know.
     case noReadingKinds(path: String, declared: UInt32)
+    /// COINMECH_KINDS_ALLOY without COINMECH_KINDS_MEASURED: the axis is part of a measured reading.
+    case alloyWithoutMeasured(path: String)
+    /// COINMECH_KINDS_ALLOY from a plugin built for an ABI before 2.1, whose reading has no alloy fields.
+    case alloyBeforeItsABI(path: String, found: UInt32)
     case createFailed(path: String, plugin: String, message: String)
     case copyFailed(path: String, reason: String)
     /// An isolated link's plugin host could not be started, or broke the host protocol.
@@ -60,6 +64,10 @@ public enum PluginLoadError: Error, Equatable, Sendable, Codable, CustomStringCo
             "\(path): plugin did not fill '\(missing)'"
         case .noReadingKinds(let path, let declared):
             "\(path): plugin declares no reading kind this coinmechd knows (reading_kinds 0x\(String(declared, radix: 16))): set COINMECH_KINDS_MEASURED"
+        case .alloyWithoutMeasured(let path):
+            "\(path): plugin declares COINMECH_KINDS_ALLOY without COINMECH_KINDS_MEASURED: the alloy axis is part of a measured reading; declare both"
+        case .alloyBeforeItsABI(let path, let found):
+            "\(path): plugin declares COINMECH_KINDS_ALLOY but was built for plugin ABI \(PluginABI.text(found)), whose reading has no alloy fields: rebuild it against a coinmech_plugin.h of ABI 2.1 or later"
         case .createFailed(let path, let plugin, let message):
             "\(path): plugin '\(plugin)' create failed: \(message)"
         case .copyFailed(let path, let reason):

@@ -43,17 +43,30 @@ public struct ReadingExplanation: Sendable {
         decidedBy = decided?.1 ?? Chain.terminalLinkName
     }
 
-    /// A reading from figures as an operator types them: `DIAMETER,WEIGHT[,THICKNESS]` (mm, g, mm).
+    /// A reading from figures as an operator types them: `DIAMETER,WEIGHT[,THICKNESS[,LOW,HIGH[,PERMEABILITY]]]`
+    /// (mm, g, mm; the alloy axis: % IACS at the mech's low and high frequency, relative
+    /// permeability). The thickness may be left empty before the alloy figures.
     public static func reading(figures text: String) -> Reading? {
-        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
-        guard (2...3).contains(parts.count), parts.allSatisfy({ $0 != nil }) else { return nil }
-        return Reading(deviceSeq: 0, diameterMM: parts[0], weightG: parts[1], thicknessMM: parts.count == 3 ? parts[2] : nil, source: "explain")
+        let fields = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard [2, 3, 5, 6].contains(fields.count) else { return nil }
+        let parts = fields.enumerated().map { index, field in index == 2 && field.isEmpty && fields.count > 3 ? Double?.none : Double(field) }
+        guard parts.enumerated().allSatisfy({ $0.element != nil || ($0.offset == 2 && fields[2].isEmpty) }) else { return nil }
+        var reading = Reading(deviceSeq: 0, diameterMM: parts[0], weightG: parts[1], thicknessMM: parts.count >= 3 ? parts[2] : nil, source: "explain")
+        if parts.count >= 5, let low = parts[3], let high = parts[4] {
+            reading.alloy = Reading.Alloy(lowIACS: low, highIACS: high, permeability: parts.count == 6 ? parts[5] : nil)
+        }
+        return reading
     }
 
     /// For people: the reading, each link's answer with its details, and the decision.
     public var text: String {
-        var out = ["reading: " + [("diameter", reading.diameterMM, "mm"), ("weight", reading.weightG, "g"), ("thickness", reading.thicknessMM, "mm")]
-            .compactMap { name, value, unit in value.map { "\(name) \($0) \(unit)" } }.joined(separator: ", ")]
+        var figures = [("diameter", reading.diameterMM, "mm"), ("weight", reading.weightG, "g"), ("thickness", reading.thicknessMM, "mm")]
+            .compactMap { name, value, unit in value.map { "\(name) \($0) \(unit)" } }
+        if let alloy = reading.alloy {
+            figures.append("conductivity \(alloy.lowIACS) / \(alloy.highIACS) % IACS")
+            if let permeability = alloy.permeability { figures.append("permeability \(permeability)") }
+        }
+        var out = ["reading: " + figures.joined(separator: ", ")]
         for link in links {
             let answer: String
             switch link.verdict {

@@ -1,5 +1,6 @@
 import AllocationCounter
 import CLinux
+import CoinFacts
 import CoinMechChain
 import CoinMechPluginABI
 import CoinMechPlugins
@@ -10,7 +11,7 @@ import Foundation
 /// pluginval: 5 is the recommended minimum, random readings from 6, threads from 7,
 /// allocations at 9.
 enum Check: String, CaseIterable, Codable, Sendable {
-    case load, abi, metadata, create, edge, elf, describe, sandbox, lifecycle, determinism, budget, random, concurrency, sizes, allocations
+    case load, abi, metadata, create, edge, elf, describe, sandbox, lifecycle, determinism, budget, alloy, random, concurrency, sizes, allocations
 
     var strictness: Int {
         switch self {
@@ -18,7 +19,7 @@ enum Check: String, CaseIterable, Codable, Sendable {
         case .elf: 2
         case .describe: 3
         case .sandbox: 4
-        case .lifecycle, .determinism, .budget: 5
+        case .lifecycle, .determinism, .budget, .alloy: 5
         case .random: 6
         case .concurrency: 7
         case .sizes: 8
@@ -39,6 +40,7 @@ enum Check: String, CaseIterable, Codable, Sendable {
         case .lifecycle: "create and destroy repeated without heap or RSS growth"
         case .determinism: "the same readings give the same verdicts (two fresh instances)"
         case .budget: "p99 time of a validate call within the budget"
+        case .alloy: "a plugin declaring the alloy axis: also measured readings, ABI 2.1; nothing past an older host's reading read; no metal and impossible figures never accepted"
         case .random: "random readings (seeded): always a well-formed verdict"
         case .concurrency: "create and destroy while another instance validates; concurrent instances if declared"
         case .sizes: "a newer host's larger reading and decision: same verdicts, nothing written into fields it cannot know"
@@ -86,6 +88,7 @@ struct CheckRun {
             case .lifecycle: try lifecycle(&result)
             case .determinism: try determinism(&result)
             case .budget: try budget(&result)
+            case .alloy: try alloy(&result)
             case .random: try random(&result)
             case .concurrency: try concurrency(&result)
             case .sizes: try sizes(&result)
@@ -266,6 +269,55 @@ struct CheckRun {
         } else {
             result.notes.append("no explain")
         }
+    }
+
+    /// What declaring COINMECH_KINDS_ALLOY promises (docs/PLUGINS.md, "The alloy axis"): the
+    /// plugin takes measured readings; it was built for ABI 2.1 or later; given an older host's
+    /// reading (2.0: no alloy fields, the struct ending where readable memory ends) it reads
+    /// nothing past it and decides as on a reading without the axis; and it never accepts a coin
+    /// of no metal, nor figures no metal gives.
+    private func alloy(_ result: inout CheckResult) throws(Finding) {
+        guard kinds & COINMECH_KINDS_ALLOY != 0 else {
+            result.notes.append("does not declare COINMECH_KINDS_ALLOY: measured readings reach it with or without the alloy axis, which it does not judge")
+            return
+        }
+        if kinds & COINMECH_KINDS_MEASURED == 0 { result.findings.append("declares the alloy axis without COINMECH_KINDS_MEASURED: the host refuses it") }
+        if PluginABI.minor(plugin.api.abi_version) < 1 {
+            result.findings.append("declares the alloy axis but was built for ABI \(PluginABI.text(plugin.api.abi_version)), which has no alloy fields")
+        }
+        let instance = try plugin.create(config)
+        defer { plugin.destroy(instance) }
+        let older = MemoryLayout<coinmech_reading>.offset(of: \.conductivity_low_iacs)!
+        var coins = 0
+        for spec in CoinTables.usd + CoinTables.eur + CoinTables.gbp {
+            let plain = Reading(deviceSeq: 1, diameterMM: spec.diameterMM, weightG: spec.weightG, thicknessMM: spec.thicknessMM)
+            let without = plugin.validate(instance, plain).decision
+            var flagged = plain
+            flagged.alloy = Reading.Alloy(lowIACS: 5.6, highIACS: 5.6, permeability: 1)
+            progress("validate: a nominal \(spec.currency) \(spec.code) in an ABI 2.0 host's reading")
+            let asOlder = plugin.validate(instance, flagged, endingAtPageWith: older).decision
+            if VerdictRules.fingerprint(asOlder) != VerdictRules.fingerprint(without) {
+                result.findings.append("a nominal \(spec.currency) \(spec.code) in an ABI 2.0 host's reading (no alloy fields) was answered \(VerdictRules.summary(asOlder)), "
+                    + "and \(VerdictRules.summary(without)) without the axis: read the alloy only when COINMECH_HAS_FIELD says the reading holds it")
+            }
+            guard without.verdict == COINMECH_VERDICT_ACCEPT.rawValue else { continue }
+            coins += 1
+            for (name, alloy) in [("no metal (a plastic token)", Reading.Alloy(lowIACS: 0, highIACS: 0, permeability: 1)),
+                                  ("a NaN conductivity", Reading.Alloy(lowIACS: .nan, highIACS: 5.6, permeability: 1)),
+                                  ("a negative conductivity", Reading.Alloy(lowIACS: 5.6, highIACS: -5.6, permeability: 1)),
+                                  ("a conductivity beyond every metal", Reading.Alloy(lowIACS: 1e6, highIACS: 1e6, permeability: 1)),
+                                  ("an infinite permeability", Reading.Alloy(lowIACS: 5.6, highIACS: 5.6, permeability: .infinity))] {
+                var reading = plain
+                reading.alloy = alloy
+                progress("validate: a nominal \(spec.currency) \(spec.code) with \(name)")
+                let call = plugin.validate(instance, reading)
+                check(call, "a nominal \(spec.currency) \(spec.code) with \(name)", into: &result)
+                if call.decision.verdict == COINMECH_VERDICT_ACCEPT.rawValue {
+                    result.findings.append("accepted a nominal \(spec.currency) \(spec.code) with \(name): a plugin that judges the alloy never credits that")
+                }
+            }
+        }
+        result.notes.append("\(coins) nominal coins accepted without the axis, each refused with no metal and with impossible figures; all decided alike in an ABI 2.0 host's reading")
     }
 
     private func lifecycle(_ result: inout CheckResult) throws(Finding) {

@@ -123,6 +123,22 @@ final class PluginUnderTest: @unchecked Sendable {
         return Call(decision: decision, wrotePastSize: past, wroteUnknownFields: unknown)
     }
 
+    /// Validates `reading` in a struct of only `size` bytes (an older host's) that ends where
+    /// readable memory ends: a plugin that reads past the size it was given faults here.
+    func validate(_ instance: UnsafeMutableRawPointer, _ reading: Reading, endingAtPageWith size: Int) -> Call {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let base = mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)!
+        defer { munmap(base, 2 * page) }
+        mprotect(base + page, page, PROT_NONE)
+        let start = base + page - size
+        reading.withCReading { raw in start.copyMemory(from: raw, byteCount: size) }
+        start.storeBytes(of: UInt32(size), as: UInt32.self)
+        var decision = coinmech_decision()
+        decision.size = UInt32(MemoryLayout<coinmech_decision>.size)
+        api.validate!(instance, start.assumingMemoryBound(to: coinmech_reading.self), &decision)
+        return Call(decision: decision, wrotePastSize: false, wroteUnknownFields: false)
+    }
+
     /// A describe-like function's text, checked as the host reads it: asked first with a small
     /// buffer (it must say how much it needs, NUL-terminate what fits and write nothing past it).
     func text(_ write: (UnsafeMutablePointer<CChar>, Int) -> Int) throws(Finding) -> String {

@@ -37,6 +37,20 @@ enum TestReadings {
         for coin in CoinTables.usd + CoinTables.eur + CoinTables.gbp {
             readings.append(("a nominal \(coin.currency) \(coin.code)", Reading(deviceSeq: next(), diameterMM: coin.diameterMM, weightG: coin.weightG, thicknessMM: coin.thicknessMM)))
         }
+        if kinds & COINMECH_KINDS_ALLOY != 0 {
+            // The alloy axis at its limits, on a coin's size and weight.
+            let figures: [(String, Reading.Alloy)] = [
+                ("no metal", Reading.Alloy(lowIACS: 0, highIACS: 0, permeability: 1)),
+                ("copper", Reading.Alloy(lowIACS: 100, highIACS: 100, permeability: 1)),
+                ("steel", Reading.Alloy(lowIACS: 0.4, highIACS: 0.1, permeability: 200)),
+                ("no permeability", Reading.Alloy(lowIACS: 70, highIACS: 6.5)),
+            ] + specials.map { ("low \($0.0)", Reading.Alloy(lowIACS: $0.1, highIACS: 6.5, permeability: 1)) }
+              + specials.map { ("high \($0.0)", Reading.Alloy(lowIACS: 70, highIACS: $0.1, permeability: 1)) }
+              + specials.map { ("permeability \($0.0)", Reading.Alloy(lowIACS: 70, highIACS: 6.5, permeability: $0.1)) }
+            for (name, alloy) in figures {
+                readings.append(("alloy \(name)", Reading(deviceSeq: next(), diameterMM: 24.26, weightG: 5.67, thicknessMM: 1.75, alloy: alloy)))
+            }
+        }
         if kinds & COINMECH_KINDS_COIN_ID != 0 {
             readings += [
                 ("coin id EU200A at position 1", Reading(deviceSeq: next(), coinPosition: 1, coinID: "EU200A", sorterPath: 1)),
@@ -78,6 +92,13 @@ enum TestReadings {
                 if random.next(upTo: 4) != 0 { reading.weightG = random.anyDouble() }
                 if random.next(upTo: 2) == 0 { reading.thicknessMM = random.anyDouble() }
                 if random.next(upTo: 4) == 0 { reading.channel = UInt32(truncatingIfNeeded: random.next()) }
+            }
+            if kinds & COINMECH_KINDS_ALLOY != 0, random.next(upTo: 2) == 0 {
+                // Half of a plugin's readings carry the alloy axis it declares it judges: plausible
+                // conductivities, now and then anything at all.
+                reading.alloy = random.next(upTo: 4) == 0
+                    ? Reading.Alloy(lowIACS: random.anyDouble(), highIACS: random.anyDouble(), permeability: random.next(upTo: 2) == 0 ? random.anyDouble() : nil)
+                    : Reading.Alloy(lowIACS: abs(random.unit(110)), highIACS: abs(random.unit(110)), permeability: 1 + abs(random.unit(1)) * (random.next(upTo: 3) == 0 ? 200 : 0.05))
             }
             readings.append(reading)
         }

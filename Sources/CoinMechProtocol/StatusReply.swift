@@ -61,6 +61,8 @@ public struct StatusReply: Sendable, Equatable {
         public var rejected: Int64 = 0
         public var duplicates: Int64 = 0
         public var protocolErrors: Int64 = 0
+        /// Readings returned for alloy figures that cannot be measurements.
+        public var badAlloy: Int64 = 0
         public var deadlinePassed: Int64 = 0
         public var lateAnswers: Int64 = 0
 
@@ -69,7 +71,7 @@ public struct StatusReply: Sendable, Equatable {
         static var keys: [(String, WritableKeyPath<Counters, Int64>)] { [
             ("readings", \.readings), ("accepted", \.accepted), ("credited", \.credited), ("returned_after_accept", \.returnedAfterAccept),
             ("unconfirmed", \.unconfirmed), ("queries", \.queries), ("connects", \.connects), ("reconnects", \.reconnects),
-            ("rejected", \.rejected), ("duplicates", \.duplicates), ("protocol_errors", \.protocolErrors),
+            ("rejected", \.rejected), ("duplicates", \.duplicates), ("protocol_errors", \.protocolErrors), ("bad_alloy", \.badAlloy),
             ("deadline_passed", \.deadlinePassed), ("late_answers", \.lateAnswers),
         ] }
     }

@@ -22,6 +22,10 @@ public struct AccessPolicy: Sendable {
         unknownNames = unknown
     }
 
+    /// Whether `peer` may send control commands, known without a lookup of its groups: its user
+    /// or its primary group is listed. (A connection is admitted with it, before any NSS call.)
+    public func allowsControlAtOnce(_ peer: PeerCredentials) -> Bool { users.contains(peer.uid) || groups.contains(peer.gid) }
+
     /// Whether `peer` may send control commands: its user is listed, or its primary or any
     /// supplementary group is.
     public func allowsControl(_ peer: PeerCredentials) -> Bool {

@@ -18,12 +18,20 @@ public struct PublisherContext: Sendable {
     public let logger: Logger
     /// Where blocking work runs (ledger reads, user and group lookups): never on an event loop.
     public let blocking: NIOThreadPool
+    /// What one client may cost the daemon, and the connections open now.
+    public let limits: ClientLimits
+    let clients = ClientCount()
+    /// Admits the commands that cost the deciding thread, for every client together.
+    let deciderCommands: CommandGate
 
     public init(
         ledger: Ledger, control: any ControlPlane, hub: EventHub, policy: AccessPolicy, daemonVersion: String,
-        maximumQueuedEvents: Int = ClientProtocol.maximumQueuedEvents, logger: Logger, blocking: NIOThreadPool
+        maximumQueuedEvents: Int = ClientProtocol.maximumQueuedEvents, limits: ClientLimits = ClientLimits(), logger: Logger,
+        blocking: NIOThreadPool
     ) {
         self.blocking = blocking
+        self.limits = limits
+        deciderCommands = CommandGate(burst: limits.deciderCommandBurst, perSecond: limits.deciderCommandsPerSecond)
         self.maximumQueuedEvents = maximumQueuedEvents
         self.ledger = ledger
         self.control = control
@@ -36,8 +44,14 @@ public struct PublisherContext: Sendable {
 
 /// One client connection: answers requests, and streams events to a subscriber through a
 /// bounded queue that is written only while the socket can take it.
+///
+/// Back-pressure (docs/PROTOCOL.md, "Limits"): one request is answered at a time, and the next
+/// is taken only once the socket can take more replies; bytes read ahead of it are bounded,
+/// past which the socket is not read, so a client that writes without reading fills its own
+/// socket, not the daemon. A client that leaves its replies unread too long, or says nothing
+/// too long after connecting, is told why and disconnected.
 final class ClientHandler: ChannelInboundHandler {
-    typealias InboundIn = RequestLine
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let shared: PublisherContext
@@ -45,10 +59,15 @@ final class ClientHandler: ChannelInboundHandler {
     /// Whether the peer may use control commands (looked up once, off the event loop).
     private var mayControl = false
     private var context: ChannelHandlerContext?
-    /// Request lines in arrival order; one is handled at a time, so replies keep their order
-    /// while a request's blocking part runs in the thread pool.
-    private var requests: [RequestLine] = []
+    /// Request bytes in arrival order, taken a line at a time: one request is handled at a
+    /// time, so replies keep their order while a request's blocking part runs in the thread pool.
+    private var requests = RequestLines()
     private var handling = true  // until the hello is sent
+    /// The socket is read (`autoRead`); off while `requests` holds `readAheadBytes`.
+    private var reading = true
+    /// Closes a connection that has sent no request yet; cut off a client whose replies wait.
+    private var idleTimer: Scheduled<Void>?
+    private var stallTimer: Scheduled<Void>?
 
     private enum Subscription {
         case none
@@ -81,10 +100,16 @@ final class ClientHandler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         shared.hub.unregister(ObjectIdentifier(self))
+        cancelTimers()
         self.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        let limits = shared.limits
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: limits.idleTimeout) {
+            bound.value.cutOff("no request within \(Self.seconds(limits.idleTimeout)) s of connecting: disconnected (send a request, e.g. {\"cmd\":\"subscribe\"}, after the hello)")
+        }
         // The peer's name and rights (NSS lookups) and the last seq (a ledger read) are found in
         // the thread pool; requests that arrive meanwhile wait for the hello.
         let (ledger, policy, peer) = (shared.ledger, shared.policy, peer)
@@ -114,11 +139,17 @@ final class ClientHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         shared.hub.unregister(ObjectIdentifier(self))
+        cancelTimers()
         context.fireChannelInactive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { drain() }
+        if context.channel.isWritable {
+            stallTimer?.cancel()
+            stallTimer = nil
+            drain()
+            if !handling { next() }
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -128,26 +159,84 @@ final class ClientHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .line(let text) where text.trimmingCharacters(in: .whitespaces).isEmpty:
-            return
-        case let line:
-            requests.append(line)
-            if !handling { next() }
+        var bytes = unwrapInboundIn(data)
+        requests.append(&bytes)
+        // Read ahead no further: the client's further writes wait in the kernel.
+        if reading, requests.bufferedBytes >= shared.limits.readAheadBytes {
+            reading = false
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
         }
+        if !handling { next() }
     }
 
-    /// Handles the next waiting request, if none is being handled.
+    /// Handles the next waiting request, if none is being handled and the socket can take its
+    /// reply; reads on once what was read ahead is answered.
     private func next() {
         handling = false
-        while !handling, !requests.isEmpty, !closing {
-            switch requests.removeFirst() {
+        guard let context else { return }
+        while !handling, !closing {
+            guard context.channel.isWritable else {
+                // Its replies wait unread: nothing more is taken, and a client that leaves them
+                // there is cut off.
+                if stallTimer == nil, requests.bufferedBytes > 0 {
+                    let timeout = shared.limits.stallTimeout
+                    let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                    stallTimer = context.eventLoop.scheduleTask(in: timeout) {
+                        bound.value.cutOff("replies left unread for \(Self.seconds(timeout)) s while requests wait: disconnected (read the replies to your requests)")
+                    }
+                }
+                return
+            }
+            guard let line = requests.next() else { break }
+            switch line {
+            case .line(let text) where text.trimmingCharacters(in: .whitespaces).isEmpty:
+                continue
             case .tooLong:
+                firstRequest()
                 send(ClientProtocol.error(id: nil, .lineTooLong, "request longer than \(ClientProtocol.maximumRequestLength) bytes; skipped"))
             case .line(let text):
+                firstRequest()
                 handle(text)
             }
         }
+        if !reading, !closing, requests.bufferedBytes < shared.limits.readAheadBytes / 2 {
+            reading = true
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+            context.read()
+        }
+    }
+
+    /// The client has spoken: it is no longer idle.
+    private func firstRequest() {
+        idleTimer?.cancel()
+        idleTimer = nil
+    }
+
+    private func cancelTimers() {
+        idleTimer?.cancel()
+        stallTimer?.cancel()
+        idleTimer = nil
+        stallTimer = nil
+    }
+
+    /// Tells the client why and closes the connection (a client that reads nothing never takes
+    /// the line; it is written all the same, past the socket's high-water mark).
+    private func cutOff(_ why: String) {
+        guard let context, !closing else { return }
+        shared.logger.notice("client disconnected", metadata: ["peer": "\(peer)", "why": "\(why)"])
+        closing = true
+        cancelTimers()
+        shared.hub.unregister(ObjectIdentifier(self))
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(line(ClientProtocol.error(id: nil, .unavailable, why)))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+    }
+
+    static func seconds(_ amount: TimeAmount) -> String {
+        let value = Double(amount.nanoseconds) / 1e9
+        return value == value.rounded() ? String(Int64(value)) : String(value)
     }
 
     /// A request whose answer needs blocking work: the reply comes from the thread pool, and
@@ -210,11 +299,12 @@ final class ClientHandler: ChannelInboundHandler {
                     return nil
                 }
             case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout, .refill, .float:
-                control.control(command, by: peer, completion: replier(id))
+                let peer = peer
+                onDecidingThread(id) { completion in control.control(command, by: peer, completion: completion) }
             case .teachStatus:
                 reply(id, { control.teachStatus() }) { _, status in ClientProtocol.reply(id: id, result: status) }
             case .explain(let diameter, let weight, let thickness):
-                control.explain(diameter: diameter, weight: weight, thickness: thickness, completion: replier(id))
+                onDecidingThread(id) { completion in control.explain(diameter: diameter, weight: weight, thickness: thickness, completion: completion) }
             case .payoutPlan(let amount, let currency):
                 reply(id, { () throws(CommandError) in try control.payoutPlan(amountMinor: amount, currency: currency) }) { _, plan in
                     ClientProtocol.reply(id: id, result: plan)
@@ -234,17 +324,27 @@ final class ClientHandler: ChannelInboundHandler {
         }
     }
 
-    /// A completion that writes the reply on this connection's event loop.
-    private func replier(_ id: JSON?) -> @Sendable (Result<JSON, CommandError>) -> Void {
-        guard let context else { return { _ in } }
+    /// A command the deciding thread (or the ledger's writer) carries out: admitted through the
+    /// daemon's `CommandGate`, one at a time on this connection; its reply is written on this
+    /// connection's event loop, and the next request waits for it.
+    private func onDecidingThread(_ id: JSON?, _ start: @escaping @Sendable (@escaping @Sendable (Result<JSON, CommandError>) -> Void) -> Void) {
+        guard let context else { return }
+        handling = true
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        return { result in
+        let completion: @Sendable (Result<JSON, CommandError>) -> Void = { result in
             bound.eventLoop.execute {
+                let handler = bound.value
                 switch result {
-                case .success(let value): bound.value.send(ClientProtocol.reply(id: id, result: value))
-                case .failure(let error): bound.value.send(ClientProtocol.error(id: id, error.code, error.message))
+                case .success(let value): handler.send(ClientProtocol.reply(id: id, result: value))
+                case .failure(let error): handler.send(ClientProtocol.error(id: id, error.code, error.message))
                 }
+                handler.next()
             }
+        }
+        shared.deciderCommands.admit(on: context.eventLoop) {
+            // The connection may have closed while it waited: nothing to run it for.
+            guard bound.value.context != nil, !bound.value.closing else { return }
+            start(completion)
         }
     }
 

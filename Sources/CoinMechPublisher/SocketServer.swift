@@ -36,10 +36,21 @@ public final class SocketServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 128)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 16 * 1024, high: 64 * 1024))
+            // Reads of at most 16 KiB: what a client sent ahead of its answers stays small.
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 16 * 1024))
             .childChannelInitializer { channel in
-                Self.peerCredentials(of: channel).flatMapThrowing { peer in
+                // Counted from the accept to the close, refused or not.
+                let open = context.clients.opened()
+                channel.closeFuture.whenComplete { _ in context.clients.closed() }
+                return Self.peerCredentials(of: channel).flatMapThrowing { peer in
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(ByteToMessageHandler(LineFrameDecoder()))
+                    let limits = context.limits
+                    let allowed = limits.maximumClients + (context.policy.allowsControlAtOnce(peer) ? limits.reservedForControl : 0)
+                    guard open <= allowed else {
+                        context.logger.notice("client refused: too many connections", metadata: ["peer": "\(peer)", "open": "\(open - 1)"])
+                        return try sync.addHandler(ClientRefusal(
+                            message: "the daemon serves \(open - 1) connections, its limit (socket.max_clients \(limits.maximumClients)): try again later"))
+                    }
                     try sync.addHandler(ClientHandler(shared: context, peer: peer))
                 }
             }

@@ -113,12 +113,18 @@ public struct FrameParser: Sendable {
     static func frame(_ fields: [String]) throws(FieldError) -> SerialFrame {
         switch fields.first {
         case "CMR":
-            guard (4...6).contains(fields.count) else { throw FieldError(reason: "CMR takes 3 to 5 fields") }
+            guard (4...9).contains(fields.count) else { throw FieldError(reason: "CMR takes 3 to 8 fields") }
             let thickness: Double? = fields.count >= 5 && !fields[4].isEmpty ? try measure(fields[4], .thickness) : nil
-            let clock: UInt64? = fields.count == 6 ? try number(fields[5], "mech clock") : nil
-            return .reading(SensorReading(
+            // The clock may be left empty only when the alloy fields follow it.
+            let clock: UInt64? = fields.count >= 6 && !(fields[5].isEmpty && fields.count > 6) ? try number(fields[5], "mech clock") : nil
+            var reading = SensorReading(
                 deviceSeq: try number(fields[1], "device sequence"), diameterMM: try measure(fields[2], .diameter),
-                weightG: try measure(fields[3], .weight), thicknessMM: thickness, mechMilliseconds: clock))
+                weightG: try measure(fields[3], .weight), thicknessMM: thickness, mechMilliseconds: clock)
+            switch alloy(Array(fields.dropFirst(6))) {
+            case .success(let signature): reading.alloy = signature
+            case .failure(let fault): reading.alloyFault = fault
+            }
+            return .reading(reading)
         case "CMD":
             guard fields.count == 3, fields[2] == "A" || fields[2] == "R" else { throw FieldError(reason: "CMD takes devseq and A or R") }
             return .decision(deviceSeq: try number(fields[1], "device sequence"), accept: fields[2] == "A")
@@ -147,6 +153,30 @@ public struct FrameParser: Sendable {
         default:
             throw FieldError(reason: "unknown sentence type")
         }
+    }
+
+    /// The alloy fields after the mech clock: conductivity at the low and the high frequency
+    /// (% IACS) and, optionally, the permeability. An empty field is one not sent. Figures that
+    /// cannot be measurements do not make the sentence malformed: the reading stands (its coin is
+    /// there, waiting for an answer) and carries the fault, so the host returns it at once with a
+    /// reason naming the field instead of leaving it to the mech's deadline.
+    static func alloy(_ fields: [String]) -> Result<AlloySignature?, AlloyFault> {
+        let names: [AlloyFault.Field] = [.conductivityLow, .conductivityHigh, .permeability]
+        var values: [Double?] = [nil, nil, nil]
+        for (index, field) in fields.enumerated() where !field.isEmpty {
+            guard field.count <= 16, let value = Double(field), field.utf8.allSatisfy(Self.isPlainNumberByte) else {
+                let shown = field.count <= 16 ? field : String(field.prefix(16)) + "…"
+                return .failure(AlloyFault(names[index], "\(names[index].rawValue) '\(shown)' is not a number"))
+            }
+            values[index] = value
+        }
+        return AlloySignature.checked(lowIACS: values[0], highIACS: values[1], permeability: values[2])
+    }
+
+    /// Digits, a sign, a point, an exponent: what a firmware's printf writes (not "nan", "inf" or hex).
+    static func isPlainNumberByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+            || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
     }
 
     static func number(_ field: String, _ name: String) throws(FieldError) -> UInt64 {

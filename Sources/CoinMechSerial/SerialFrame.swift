@@ -3,7 +3,8 @@ import CoinMechModel
 /// One sentence of the raw-sensor mech's line protocol (NMEA style, ASCII, XOR checksum;
 /// docs/HARDWARE.md has the whole exchange):
 ///
-///     $CMR,<devseq>,<diameter_mm>,<weight_g>[,<thickness_mm>[,<mech_ms>]]*HH   mech → host: a reading
+///     $CMR,<devseq>,<diameter_mm>,<weight_g>[,<thickness_mm>[,<mech_ms>       mech → host: a reading, with
+///          [,<conductivity_low>,<conductivity_high>[,<permeability>]]]]*HH     the alloy axis if it measures it
 ///     $CMD,<devseq>,A*HH  /  $CMD,<devseq>,R*HH                           host → mech: accept / return
 ///     $CMC,<devseq>,S*HH  /  $CMC,<devseq>,R*HH                           mech → host: the accepted coin
 ///                                                                          was stored / came back after all
@@ -11,7 +12,8 @@ import CoinMechModel
 ///     $CMJ,<boot>,<devseq>,S|R|U*HH                                        mech → host: its journal's answer
 ///     $CMH*HH                                                              host → mech: hello (on connect)
 ///     $CMS,<status>[,<detail>]*HH                                          mech → host: status; POWERUP and
-///                                                                          SESSION carry the mech's boot number
+///                                                                          SESSION carry the mech's boot number,
+///                                                                          ALLOY its sensor's frequencies
 ///     $CMI,1*HH  /  $CMI,0*HH                                              host → mech: inhibit on / off
 ///
 /// Every sentence ends with CR LF.
@@ -35,8 +37,13 @@ public enum SerialFrame: Sendable, Hashable {
         switch self {
         case .reading(let reading):
             var fields = ["CMR", "\(reading.deviceSeq)", Self.number(reading.diameterMM), Self.number(reading.weightG)]
-            if reading.thicknessMM != nil || reading.mechMilliseconds != nil { fields.append(reading.thicknessMM.map(Self.number) ?? "") }
-            if let milliseconds = reading.mechMilliseconds { fields.append("\(milliseconds)") }
+            let alloy = reading.alloy
+            if reading.thicknessMM != nil || reading.mechMilliseconds != nil || alloy != nil { fields.append(reading.thicknessMM.map(Self.number) ?? "") }
+            if reading.mechMilliseconds != nil || alloy != nil { fields.append(reading.mechMilliseconds.map { "\($0)" } ?? "") }
+            if let alloy {
+                fields += [Self.number(alloy.lowIACS), Self.number(alloy.highIACS)]
+                if let permeability = alloy.permeability { fields.append(Self.number(permeability)) }
+            }
             body = fields.joined(separator: ",")
         case .decision(let seq, let accept):
             body = "CMD,\(seq),\(accept ? "A" : "R")"
@@ -90,13 +97,21 @@ public struct SensorReading: Sendable, Hashable {
     /// The mech's own millisecond clock when it sent the reading (its deadline starts then):
     /// lets the host tell a reading that waited in a buffer from one that just arrived.
     public var mechMilliseconds: UInt64?
+    /// The alloy axis, from a mech with an eddy-current sensor.
+    public var alloy: AlloySignature?
+    /// Alloy fields that were sent but cannot be measurements (the reading stands; the host
+    /// returns the coin with the fault's reason).
+    public var alloyFault: AlloyFault?
 
-    public init(deviceSeq: UInt64, diameterMM: Double, weightG: Double, thicknessMM: Double? = nil, mechMilliseconds: UInt64? = nil) {
+    public init(deviceSeq: UInt64, diameterMM: Double, weightG: Double, thicknessMM: Double? = nil, mechMilliseconds: UInt64? = nil,
+                alloy: AlloySignature? = nil, alloyFault: AlloyFault? = nil) {
         self.deviceSeq = deviceSeq
         self.diameterMM = diameterMM
         self.weightG = weightG
         self.thicknessMM = thicknessMM
         self.mechMilliseconds = mechMilliseconds
+        self.alloy = alloy
+        self.alloyFault = alloyFault
     }
 }
 

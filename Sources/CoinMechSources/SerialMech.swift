@@ -100,9 +100,11 @@ public final class SerialMech: ConfirmingMech, FramedMech {
         switch event {
         case .frame(.reading(let reading)):
             failpoints.hit(.readingParsed)
-            let measurement = Measurement(diameterMM: reading.diameterMM, weightG: reading.weightG, thicknessMM: reading.thicknessMM, channel: nil)
+            let measurement = Measurement(diameterMM: reading.diameterMM, weightG: reading.weightG, thicknessMM: reading.thicknessMM, channel: nil,
+                                          alloy: reading.alloy)
             let sentAt = reading.mechMilliseconds.map { clock.sentAt(mechMilliseconds: $0, readAt: readAt) } ?? readAt
-            return .reading(MechReading(deviceSeq: reading.deviceSeq, measurement: measurement, sentAt: sentAt, readAt: readAt))
+            return .reading(MechReading(deviceSeq: reading.deviceSeq, measurement: measurement, sentAt: sentAt, readAt: readAt,
+                                        alloyFault: reading.alloyFault))
         case .frame(.confirmation(let seq, let fate)):
             return .confirmation(deviceSeq: seq, fate: fate)
         case .frame(.journal(let boot, let seq, let fate)):

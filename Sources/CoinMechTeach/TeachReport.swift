@@ -92,7 +92,9 @@ package struct TeachReport: Sendable {
                 warnings.append("left out device seq \(out.sample.deviceSeq): \(out.why): another coin?")
             }
         }
-        coin = CoinCalibration.TaughtCoin.measure(kept.map { ($0.diameterMM, $0.weightG, $0.thicknessMM) })
+        var measured = CoinCalibration.TaughtCoin.measure(kept.map { ($0.diameterMM, $0.weightG, $0.thicknessMM) })
+        measured?.alloy = Self.alloy(kept)
+        coin = measured
 
         let spec = CoinTables.table(for: request.currency)?.first { $0.code == request.code }
         let noise = table?.sensor_noise ?? .typical
@@ -160,10 +162,18 @@ package struct TeachReport: Sendable {
     package func calibration() -> Result<CoinCalibration.TaughtCoin, TeachFailure> {
         if let problem = problems.first { return .failure(TeachFailure("cannot commit: \(problem)")) }
         do throws(CalibrationError) {
-            return .success(try CoinCalibration.TaughtCoin.fit(kept.map { ($0.diameterMM, $0.weightG, $0.thicknessMM) }))
+            var fitted = try CoinCalibration.TaughtCoin.fit(kept.map { ($0.diameterMM, $0.weightG, $0.thicknessMM) })
+            fitted.alloy = Self.alloy(kept)
+            return .success(fitted)
         } catch {
             return .failure(TeachFailure("cannot commit: \(error.message)"))
         }
+    }
+
+    /// The alloy windows of the samples that measured the axis: one per composition they show
+    /// (a GBP 10p taught from cupro-nickel and plated-steel coins gets two).
+    static func alloy(_ samples: [TeachSession.Sample]) -> [TaughtAlloy]? {
+        TaughtAlloy.fit(samples.compactMap { $0.alloy.map { ($0.lowIACS, $0.highIACS, $0.permeability) } })
     }
 
     /// `teach status`'s answer (docs/PROTOCOL.md).
@@ -213,6 +223,17 @@ package struct TeachReport: Sendable {
                  "their_sigma": Self.number(n.back, places: 2), "overlap": .bool(n.overlap), "window": spreadJSON(n.spread)]
             }),
             "samples": .array(session.samples.map(sampleJSON)),
+            "alloy": .array((coin?.alloy ?? []).map { alloy in
+                var object: [String: JSON] = [
+                    "samples": .int(Int64(alloy.samples)),
+                    "conductivity_low": ["mean": Self.number(alloy.conductivityLow.mean), "sigma": Self.number(alloy.conductivityLow.sigma)],
+                    "conductivity_high": ["mean": Self.number(alloy.conductivityHigh.mean), "sigma": Self.number(alloy.conductivityHigh.sigma)],
+                ]
+                if let log = alloy.logPermeability {
+                    object["permeability"] = ["mean": Self.number(exp(log.mean)), "log_sigma": Self.number(log.sigma)]
+                }
+                return .object(object)
+            }),
             "warnings": .array(warnings.map { .string($0) }),
             "problems": .array(problems.map { .string($0) }),
         ]

@@ -47,7 +47,7 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp(
         "Show how each link of the configured chain judges a reading, then exit (nothing else starts).",
-        valueName: "DIAMETER,WEIGHT[,THICKNESS]"))
+        valueName: "DIAMETER,WEIGHT[,THICKNESS[,LOW,HIGH[,PERMEABILITY]]]"))
     var explainReading: String?
 
     /// Parses the command line, then runs the daemon on the concurrency pool while the main

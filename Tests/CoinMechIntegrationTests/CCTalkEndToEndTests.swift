@@ -265,7 +265,7 @@ struct CCTalkEndToEndTests {
     func positionsFollowTheChain() throws {
         let head = """
             log_level: info
-            source: {kind: cctalk, device: acceptor}
+            source: {kind: cctalk, device: acceptor, currencies: [EUR]}
             state_dir: state
             runtime_dir: run
             cache_dir: cache

@@ -246,7 +246,7 @@ struct CoinTableMatchingTests {
             (#"{"currency":"EUR","foreign":["XXX"]}"#, "key 'foreign': 'XXX' is not a built-in currency other than EUR (known: USD, EUR, GBP)"),
             (#"{"currency":"EUR","foreign":["EUR"]}"#, "key 'foreign': 'EUR' is not a built-in currency other than EUR (known: USD, EUR, GBP)"),
             (#"{"currency":"EUR","tolerances":{"EUR_50c":{"diameter":0.9}}}"#, "key 'tolerances.EUR_50c.diameter' must be between 0.001 and 0.5, got 0.9"),
-            (#"{"currency":"EUR","noise":0.01}"#, "unknown key 'noise' (known: calibration, currency, denominations, follow_drift, foreign, foreign_odds, margin, max_drift, require_weight, sensor_noise, tolerance, tolerances, window)"),
+            (#"{"currency":"EUR","noise":0.01}"#, "unknown key 'noise' (known: alloy, calibration, currency, denominations, follow_drift, foreign, foreign_odds, margin, max_drift, require_weight, sensor_noise, tolerance, tolerances, window)"),
             (#"{"currency":"EUR","max_drift":0.5}"#, "key 'max_drift' must be between 0.0 and 0.15, got 0.5"),
             (#"{"currency":"EUR","foreign_odds":0.5}"#, "key 'foreign_odds' must be between 1.0 and 1000000000000.0, got 0.5"),
         ]

@@ -272,7 +272,8 @@ struct DaemonEndToEndTests {
     func lyingPlugin() throws {
         let plugins = TestSupport.temporaryDirectory("liar-plugins")
         _ = try TestSupport.compileFixture("misbehaving", into: plugins)
-        let harness = try DaemonHarness(chain: "chain:\n  - {name: third-party, plugin: misbehaving, config: {mode: liar}}\n")
+        // Its one link declares no currency: the cabinet names its own.
+        let harness = try DaemonHarness(chain: "chain:\n  - {name: third-party, plugin: misbehaving, config: {mode: liar}}\n", source: "{kind: serial, device: mech, baud: 9600, currencies: [USD]}")
         try harness.startSimulator("coins: 8\nrate_per_s: 8\nseed: 9\nmix: {quarter: 1}\n")
         try harness.startDaemon(pluginDirectory: plugins)
         let truth = try harness.simulatorTruth()
@@ -394,7 +395,7 @@ struct DaemonConfigurationTests {
         return (status, daemon.stderr.replacingOccurrences(of: dir + "/", with: ""))
     }
 
-    static let valid = "source: {device: /dev/null}\nchain:\n  - plugin: sanity\n"
+    static let valid = "source: {device: /dev/null, currencies: [USD]}\nchain:\n  - plugin: sanity\n"
 
     @Test("each configuration error names the file, the line and the key, and exits 1", arguments: [
         ("sorce: {device: x}\nchain: [{plugin: sanity}]\n", "coinmechd: coinmechd.yaml:1: key 'sorce': unknown key (known here: cache_dir, chain, ledger, log_level, plugin_dir, plugins, runtime_dir, socket, source, state_dir)"),

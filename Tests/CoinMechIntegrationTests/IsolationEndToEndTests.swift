@@ -380,7 +380,8 @@ struct IsolationEndToEndTests {
             #expect(rename(staging, "\(plugins)/libmarginal.so") == 0)
         }
         try deploy("v1.so")
-        let harness = try DaemonHarness(chain: "chain:\n  - {plugin: marginal, isolation: process, budget_ms: 200}\n", extra: "plugin_dir: \(plugins)")
+        let harness = try DaemonHarness(chain: "chain:\n  - {plugin: marginal, isolation: process, budget_ms: 200}\n", extra: "plugin_dir: \(plugins)",
+                                        source: "{kind: serial, device: mech, baud: 9600, currencies: [USD]}")
         try harness.startSimulator("coins: 0\nrate_per_s: 10\nseed: 12\nmix: {quarter: 1}\nnoise: {diameter: 0.015, weight: 0.015}\nbaud: 115200\n")
         try harness.startDaemon(pluginDirectory: nil)
         let client = try Self.connect(harness)

@@ -37,7 +37,8 @@ struct PluginvalTests {
         let (status, report) = try Self.validate("\(TestSupport.binDirectory)/libcoin-table.so", config: #"{"currency":"EUR"}"#, ["--strictness", "8"])
         #expect(status == 0, "\(report)")
         #expect(report["passed"] as? Bool == true)
-        #expect((report["results"] as? [[String: Any]])?.count == 14)
+        #expect((report["results"] as? [[String: Any]])?.count == 15)
+        #expect(Self.result(report, "alloy")?["passed"] as? Bool == true)
     }
 
     @Test("the C example of docs/PLUGINS.md, built with cc as the page says, passes at the highest strictness")
@@ -50,7 +51,28 @@ struct PluginvalTests {
         #expect(cc.wait() == 0, "\(cc.stderr)")
         let (status, report) = try Self.validate("\(dir)/libminimal.so", ["--strictness", "10"])
         #expect(status == 0, "\(report)")
-        #expect((report["results"] as? [[String: Any]])?.count == 15)
+        #expect((report["results"] as? [[String: Any]])?.count == 16)
+    }
+
+    @Test("a plugin declaring the alloy axis that credits a coin of no metal or of impossible figures: findings of the alloy check")
+    func alloyPromiseBroken() throws {
+        let plugin = try TestSupport.compileFixture("alloy_liar", into: TestSupport.temporaryDirectory("pluginval-alloy"), as: "liballoy-liar.so")
+        let (status, report) = try Self.validate(plugin, ["--strictness", "5"])
+        #expect(status == 1)
+        let findings = Self.findings(report, "alloy")
+        for figures in ["no metal (a plastic token)", "a NaN conductivity", "a negative conductivity", "a conductivity beyond every metal", "an infinite permeability"] {
+            #expect(findings.contains("accepted a nominal USD quarter with \(figures): a plugin that judges the alloy never credits that"), "\(findings)")
+        }
+    }
+
+    @Test("a plugin declaring the alloy axis that reads it past an ABI 2.0 host's reading: a finding of the alloy check")
+    func alloyReadPastAnOlderReading() throws {
+        let plugin = try TestSupport.compileFixture("alloy_liar", into: TestSupport.temporaryDirectory("pluginval-alloy"), as: "liballoy-reads-past.so",
+                                                    defines: ["READS_PAST"])
+        let (status, report) = try Self.validate(plugin, ["--strictness", "5"])
+        #expect(status == 1)
+        let findings = Self.findings(report, "alloy")
+        #expect(findings.contains { $0.contains("ABI 2.0 host's reading") }, "\(findings)")
     }
 
     @Test("a plugin that segfaults is a finding, not the end of the validator: the other checks still run")
@@ -93,6 +115,18 @@ struct PluginvalTests {
         #expect(status == 1)
         #expect(Self.findings(report, "sandbox").first?.hasPrefix(finding) == true, "\(Self.findings(report, "sandbox"))")
         #expect(Self.result(report, "edge")?["passed"] as? Bool == true, "in process it is a well-formed plugin")
+    }
+
+    @Test("a plugin that escapes while it loads (its constructor, its entry, create) fails the sandbox check, naming the call", arguments: [
+        ("constructor:fork", "{}", "clone"), ("entry:setown", "{}", "fcntl"), ("", #"{"create_tries":"tcp"}"#, "socket"),
+    ])
+    func sandboxCheckWhileLoading(early: String, config: String, call: String) throws {
+        let plugin = try TestSupport.compileFixture("hostile", into: TestSupport.temporaryDirectory("pluginval-hostile-early"), as: "libhostile.so",
+                                                    defines: early.isEmpty ? [] : ["HOSTILE_EARLY=\"\(early)\""])
+        let (status, report) = try Self.validate(plugin, config: config, ["--strictness", "4", "--seed", "5"])
+        #expect(status == 1)
+        let findings = Self.findings(report, "sandbox")
+        #expect(findings.first?.contains("the plugin made a system call its sandbox forbids (\(call))") == true, "\(findings)")
     }
 
     @Test("a failing random run names its seed, and the seed reproduces it")

@@ -23,7 +23,8 @@ struct ReloadTests {
             _ = try TestSupport.compileFixture("marginal", into: builds, as: "v1.so", defines: ["TOLERANCE=0.05"])
             _ = try TestSupport.compileFixture("marginal", into: builds, as: "v2.so", defines: ["TOLERANCE=0.01"])
             // In process: these tests are about swapping chains; isolated links reload in IsolationEndToEndTests.
-            harness = try DaemonHarness(chain: "chain:\n  - {plugin: marginal, isolation: in-process}\n", extra: "plugin_dir: \(plugins)")
+            harness = try DaemonHarness(chain: "chain:\n  - {plugin: marginal, isolation: in-process}\n", extra: "plugin_dir: \(plugins)",
+                                        source: "{kind: serial, device: mech, baud: 9600, currencies: [USD]}")
             try deploy("v1.so")
             // 20 coins/s need a faster line than 9600 baud (a reading and a confirmation take 55 ms there).
             try harness.startSimulator("coins: 0\nrate_per_s: \(rate)\nseed: 12\nmix: {quarter: 1}\nnoise: {diameter: 0.015, weight: 0.015}\nbaud: 115200\n")

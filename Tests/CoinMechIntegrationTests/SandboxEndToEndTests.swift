@@ -10,20 +10,22 @@ import Testing
 /// connected to the control socket and wrote /tmp: isolation contained crashes, not intent.
 @Suite("A hostile plugin in its sandbox: every escape refused, or fatal to its host alone and on record", .serialized)
 struct SandboxEndToEndTests {
-    static func plugins() throws -> String {
+    /// The hostile fixture (with `early` tries compiled into its constructor and entry) and the
+    /// shipped plugins of its chain.
+    static func plugins(early: String = "") throws -> String {
         let dir = TestSupport.temporaryDirectory("sandbox-plugins")
-        _ = try TestSupport.compileFixture("hostile", into: dir, as: "libhostile.so")
+        _ = try TestSupport.compileFixture("hostile", into: dir, as: "libhostile.so", defines: early.isEmpty ? [] : ["HOSTILE_EARLY=\"\(early)\""])
         for plugin in ["sanity", "coin-table"] { try TestSupport.copyBuiltPlugin(plugin, into: dir) }
         return dir
     }
 
     /// sanity → the hostile link (isolated, its sandbox required) → coin-table USD; the link
     /// is told where the daemon's ledger, configuration and socket are.
-    static func harness(tries: String) throws -> DaemonHarness {
+    static func harness(tries: String, createTries: String = "") throws -> DaemonHarness {
         let harness = try DaemonHarness()
         let data = "\(harness.dir)/calibration.json"
         try "{}".write(toFile: data, atomically: true, encoding: .utf8)
-        let config = "{tries: \"\(tries)\", ledger: \"\(harness.dir)/state/ledger.sqlite3\", config: \"\(harness.config)\", socket: \"\(harness.socket)\", port: 9, alloc_mb: 1024, data: \"\(data)\"}"
+        let config = "{tries: \"\(tries)\", create_tries: \"\(createTries)\", ledger: \"\(harness.dir)/state/ledger.sqlite3\", config: \"\(harness.config)\", socket: \"\(harness.socket)\", port: 9, alloc_mb: 1024, data: \"\(data)\"}"
         let chain = """
             chain:
               - plugin: sanity
@@ -68,6 +70,7 @@ struct SandboxEndToEndTests {
 
     @Test("a forbidden system call ends only the plugin host; the link is quarantined at once, naming the call, and the daemon decides on", arguments: [
         ("control_socket", "socket"), ("tcp", "socket"), ("exec", "execve"), ("fork", "clone"), ("ptrace", "ptrace"), ("kill", "kill"),
+        ("setown", "fcntl"),
     ])
     func fatalEscapes(attempt: String, call: String) throws {
         let harness = try Self.harness(tries: attempt)
@@ -95,6 +98,27 @@ struct SandboxEndToEndTests {
         let quarantined = try #require(events.first { $0.kind == "quarantined" }?.detail.flatMap(JSON.parse))
         #expect(quarantined["link"] == "third-party" && quarantined["cause"] == "sandbox_violation", "\(quarantined)")
         #expect(truth.outcomes.inhibited > 0, "the mech returned the rest by itself once inhibited")
+        try IsolationEndToEndTests.expectNothingWrongCredited(harness)
+    }
+
+    @Test("an escape tried while the daemon loads the plugin (its constructor, its entry, create): only its host ends; the link is quarantined at start naming the call, and the daemon starts and decides on",
+          arguments: [("constructor:fork", "", "clone"), ("entry:setown", "", "fcntl"), ("", "tcp", "socket")])
+    func escapeWhileLoading(early: String, createTries: String, call: String) throws {
+        let harness = try Self.harness(tries: "", createTries: createTries)
+        try harness.startSimulator(IsolationEndToEndTests.quarters(6))
+        try harness.startDaemon(pluginDirectory: try Self.plugins(early: early))
+        let client = try IsolationEndToEndTests.connect(harness)
+        let truth = try harness.simulatorTruth()
+        let status = try client.request("status")
+        #expect(harness.daemon!.isRunning, "\(harness.daemonLog)")
+        #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
+
+        let problem = try #require(IsolationEndToEndTests.linkProblem(status, "third-party"), "\(status)")
+        #expect(problem["cause"] == "sandbox_violation")
+        #expect(problem["reason"]?.string?.hasPrefix("its plugin made a system call its sandbox forbids (\(call)) while loading") == true, "\(problem)")
+        #expect(!harness.daemonLog.contains("SUCCEEDED"), "\(harness.daemonLog)")
+        // Quarantined before a coin came: the mech was inhibited and returned every one itself.
+        #expect(truth.storedValue.isEmpty && truth.outcomes.inhibited > 0, "\(truth.outcomes)")
         try IsolationEndToEndTests.expectNothingWrongCredited(harness)
     }
 }

@@ -47,7 +47,7 @@ struct ScenarioTests {
     }
 
     @Test("bad scenario files give errors that name the file, the line and the key", arguments: [
-        ("coins: 3\nrate: 4\n", "t.yaml:2: key 'rate': unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mdb, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
+        ("coins: 3\nrate: 4\n", "t.yaml:2: key 'rate': unknown key (known here: alloy, baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mdb, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
         ("rate_per_s: fast\n", "t.yaml:1: key 'rate_per_s': must be a number, got 'fast'"),
         ("currency: XXX\n", "t.yaml:1: key 'currency': no coin table for 'XXX' (known: USD, EUR, GBP)"),
         ("mix:\n  quarter: 1\n  loonie: 2\n", "t.yaml:3: key 'mix.loonie': not a USD denomination (known: cent, nickel, dime, quarter)"),
@@ -77,7 +77,7 @@ struct ScenarioTests {
         ("seed: 1\r\ncoins: [1\r\n", "t.yaml:3: not valid YAML: did not find expected ',' or ']'"),
         ("seed: 1\rcoins: [1", "t.yaml:2: not valid YAML: did not find expected ',' or ']'"),
         // An empty key there: libyaml marks it on the line after the last.
-        ("seed: 1\n?", "t.yaml:2: unknown key (known here: baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mdb, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
+        ("seed: 1\n?", "t.yaml:2: unknown key (known here: alloy, baud, bursts, cctalk, coins, currency, deadline_ms, faults, firmware, mdb, mech, mix, name, noise, others, rate_per_s, seed, thickness)"),
     ])
     func errorAtTheEnd(text: String, message: String) {
         #expect(throws: Error.self) { try parse(text) }

@@ -97,7 +97,8 @@ struct SystemdTests {
         _ = try TestSupport.compileFixture("misbehaving", into: dir, as: "libmisbehaving.so")
         let notify = NotifySocket()
         // In process: only there can a plugin wedge the deciding loop (isolated, its host would be killed).
-        let harness = try DaemonHarness(chain: "chain:\n  - plugin: misbehaving\n    isolation: in-process\n    config: {mode: hang}\n", extra: "plugin_dir: \(dir)")
+        let harness = try DaemonHarness(chain: "chain:\n  - plugin: misbehaving\n    isolation: in-process\n    config: {mode: hang}\n", extra: "plugin_dir: \(dir)",
+                                        source: "{kind: serial, device: mech, baud: 9600, currencies: [USD]}")
         try harness.startDaemon([], pluginDirectory: nil, environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
         try notify.waitFor("READY", timeout: 10) { $0.contains { $0.contains("READY=1") } }
         try notify.waitFor("2 watchdog pings while no coin comes", timeout: 10) { $0.filter { $0.contains("WATCHDOG=1") }.count >= 2 }

@@ -38,7 +38,7 @@ struct FakeLedger {
             case .decision(let record, let credit):
                 let key = Key(epoch: record.epoch, deviceSeq: record.deviceSeq)
                 if let existing = decisions[key] {
-                    outcomes.append(.duplicate(seq: existing.seq, accepted: existing.accepted))
+                    outcomes.append(.duplicate(seq: existing.seq, accepted: existing.accepted, pending: existing.state == "pending"))
                     continue
                 }
                 seq += 1
@@ -128,6 +128,13 @@ struct CoreRig {
     var now = at(0)
     /// Fail the next commits with this error.
     var failures: [LedgerError] = []
+    /// Report the next commits failed with this error after they were written (a commit that
+    /// landed though the ledger said it failed: its restore of `synchronous`, say).
+    var failuresAfterWriting: [LedgerError] = []
+    /// A journalled batch's commit (unsynced) wrote since the last synced commit that wrote.
+    private(set) var ledgerAheadOfSync = false
+    /// Journal trims made while the ledger had not synced what the journal held.
+    private(set) var trimsBeforeSync = 0
     /// The decision journal (with `settings.decisionJournal`): what it holds, and reasons to
     /// fail its next appends with.
     var journal: [DecisionRecord] = []
@@ -207,6 +214,7 @@ struct CoreRig {
                 for record in journal where ledger.decisions[FakeLedger.Key(epoch: record.epoch, deviceSeq: record.deviceSeq)] == nil {
                     unrecordedAccepts.append("journal trimmed before \(record.epoch)/\(record.deviceSeq) was on the ledger")
                 }
+                if ledgerAheadOfSync, !journal.isEmpty { trimsBeforeSync += 1 }
                 journal = []
             case .commit(let entries, _), .commitJournalled(let entries):
                 if !failures.isEmpty {
@@ -214,7 +222,15 @@ struct CoreRig {
                     visible += carryOut(core.step(.commitFailed(error), at: now, decide: decider))
                 } else {
                     let result = ledger.append(entries)
-                    visible += carryOut(core.step(.committed(result), at: now, decide: decider))
+                    if !result.events.isEmpty {
+                        if case .commitJournalled = output { ledgerAheadOfSync = true } else { ledgerAheadOfSync = false }
+                    }
+                    if !failuresAfterWriting.isEmpty {
+                        let error = failuresAfterWriting.removeFirst()
+                        visible += carryOut(core.step(.commitFailed(error), at: now, decide: decider))
+                    } else {
+                        visible += carryOut(core.step(.committed(result), at: now, decide: decider))
+                    }
                 }
             case .answer(let seq, true):
                 let decision = ledger.decisions[FakeLedger.Key(epoch: ledger.epoch, deviceSeq: seq)]

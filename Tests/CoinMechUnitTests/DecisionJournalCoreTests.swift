@@ -120,3 +120,49 @@ struct DecisionJournalCoreTests {
         #expect(rig.ledger.credits[.init(epoch: 0, deviceSeq: 1)] == 1)
     }
 }
+
+/// The journal's edges: when it may be emptied, and a commit that landed though it said it
+/// failed.
+@Suite("Deciding core: the decision journal's edges")
+struct DecisionJournalEdgeTests {
+    static func index(_ log: [CoreOutput], _ match: (CoreOutput) -> Bool) -> Int? { log.firstIndex(where: match) }
+
+    @Test("the journal is emptied only once a synced commit has made its decisions durable on the ledger, and after that commit's answers")
+    func trimAfterSyncAndAnswers() {
+        var rig = CoreRig(settings: DecisionJournalCoreTests.settings)
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 1)]))
+        rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)]))
+        #expect(!rig.log.contains { if case .trimJournal = $0 { return true }; return false },
+                "its decision is on the ledger but not on its disk: the journal keeps it")
+        #expect(rig.journal.count == 1)
+        // The settlement's batch (with a fresh reading) is committed, synced, then answered.
+        let before = rig.log.count
+        rig.feed(.mech([.confirmation(deviceSeq: 1, fate: .stored), CoreRig.reading(2, sentAt: rig.now)]))
+        let log = Array(rig.log[before...])
+        let commit = Self.index(log) { if case .commit = $0 { return true }; return false }
+        let answer = Self.index(log) { if case .answer(2, _) = $0 { return true }; return false }
+        let trim = Self.index(log) { if case .trimJournal = $0 { return true }; return false }
+        #expect(commit != nil && answer != nil && trim != nil)
+        #expect(commit! < answer! && answer! < trim!, "synced commit, its answers, then the trim: \(log)")
+        #expect(rig.trimsBeforeSync == 0 && rig.journal.isEmpty)
+        #expect(rig.unrecordedAccepts.isEmpty, "\(rig.unrecordedAccepts)")
+    }
+
+    @Test("an accept whose journalled commit landed though it reported a failure is pending when the commit that ends the failure finds it: asked about and credited once")
+    func duplicatePendingAccept() {
+        var rig = CoreRig(settings: DecisionJournalCoreTests.settings)
+        rig.feed(.mech([.connected(path: "/dev/mech"), .session(boot: 4)]))
+        rig.failuresAfterWriting = [.write(message: "cannot set synchronous = FULL again")]
+        #expect(rig.feed(.mech([CoreRig.reading(1, sentAt: rig.now)])).answers.map(\.1) == [true])
+        #expect(rig.core.snapshot.ledgerFailing && rig.ledger.decisions[.init(epoch: 0, deviceSeq: 1)]?.state == "pending")
+        rig.now = rig.now + .seconds(5)
+        rig.feed(.tick)
+        #expect(!rig.core.snapshot.ledgerFailing)
+        #expect(rig.core.snapshot.pending == 1, "the ledger holds it pending: so does the core")
+        rig.now = rig.now + .milliseconds(300)
+        #expect(rig.feed(.tick).queries.map { "\($0.0)/\($0.1)" } == ["4/1"])
+        rig.feed(.mech([.journal(boot: 4, deviceSeq: 1, fate: .stored), .journal(boot: 4, deviceSeq: 1, fate: .stored)]))
+        #expect(rig.ledger.credits == [.init(epoch: 0, deviceSeq: 1): 1])
+        #expect(rig.core.snapshot.pending == 0)
+    }
+}

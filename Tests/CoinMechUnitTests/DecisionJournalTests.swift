@@ -28,9 +28,17 @@ struct DecisionJournalTests {
         let records = [Self.record(1), odd, Self.record(3)]
         let journal = try DecisionJournal(directory: dir)
         try journal.append(Array(records.prefix(2)))
+        let first = try #require(journal.lastAppendTime)
         try journal.append([records[2]])
+        let second = try #require(journal.lastAppendTime)
         let parsed = try DecisionJournal.parse(Self.file(dir), path: "j")
-        #expect(parsed.records == records)
+        // Each stamped with its append's time, to the microsecond, exactly.
+        let stamped = records.enumerated().map { index, record in
+            var record = record
+            record.time = index < 2 ? first : second
+            return record
+        }
+        #expect(parsed.records == stamped)
         #expect(parsed.tornBytes == 0)
     }
 
@@ -119,5 +127,32 @@ struct DecisionJournalTests {
         nan.weightG = .nan
         #expect(throws: LedgerError.self) { try journal.append([Self.record(5), nan]) }
         #expect(try DecisionJournal.parse(Self.file(dir), path: "j").records.map(\.deviceSeq) == [3])
+    }
+
+    // Events of a journalled batch's unsynced commit are published at once. A power cut before
+    // the next synced commit rolls that commit back; the replay puts the decisions back with
+    // the same seqs, and it must put them back as they were published: a `time` of its own
+    // read at the fleet as another ledger (ledger_conflict).
+    @Test("a journalled batch's published events and the ones its replay records after a power cut are the same, time included")
+    func replayKeepsTheTime() throws {
+        let published = TestSupport.temporaryDirectory("journal-published")
+        let afterCut = TestSupport.temporaryDirectory("journal-after-cut")
+        defer { for dir in [published, afterCut] { try? FileManager.default.removeItem(atPath: dir) } }
+        // Both ledgers hold what the last synced commit made durable: the first coin.
+        let running = try Ledger(directory: published)
+        let rebooted = try Ledger(directory: afterCut)
+        for ledger in [running, rebooted] { _ = try ledger.append([.decision(Self.record(1), credit: .onConfirmation)]) }
+        // The running daemon journals two decisions, answers, commits them unsynced, publishes.
+        let journal = try DecisionJournal(directory: published)
+        let batch = [Self.record(2), Self.record(3, accept: false)]
+        try journal.append(batch)
+        let events = try running.append(batch.map { .decision($0, credit: .onConfirmation) }, synced: false,
+                                         time: journal.lastAppendTime).events
+        // The power goes: the unsynced commit is gone, the synced journal is not.
+        try FileManager.default.copyItem(atPath: DecisionJournal.path(directory: published), toPath: DecisionJournal.path(directory: afterCut))
+        #expect(try DecisionJournal.replay(directory: afterCut, into: rebooted).recorded == 2)
+        let replayed = try rebooted.events(since: 1)
+        #expect(replayed.map(\.seq) == [2, 3])
+        #expect(replayed == events, "what was published is what the ledger holds after the cut")
     }
 }

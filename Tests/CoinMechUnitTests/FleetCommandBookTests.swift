@@ -47,6 +47,8 @@ struct FleetCommandBookTests {
         #expect(Self.error(it.value.receive(name: "status", payload: Self.bytes(#"{"v":1,"id":"late","deadline":999.5}"#), retained: false, now: 1000)) == "expired")
         #expect(Self.error(it.value.receive(name: "status", payload: Self.bytes(#"{"v":1,"id":"far","deadline":1700}"#), retained: false, now: 1000)) == "bad_request")
         #expect(Self.error(it.value.receive(name: "status", payload: Self.bytes(#"{"v":1,"id":"none"}"#), retained: false, now: 1000)) == "bad_request")
+        // Past Int once converted to seconds: refused too (it stopped the bridge; coinmech-fuzz-fleet bridge).
+        #expect(Self.error(it.value.receive(name: "status", payload: Self.bytes(#"{"v":1,"id":"huge","deadline":1.7e22}"#), retained: false, now: 1000)) == "bad_request")
         // Two queue; the first runs long, and the second's deadline passes while it waits.
         #expect(it.value.receive(name: "status", payload: Self.bytes(#"{"v":1,"id":"one","deadline":1010}"#), retained: false, now: 1000) == .queued)
         #expect(it.value.receive(name: "totals", payload: Self.bytes(#"{"v":1,"id":"two","deadline":1005}"#), retained: false, now: 1000) == .queued)

@@ -1,4 +1,4 @@
-import CoinMechLedger
+@testable import CoinMechLedger
 import CoinMechModel
 @testable import CoinMechTestSupport
 import Testing
@@ -37,5 +37,19 @@ struct LedgerDurabilityTests {
         try other.inDatabase { try $0.execute(sql: "ROLLBACK") }
         #expect(try ledger.writerSynchronous() == 2)
         #expect(try ledger.events(since: 0).map(\.kind) == ["decision"])
+    }
+
+    // An unsynced commit sets NORMAL for itself and FULL again after; if that restore fails, the
+    // append fails, and the connection stayed at NORMAL: every later commit went unsynced.
+    @Test("a synced commit after an unsynced one whose restore of FULL failed is synced again: it sets FULL itself")
+    func failedRestoreIsRetried() throws {
+        let directory = TestSupport.temporaryDirectory("sync-restore")
+        let ledger = try Ledger(directory: directory)
+        try ledger.append([LedgerFixtures.quarter(1)], synced: false)
+        // What a failed restore leaves: the writer at NORMAL.
+        try ledger.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = NORMAL") }
+        try ledger.append([LedgerFixtures.quarter(2)])
+        #expect(try ledger.writerSynchronous() == 2, "the synced commit ran at FULL")
+        #expect(try ledger.events(since: 0).count == 2)
     }
 }

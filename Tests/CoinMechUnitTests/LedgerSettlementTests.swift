@@ -112,10 +112,20 @@ struct LedgerSettlementTests {
         let ledger = try Ledger(directory: TestSupport.temporaryDirectory("ledger"))
         try ledger.append([LedgerFixtures.quarter(1)])
         let again = try ledger.append([LedgerFixtures.quarter(1), LedgerFixtures.quarter(2), .note(.inhibit(source: "serial", on: true, by: "root"))])
-        guard case .duplicate(_, let accepted) = again.outcomes[0] else { Issue.record("\(again.outcomes[0])"); return }
-        #expect(accepted)
+        guard case .duplicate(_, let accepted, let pending) = again.outcomes[0] else { Issue.record("\(again.outcomes[0])"); return }
+        #expect(accepted && pending, "an accept still pending on the ledger")
         #expect(again.events.map(\.kind) == ["decision", "inhibit"])
         #expect(try ledger.events(since: 0).filter { $0.kind == "decision" }.count == 2)
+        // A rejection has no state; a settled accept is no longer pending.
+        var slug = DecisionRecord(source: "serial", epoch: 1, deviceSeq: 3, diameterMM: 20, weightG: 1, thicknessMM: nil, channel: nil,
+                                  verdict: .reject(reason: "slug", message: "too light"), link: "usd", chainGeneration: 1)
+        try ledger.append([.decision(slug, credit: .onConfirmation)])
+        slug.link = "again"
+        let seq = try #require(again.events.first?.seq)
+        try ledger.append([.resolve(decisionSeq: seq, .credited, message: nil)])
+        let third = try ledger.append([.decision(slug, credit: .onConfirmation), LedgerFixtures.quarter(2)])
+        #expect(third.outcomes.map { if case .duplicate(_, let accepted, let pending) = $0 { return "\(accepted) \(pending)" } else { return "\($0)" } }
+            == ["false false", "true false"])
     }
 
     // SQLite's AUTOINCREMENT takes the next seq before `ON CONFLICT DO NOTHING` drops the row:

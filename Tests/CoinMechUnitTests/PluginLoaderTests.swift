@@ -19,8 +19,9 @@ struct PluginLoaderTests {
         #expect(image.metadata.abiVersion == COINMECH_PLUGIN_ABI_VERSION)
         #expect(image.metadata.license == "LicenseRef-CoinMech")
         #expect(image.metadata.summary.count > 20)
-        // Coin ids from acceptors for coin-id; measured readings for the others.
-        #expect(image.metadata.readingKinds == (name == "coin-id" ? UInt32(COINMECH_KINDS_COIN_ID) : COINMECH_KINDS_MEASURED))
+        // Coin ids from acceptors for coin-id; measured readings for the others, coin-table judging their alloy axis too.
+        let kinds = name == "coin-id" ? UInt32(COINMECH_KINDS_COIN_ID) : name == "coin-table" ? COINMECH_KINDS_MEASURED | COINMECH_KINDS_ALLOY : COINMECH_KINDS_MEASURED
+        #expect(image.metadata.readingKinds == kinds)
         #expect(image.metadata.concurrentInstances)
         #expect(ShippedPlugins.names.contains(name))
     }
@@ -63,16 +64,16 @@ struct PluginLoaderTests {
         let dir = TestSupport.temporaryDirectory("abi")
         // ABI 1: this host does not load it (the major changed), and says how to port it.
         let v1 = try TestSupport.compileFixture("abi_mismatch", into: dir, as: "v1.so", defines: ["FOUND=1u"])
-        #expect(throws: PluginLoadError.abiMismatch(path: v1, found: 1, expected: 0x2_0000)) { try TestSupport.loader(directory: dir).load(path: v1) }
+        #expect(throws: PluginLoadError.abiMismatch(path: v1, found: 1, expected: PluginABI.hostVersion)) { try TestSupport.loader(directory: dir).load(path: v1) }
         #expect(PluginLoadError.abiMismatch(path: v1, found: 1, expected: 0x2_0000).description
             == "\(v1): plugin built for plugin ABI 1; this coinmechd speaks ABI 2.0: rebuild it against this coinmech_plugin.h (docs/PLUGINS.md, 'Porting a plugin from ABI 1')")
         // 2.7: the right major, but it may rely on what this host does not know.
         let newer = try TestSupport.compileFixture("abi_mismatch", into: dir, as: "newer.so", defines: ["FOUND=0x20007u"])
-        #expect(throws: PluginLoadError.newerMinor(path: newer, found: 0x2_0007, host: 0x2_0000)) { try TestSupport.loader(directory: dir).load(path: newer) }
+        #expect(throws: PluginLoadError.newerMinor(path: newer, found: 0x2_0007, host: PluginABI.hostVersion)) { try TestSupport.loader(directory: dir).load(path: newer) }
         #expect(PluginLoadError.newerMinor(path: newer, found: 0x2_0007, host: 0x2_0000).description
             == "\(newer): plugin needs plugin ABI 2.7; this coinmechd speaks ABI 2.0, an older minor: upgrade coinmechd, or rebuild the plugin against this coinmech_plugin.h")
         let v3 = try TestSupport.compileFixture("abi_mismatch", into: dir, as: "v3.so", defines: ["FOUND=0x30000u"])
-        #expect(throws: PluginLoadError.abiMismatch(path: v3, found: 0x3_0000, expected: 0x2_0000)) { try TestSupport.loader(directory: dir).load(path: v3) }
+        #expect(throws: PluginLoadError.abiMismatch(path: v3, found: 0x3_0000, expected: PluginABI.hostVersion)) { try TestSupport.loader(directory: dir).load(path: v3) }
         #expect(PluginLoadError.abiMismatch(path: v3, found: 0x3_0000, expected: 0x2_0000).description.contains("plugin built for plugin ABI 3.0; this coinmechd speaks ABI 2.0: upgrade coinmechd"))
     }
 

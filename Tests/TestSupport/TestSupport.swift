@@ -44,11 +44,14 @@ enum TestSupport {
         return path
     }
 
-    /// Compiles `Tests/Fixtures/plugins/<name>.c` into a shared object in `directory`.
-    static func compileFixture(_ name: String, into directory: String, as output: String? = nil, defines: [String] = []) throws -> String {
+    /// Compiles `Tests/Fixtures/plugins/<name>.c` into a shared object in `directory`, against
+    /// this build's coinmech_plugin.h, or the one under `Tests/Fixtures/<header>/include` (an
+    /// older ABI's: "abi-2.0").
+    static func compileFixture(_ name: String, into directory: String, as output: String? = nil, defines: [String] = [], header: String? = nil) throws -> String {
         let output = "\(directory)/\(output ?? name + ".so")"
+        let include = header.map { "\(packageRoot)/Tests/Fixtures/\($0)/include" } ?? "\(packageRoot)/Sources/CoinMechPluginABI/include"
         let cc = try run([
-            "cc", "-shared", "-fPIC", "-O1", "-I\(packageRoot)/Sources/CoinMechPluginABI/include",
+            "cc", "-shared", "-fPIC", "-O1", "-I\(include)",
             "\(packageRoot)/Tests/Fixtures/plugins/\(name).c", "-o", output, "-lm",
         ] + defines.map { "-D\($0)" })
         try #require(cc.status == 0, "cc failed for fixture \(name): \(cc.errors)")

@@ -19,6 +19,8 @@ final class ChannelMapValidator: SwiftValidator {
     private var accepts: [UInt32: DecisionTemplate] = [:]
     private let unknown = DecisionTemplate.reject(reason: "unknown_channel", message: "pulse count matches no configured channel")
     private let table: [String: String]
+    /// The currency it credits, which its description declares.
+    private let currency: String
 
     init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
@@ -34,6 +36,7 @@ final class ChannelMapValidator: SwiftValidator {
             table[key] = coin.code
         }
         self.table = table
+        currency = config.currency.uppercased()
     }
 
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
@@ -41,7 +44,12 @@ final class ChannelMapValidator: SwiftValidator {
         (accepts[channel] ?? unknown).write(to: decision)
     }
 
-    func describe() -> String { jsonText(["channels": table]) }
+    struct Description: Encodable {
+        let currency: String
+        let channels: [String: String]
+    }
+
+    func describe() -> String { jsonText(Description(currency: currency, channels: table)) }
 }
 
 @_cdecl("coinmech_plugin_entry")

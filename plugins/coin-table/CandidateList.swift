@@ -25,6 +25,8 @@ struct CandidateList {
     /// The mech's bias as the taught coins show it (taught mean ÷ mint figure, per axis), which
     /// foreign coins are shifted by; 1 where nothing was taught.
     let bias: (diameter: Double, weight: Double, thickness: Double)
+    /// What teach mode measured, by code (empty before teaching).
+    let taught: [String: CoinCalibration.TaughtCoin]
     let warnings: [String]
 
     init(_ config: CoinTableConfig) throws(PluginConfigError) {
@@ -84,6 +86,7 @@ struct CandidateList {
             }
         }
         let taught = try calibration.map { calibration throws(PluginConfigError) in try Self.check(calibration, table: table, currency: currency) } ?? [:]
+        self.taught = taught
 
         let wanted = config.denominations.map(Set.init) ?? codes
         let own = table.filter { wanted.contains($0.code) }.map { spec in
@@ -183,6 +186,13 @@ struct CandidateList {
             let axes: [(String, CoinSpread.Axis?, Double?)] = [
                 ("diameter", coin.diameter, spec.diameterMM), ("weight", coin.weight, spec.weightG), ("thickness", coin.thickness, spec.thicknessMM),
             ]
+            for (number, alloy) in (coin.alloy ?? []).enumerated() {
+                let axes = [("conductivity_low", alloy.conductivityLow), ("conductivity_high", alloy.conductivityHigh)]
+                    + (alloy.logPermeability.map { [("log_permeability", $0)] } ?? [])
+                for (axis, taught) in axes where !(taught.mean.isFinite && taught.sigma.isFinite && taught.sigma > 0 && (axis == "log_permeability" || taught.mean >= 0)) {
+                    throw PluginConfigError("key 'calibration': \(code) alloy \(number + 1) \(axis) mean \(taught.mean), σ \(taught.sigma) is not a usable window")
+                }
+            }
             for case let (axis, taught?, nominal) in axes {
                 guard taught.mean.isFinite, taught.sigma.isFinite, taught.mean > 0, taught.sigma > 0, taught.sigma <= taught.mean * 0.2 else {
                     throw PluginConfigError("key 'calibration': \(code) \(axis) mean \(taught.mean), σ \(taught.sigma) is not a usable window")

@@ -8,6 +8,22 @@ struct CoinTableConfig: PluginConfiguration {
         var diameter: Double?
         var weight: Double?
         var thickness: Double?
+        /// The alloy sensor's noise (each conductivity and the permeability), relative; only in `sensor_noise`.
+        var alloy: Double?
+    }
+
+    /// How the mech's alloy axis is judged (docs/PLUGINS.md, coin-table).
+    struct Alloy: Decodable {
+        /// The mech's two frequencies (Hz), low then high: the nominal windows are computed for
+        /// them (default: the protocol's reference pair, 60 kHz and 1 MHz).
+        var frequencies_hz: [Double]?
+        /// The cabinet's temperatures, °C, lowest and highest: copper's conductivity moves 0.4 %
+        /// a kelvin, and the windows allow for it (default 10 to 30).
+        var temperature_c: [Double]?
+        /// How far (in σ) a reading's alloy may lie from a composition's centre (default 5).
+        var window: Double?
+        /// False: readings' alloy axis is ignored and they are judged as if the mech had none.
+        var enabled: Bool?
     }
 
     /// "USD", "EUR" or "GBP".
@@ -40,16 +56,22 @@ struct CoinTableConfig: PluginConfiguration {
     var tolerance: Double?
     /// The same per denomination and axis, e.g. {"EUR_50c": {"diameter": 0.02}}.
     var tolerances: [String: Axes]?
+    /// The alloy axis (when readings carry one).
+    var alloy: Alloy?
 
     static let keys: Set<String> = [
         "currency", "denominations", "require_weight", "sensor_noise", "window", "margin", "foreign", "calibration",
-        "tolerance", "tolerances", "follow_drift", "max_drift", "foreign_odds",
+        "tolerance", "tolerances", "follow_drift", "max_drift", "foreign_odds", "alloy",
     ]
 
     static let defaultWindow = 4.0
     static let defaultMargin = 1.5
     static let defaultMaxDrift = 0.05
     static let defaultForeignOdds = 300.0
+    static let defaultAlloyWindow = 5.0
+    /// A decent eddy-current sensor: 2 % on each conductivity and on the permeability.
+    static let defaultAlloyNoise = 0.02
+    static let defaultTemperatures = [10.0, 30.0]
 }
 
 /// The `calibration` key: a file teach mode wrote, or the same object inline.

@@ -34,13 +34,19 @@ final class DriftFollower {
     private let inverseDiameter = Atomic<UInt64>(1.0.bitPattern)
     private let inverseWeight = Atomic<UInt64>(1.0.bitPattern)
     private let inverseThickness = Atomic<UInt64>(1.0.bitPattern)
+    /// The alloy axis's two conductivities (the sensor's gain at each frequency), the same way.
+    private let inverseLow = Atomic<UInt64>(1.0.bitPattern)
+    private let inverseHigh = Atomic<UInt64>(1.0.bitPattern)
     private let coins = Atomic<Int>(0)
+    private let alloyCoins = Atomic<Int>(0)
 
     // The deciding thread's own state. One thread touches it (the contract's one validate at a
     // time per instance), so the runtime's exclusivity check — a quarter of the link's time when
     // it was on — is left out.
     @exclusivity(unchecked) private var counts = (diameter: 0, weight: 0, thickness: 0)
     @exclusivity(unchecked) private var band = (diameter: DriftFollower.band(around: 1), weight: DriftFollower.band(around: 1), thickness: DriftFollower.band(around: 1))
+    @exclusivity(unchecked) private var alloyCounts = (low: 0, high: 0)
+    @exclusivity(unchecked) private var alloyBand = (low: DriftFollower.band(around: 1), high: DriftFollower.band(around: 1))
     @exclusivity(unchecked) private var loggedAtBound = false
     /// An axis is at its bound past `enterBound`, and stays there until back inside `leaveBound`
     /// (half a step in), so a drift resting on the bound is not logged on every coin.
@@ -71,10 +77,40 @@ final class DriftFollower {
          Double(bitPattern: inverseThickness.load(ordering: .relaxed)))
     }
 
+    /// The factors to multiply a reading's conductivities by before matching.
+    @inline(__always)
+    var alloyFactors: (low: Double, high: Double) {
+        (Double(bitPattern: inverseLow.load(ordering: .relaxed)), Double(bitPattern: inverseHigh.load(ordering: .relaxed)))
+    }
+
     /// The drift followed so far (1 = none) and from how many accepted coins.
     var current: (diameter: Double, weight: Double, thickness: Double, coins: Int) {
         let i = factors
         return (1 / i.diameter, 1 / i.weight, 1 / i.thickness, coins.load(ordering: .relaxed))
+    }
+
+    /// The alloy axis's drift so far (1 = none) and from how many coins with the axis.
+    var currentAlloy: (low: Double, high: Double, coins: Int) {
+        let i = alloyFactors
+        return (1 / i.low, 1 / i.high, alloyCoins.load(ordering: .relaxed))
+    }
+
+    /// Learns the alloy axis's drift from a coin accepted within 2.5σ of its centre on both its
+    /// geometry and its alloy: its conductivities as judged and the reciprocal of the centres.
+    /// Bounded by the same `limit`; a coin beyond 2.5σ teaches nothing, so no slug credited at a
+    /// window's edge can walk it.
+    @inline(__always)
+    func updateAlloy(judgedLow low: Double, high: Double, reciprocalCentre: (low: Double, high: Double)) {
+        guard enabled else { return }
+        step(&alloyCounts.low, low * reciprocalCentre.low, inverseLow)
+        step(&alloyCounts.high, high * reciprocalCentre.high, inverseHigh)
+        alloyCoins.add(1, ordering: .relaxed)
+        let i = alloyFactors
+        if i.low <= alloyBand.low.low || i.low >= alloyBand.low.high || i.high <= alloyBand.high.low || i.high >= alloyBand.high.high {
+            alloyBand = (Self.band(around: 1 / i.low), Self.band(around: 1 / i.high))
+            let geometry = factors
+            report((1 / geometry.diameter, 1 / geometry.weight, 1 / geometry.thickness), atBound: loggedAtBound)
+        }
     }
 
     /// Learns from a coin accepted within 2.5σ of its centre: its figures as the table judged
@@ -136,6 +172,15 @@ final class DriftFollower {
         out.append(percent: drift.weight - 1)
         out.append(", thickness ")
         out.append(percent: drift.thickness - 1)
+        if alloyCoins.load(ordering: .relaxed) > 0 {
+            let alloy = alloyFactors
+            out.append("; alloy from ")
+            out.append(integer: alloyCoins.load(ordering: .relaxed))
+            out.append(" coins: low ")
+            out.append(percent: 1 / alloy.low - 1)
+            out.append(", high ")
+            out.append(percent: 1 / alloy.high - 1)
+        }
         out.append(" (bound ±")
         out.append(percent: limit, signed: false)
         out.append(")")

@@ -170,9 +170,31 @@ struct Description: Encodable {
     let bias: [String: Double]
     let denominations: [Window]
     let foreign: [Window]
+    /// The alloy axis: the frequencies, window and noise, and each own composition's window.
+    let alloy: AlloyDescription
     let warnings: [String]
 
-    init(_ list: CandidateList) {
+    struct AlloyWindowDescription: Encodable {
+        let name: String
+        let composition: String
+        let origin: Candidate.Origin
+        let conductivity_low: CoinSpread.Axis
+        let conductivity_high: CoinSpread.Axis
+        let log_permeability: CoinSpread.Axis
+    }
+
+    struct AlloyDescription: Encodable {
+        let enabled: Bool
+        let frequencies_hz: [Double]
+        let temperature_c: [Double]
+        let window: Double
+        let noise: Double
+        let bias: [String: Double]
+        let denominations: [AlloyWindowDescription]
+        let foreign_compositions: Int
+    }
+
+    init(_ list: CandidateList, alloy: AlloyCandidateList) {
         currency = list.currency
         window = list.window
         margin = list.margin
@@ -192,6 +214,15 @@ struct Description: Encodable {
         }
         denominations = list.own.map(describe)
         foreign = list.foreign.map(describe)
-        warnings = list.warnings
+        self.alloy = AlloyDescription(
+            enabled: alloy.enabled, frequencies_hz: [alloy.sensor.lowHz, alloy.sensor.highHz],
+            temperature_c: [alloy.temperatures.lowerBound, alloy.temperatures.upperBound], window: alloy.window, noise: alloy.noise,
+            bias: ["conductivity_low": alloy.bias.low, "conductivity_high": alloy.bias.high],
+            denominations: alloy.own.map {
+                AlloyWindowDescription(name: $0.name, composition: $0.alloy.name, origin: $0.alloy.origin, conductivity_low: $0.alloy.low,
+                                       conductivity_high: $0.alloy.high, log_permeability: $0.alloy.logPermeability)
+            },
+            foreign_compositions: alloy.foreign.count)
+        warnings = list.warnings + alloy.warnings
     }
 }

@@ -24,6 +24,9 @@ final class CoinValidator: SwiftValidator {
 
     let window: CoinWindow
     let accept: DecisionTemplate
+    /// The currency it credits, which its description declares (a cabinet without
+    /// `source.currencies` takes the currencies its links declare).
+    let currency: String
 
     init(configJSON: String, host: PluginHost) throws(PluginConfigError) {
         let config = try Config.decode(configJSON)
@@ -36,14 +39,20 @@ final class CoinValidator: SwiftValidator {
             diameter: config.diameter_mm, weight: config.weight_g, thickness: config.thickness_mm,
             diameterTolerance: config.diameter_tolerance ?? tolerance, weightTolerance: config.weight_tolerance ?? tolerance,
             thicknessTolerance: config.thickness_tolerance ?? tolerance)
-        accept = .accept(currency: config.currency.uppercased(), code: config.code, valueMinor: config.value)
+        currency = config.currency.uppercased()
+        accept = .accept(currency: currency, code: config.code, valueMinor: config.value)
     }
 
     func validate(_ reading: ReadingView, _ decision: UnsafeMutablePointer<coinmech_decision>) {
         if window.distance(reading) != nil { accept.write(to: decision) }
     }
 
-    func describe() -> String { jsonText(["window": window]) }
+    struct Description: Encodable {
+        let currency: String
+        let window: CoinWindow
+    }
+
+    func describe() -> String { jsonText(Description(currency: currency, window: window)) }
 }
 
 @_cdecl("coinmech_plugin_entry")

@@ -425,11 +425,12 @@ run_coinsim() {
 
 # A hostile third-party plugin, isolated inside the shipped unit (its hosts never ran inside
 # the unit's sandbox before): opening the ledger, the configuration, /tmp and memory past its
-# limit are refused; execve ends its host alone, and the link is quarantined naming the call.
+# limit are refused; execve ends its host alone, and the link is quarantined naming the call;
+# so do fork, F_SETOWN and a socket tried from its constructor, its entry point and create.
 check_hostile_plugin() {
     local mark attempt layers problem
     install -d -m 0755 /var/lib/coinmech-vm-plugins
-    cp /usr/lib/coinmech/plugins/*.so "$HERE/hostile/libhostile.so" /var/lib/coinmech-vm-plugins/
+    cp /usr/lib/coinmech/plugins/*.so "$HERE"/hostile/libhostile*.so /var/lib/coinmech-vm-plugins/
     mark=$(cursor)
     use_config hostile.yaml
     is_active coinmechd.service || no "coinmechd did not start with the hostile plugin: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | tail -n 2 | tr '\n' ' ')" || return
@@ -450,8 +451,27 @@ check_hostile_plugin() {
     [[ "$problem" == "sandbox_violation: its plugin made a system call its sandbox forbids (execve)"* ]] \
         || no "after execve the link's problem is '$problem'" || return
     is_active coinmechd.service || no "coinmechd.service is $(prop coinmechd.service ActiveState) after the plugin's execve" || return
+    # Escapes before it decides anything: from its constructor, its entry point and create.
+    local link call early=""
+    mark=$(cursor)
+    use_config hostile-early.yaml
+    is_active coinmechd.service || no "coinmechd did not start with plugins that escape while loading: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | tail -n 2 | tr '\n' ' ')" || return
+    for link in from-constructor:clone from-entry:fcntl from-create:socket; do
+        call=${link#*:}
+        link=${link%%:*}
+        problem=$(status_json | jq -r --arg link "$link" '.link_problems[]? | select(.link == $link) | "\(.cause): \(.reason)"')
+        [[ "$problem" == "sandbox_violation: its plugin made a system call its sandbox forbids ($call) while loading"* ]] \
+            || no "link $link (escaping with $call while loading): its problem is '$problem'" || return
+        early+=" $link ($call)"
+    done
+    if journal_has "$mark" "SUCCEEDED"; then
+        no "an escape while loading succeeded: $(journalctl -q -o cat -u coinmechd.service --since="$mark" | grep -m1 SUCCEEDED)"
+        return
+    fi
+    run_coinsim 2 scenario-hostile-early.yaml || return
+    is_active coinmechd.service || no "coinmechd.service is $(prop coinmechd.service ActiveState) after its plugins escaped while loading" || return
     use_config serial-pty.yaml
-    say "inside the unit: ledger, configuration, /tmp and 1 GiB refused; execve ended its host alone and quarantined the link (sandbox_violation); layers: $layers"
+    say "inside the unit: ledger, configuration, /tmp and 1 GiB refused; execve ended its host alone and quarantined the link (sandbox_violation); while loading, quarantined at start:$early; layers: $layers"
 }
 
 usb_adapter() {

@@ -2,7 +2,9 @@
 #define COINMECH_PLUGIN_SANDBOX_H
 /* The layers a plugin host puts between an untrusted plugin and the machine, each what the
    kernel gives an unprivileged process: a network namespace, resource limits, Landlock and a
-   seccomp allow-list (through libseccomp). Each call says whether its layer is in force. */
+   seccomp allow-list (through libseccomp). All of them go in before the plugin's file is mapped:
+   its constructors, its entry and its create run inside them. Each call says whether its layer
+   is in force. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +16,7 @@ typedef struct cm_sandbox_limits {
     uint64_t address_space; /* RLIMIT_AS, bytes (0: left as it is) */
     uint64_t open_files;    /* RLIMIT_NOFILE (0: left) */
     uint64_t processes;     /* RLIMIT_NPROC: threads count too, for the whole user (0: left) */
+    uint64_t cpu_seconds;   /* RLIMIT_CPU, soft and hard alike: SIGKILL at that much CPU (0: left) */
 } cm_sandbox_limits;
 
 /* RLIMIT_CORE 0 (no core file with a plugin's secrets), then the limits given. 0, or the errno
@@ -33,7 +36,10 @@ int cm_sandbox_landlock_abi(void);
    *failed. */
 int cm_sandbox_landlock(char *const *readable, const char **failed);
 
-/* The seccomp allow-list, on every thread (TSYNC). A call outside it is not made: the calling
+/* The seccomp allow-list, on every thread (TSYNC): what loading a shared object and then
+   computing need, and nothing a plugin could leave its process with (no fork or clone of a
+   process, no exec, no socket, no signal to another process, no fcntl that makes the kernel
+   signal someone: F_SETOWN, F_SETSIG, O_ASYNC). A call outside it is not made: the calling
    thread gets SIGSYS, whose handler sends one message on `report_fd` (struct
    cm_sandbox_violation) and ends the process with status 128 + SIGSYS. The handler stays: a
    plugin cannot install another for SIGSYS. 0, or -errno with the step in *failed. */

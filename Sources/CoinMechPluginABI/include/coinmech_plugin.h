@@ -49,6 +49,15 @@
  * coin position, its id string such as "EU200A", and the sorter path). A plugin declares the kinds
  * it handles in `reading_kinds`; the host gives each link only those. What a verdict means per
  * kind is in docs/PLUGINS.md (on a coin id, a reject cannot return the coin: it is not credited).
+ *
+ * ---- The alloy axis (ABI 2.1) ----
+ * A measured reading from a mech with an eddy-current sensor also carries the coin's apparent
+ * conductivity at the mech's low and high frequency (% IACS) and, optionally, its apparent
+ * permeability (COINMECH_READING_HAS_ALLOY, _HAS_PERMEABILITY). The fields lie past ABI 2.0's
+ * struct: read them only when COINMECH_HAS_FIELD says the host's reading holds them (a 2.0 host's
+ * does not). A plugin that judges them declares COINMECH_KINDS_ALLOY besides
+ * COINMECH_KINDS_MEASURED; a plugin that does not still gets every measured reading and decides
+ * on the rest, as before. `coinmech-pluginval` holds a plugin declaring it to what it promises.
  */
 #ifndef COINMECH_PLUGIN_H
 #define COINMECH_PLUGIN_H
@@ -61,10 +70,10 @@
 extern "C" {
 #endif
 
-/** The ABI this header describes: major 2, minor 0. */
+/** The ABI this header describes: major 2, minor 1 (2.1 added the alloy axis). */
 #define COINMECH_PLUGIN_ABI_MAJOR 2u
-#define COINMECH_PLUGIN_ABI_MINOR 0u
-#define COINMECH_PLUGIN_ABI_VERSION 0x00020000u /* (MAJOR << 16) | MINOR */
+#define COINMECH_PLUGIN_ABI_MINOR 1u
+#define COINMECH_PLUGIN_ABI_VERSION 0x00020001u /* (MAJOR << 16) | MINOR */
 /** Major and minor of a version word; ABI 1 wrote a plain 1 (major 1, minor 0). */
 #define COINMECH_ABI_MAJOR_OF(version) ((version) < 0x10000u ? (version) : (version) >> 16)
 #define COINMECH_ABI_MINOR_OF(version) ((version) < 0x10000u ? 0u : (version) & 0xFFFFu)
@@ -85,6 +94,8 @@ enum {
     COINMECH_READING_HAS_THICKNESS = 1u << 2,
     COINMECH_READING_HAS_CHANNEL = 1u << 3,
     COINMECH_READING_HAS_COIN_ID = 1u << 4,
+    COINMECH_READING_HAS_ALLOY = 1u << 5,        /**< ABI 2.1: conductivity_low_iacs and conductivity_high_iacs */
+    COINMECH_READING_HAS_PERMEABILITY = 1u << 6, /**< ABI 2.1: permeability (only with HAS_ALLOY) */
 };
 
 /** coinmech_reading.kind. */
@@ -96,6 +107,12 @@ typedef enum coinmech_reading_kind {
 /** Bits of coinmech_plugin.reading_kinds: 1 << coinmech_reading_kind. */
 #define COINMECH_KINDS_MEASURED 0x1u
 #define COINMECH_KINDS_COIN_ID 0x2u
+/**
+ * ABI 2.1: the plugin judges the alloy axis of measured readings (with COINMECH_KINDS_MEASURED;
+ * alone it is refused). It is a promise, not a filter: measured readings with and without the
+ * axis reach every MEASURED link alike.
+ */
+#define COINMECH_KINDS_ALLOY 0x4u
 
 #define COINMECH_COIN_ID_SIZE 16u   /* "EU200A" + NUL, with room */
 
@@ -114,7 +131,16 @@ typedef struct coinmech_reading {
     uint32_t coin_position; /**< COIN_ID: the acceptor's coin position (ccTalk: 1–16) */
     uint32_t sorter_path;   /**< COIN_ID: where the acceptor sent the coin (0: unknown) */
     char coin_id[COINMECH_COIN_ID_SIZE]; /**< COIN_ID: the acceptor's id of the position, e.g. "EU200A" */
+    /* ABI 2.1: the alloy axis (COINMECH_HAS_FIELD first: a 2.0 host's reading ends above) */
+    double conductivity_low_iacs;  /**< HAS_ALLOY: apparent conductivity at the mech's low frequency, % IACS */
+    double conductivity_high_iacs; /**< HAS_ALLOY: at its high frequency, % IACS */
+    double permeability;           /**< HAS_PERMEABILITY: apparent relative permeability (1: not magnetic) */
 } coinmech_reading;
+
+/** Whether `reading` carries the alloy axis (and the host's struct holds it). */
+static inline int coinmech_reading_has_alloy(const coinmech_reading *reading) {
+    return COINMECH_HAS_FIELD(reading, coinmech_reading, conductivity_high_iacs) && (reading->flags & COINMECH_READING_HAS_ALLOY);
+}
 
 /* ---- Decision: the plugin's verdict, written into a host-owned, zeroed struct. ---- */
 

@@ -12,6 +12,8 @@ final class HostProcess: @unchecked Sendable {
     let pidfd: Int32
     let channel: Int32
     let output: Int32
+    /// Its CPU clock (every thread's time on a CPU), read by the supervisor's CPU watch.
+    let cpuClock: clockid_t?
     /// Set once the process has been waited for.
     private(set) var exit: String?
     /// It ended the way the sandbox ends it: SIGSYS from the kernel, or the status the host's
@@ -23,6 +25,16 @@ final class HostProcess: @unchecked Sendable {
         self.pidfd = pidfd
         self.channel = channel
         self.output = output
+        var clock = clockid_t()
+        cpuClock = clock_getcpuclockid(pid, &clock) == 0 ? clock : nil
+    }
+
+    /// The CPU time its threads have used so far, in nanoseconds (nil once it is gone).
+    var cpuNanoseconds: UInt64? {
+        guard let cpuClock else { return nil }
+        var now = timespec()
+        guard clock_gettime(cpuClock, &now) == 0 else { return nil }
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     deinit {

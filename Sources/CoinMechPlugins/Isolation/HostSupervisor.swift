@@ -35,6 +35,8 @@ final class HostSupervisor: @unchecked Sendable {
     private let firstStartKnown = DispatchSemaphore(value: 0)
     private var history: CrashHistory
     private var nextStart: UInt64?
+    /// Samples the live host's CPU against its calls' time (supervisor thread only).
+    private var cpuWatch = CPUWatch()
 
     struct State: ~Copyable {
         /// The host that answers calls; nil while there is none.
@@ -51,6 +53,8 @@ final class HostSupervisor: @unchecked Sendable {
         var stopping = false
         /// The first start's outcome, for the chain builder waiting in `start`.
         var firstStart: Result<HostWire.Ready, PluginLoadError>?
+        /// Wall time of every call so far (the CPU watch's measure of what a host may use).
+        var callNanoseconds: UInt64 = 0
     }
 
     let state: Mutex<State>
@@ -128,7 +132,8 @@ final class HostSupervisor: @unchecked Sendable {
                 descriptors.append(pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0))
                 descriptors.append(pollfd(fd: output, events: Int16(POLLIN), revents: 0))
             }
-            var timeout: Int32 = -1
+            // A live host is sampled every CPU watch period.
+            var timeout: Int32 = live ? Int32(CPUWatch.period / 1_000_000) : -1
             if !live, let next = nextStart {
                 let now = Instant.now.nanoseconds
                 timeout = next > now ? Int32(clamping: (next - now) / 1_000_000 + 1) : 0
@@ -136,6 +141,7 @@ final class HostSupervisor: @unchecked Sendable {
             _ = poll(&descriptors, nfds_t(descriptors.count), timeout)
             if descriptors[0].revents != 0 { wakeup.drain() }
             forwardOutput()
+            watchCPU()
             reapExited()
             if !state.withLock({ $0.live != nil || $0.stopping }), let next = nextStart, Instant.now.nanoseconds >= next {
                 restart()
@@ -171,7 +177,8 @@ final class HostSupervisor: @unchecked Sendable {
             return .failure(.hostFailed(path: file.sourcePath, message: "cannot hand the plugin to its host: \(String(cString: strerror(errno)))"))
         }
         var message = [UInt8](repeating: 0, count: HostWire.maximumMessage)
-        let deadline = Instant.now.nanoseconds + UInt64(settings.startTimeoutSeconds * 1e9)
+        let began = Instant.now.nanoseconds
+        let deadline = began + UInt64(settings.startTimeoutSeconds * 1e9)
         while true {
             let now = Instant.now.nanoseconds
             guard now < deadline else {
@@ -179,8 +186,15 @@ final class HostSupervisor: @unchecked Sendable {
                 _ = host.reap(blocking: true)
                 return .failure(.hostFailed(path: file.sourcePath, message: "did not load the plugin and create the instance within \(settings.startTimeoutSeconds) s"))
             }
+            // Loading runs on one thread: more CPU than that is the plugin's threads spinning.
+            if let cpu = host.cpuNanoseconds, CPUWatch.spinsWhileLoading(cpu: cpu, elapsed: now - began) {
+                host.kill()
+                _ = host.reap(blocking: true)
+                forward(host.drainOutput())
+                return .failure(.hostCrashed(path: file.sourcePath, message: "stopped while loading: it used \(cpu / 1_000_000) ms of CPU in \((now - began) / 1_000_000) ms, more than one thread can (the plugin's threads spin)"))
+            }
             var descriptors = [pollfd(fd: host.channel, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeup.readEnd, events: Int16(POLLIN), revents: 0)]
-            _ = poll(&descriptors, 2, Int32(clamping: (deadline - now) / 1_000_000 + 1))
+            _ = poll(&descriptors, 2, Int32(clamping: min(deadline - now, CPUWatch.period) / 1_000_000 + 1))
             forward(host.drainOutput())
             if descriptors[1].revents != 0, state.withLock({ $0.stopping }) {
                 host.kill()
@@ -227,6 +241,7 @@ final class HostSupervisor: @unchecked Sendable {
             case .failure(let error)?:
                 host.kill()
                 _ = host.reap(blocking: true)
+                forward(host.drainOutput())
                 return .failure(error)
             }
         }
@@ -251,6 +266,27 @@ final class HostSupervisor: @unchecked Sendable {
             } else {
                 crashed(because: "\(error)")
             }
+        }
+    }
+
+    /// Samples the live host's CPU clock against its calls' time; a host whose plugin burns CPU
+    /// between calls is stopped, and its death counted as a crash.
+    private func watchCPU() {
+        let sample: (HostProcess, UInt64, UInt64)? = state.withLock { state in
+            // Under the lock: the deciding thread holds it through every call, so no call is
+            // half counted.
+            guard let host = state.live, let cpu = host.cpuNanoseconds else { return nil }
+            return (host, cpu, state.callNanoseconds)
+        }
+        guard let (host, cpu, calls) = sample,
+              let overuse = cpuWatch.sample(pid: host.pid, cpu: cpu, calls: calls, at: Instant.now.nanoseconds) else { return }
+        state.withLock { state in
+            guard state.live === host else { return }
+            host.kill()
+            state.live = nil
+            state.dying.append(host)
+            state.failure = "its plugin burns CPU between calls (it \(overuse.description)): its plugin host was stopped"
+            state.downReason = "its plugin host is being started again"
         }
     }
 
@@ -357,6 +393,8 @@ final class HostSupervisor: @unchecked Sendable {
     func validate(_ reading: UnsafePointer<coinmech_reading>, _ decision: UnsafeMutablePointer<coinmech_decision>) {
         let refusal: (reason: StaticString, message: String)? = state.withLock { state in
             guard let host = state.live else { return ("plugin_unavailable", "link '\(link)': \(state.downReason); coin returned") }
+            let started = Instant.now.nanoseconds
+            defer { state.callNanoseconds &+= Instant.now.nanoseconds &- started }
             state.nextID &+= 1
             let id = state.nextID
             var request = HostWire.Validate(id: id, reading: reading.pointee, source: SourceName(cString: reading.pointee.source))

@@ -17,7 +17,7 @@ import Foundation
 /// The host exits when the daemon closes the channel, after destroying the instance.
 public enum HostWire {
     /// Bumped whenever a message changes: a host from another build is refused, not misread.
-    public static let protocolVersion: UInt32 = 2
+    public static let protocolVersion: UInt32 = 3
     /// Largest message (a load with a big configuration, a ready with a long description).
     public static let maximumMessage = 192 * 1024
     /// The descriptor the host finds its channel on.
