@@ -75,7 +75,7 @@ final class FleetChaosRun {
         } catch { throw FleetChaosError("\(error)") }
         var intruder: HostileCabinet?
         defer {
-            intruder?.stop()
+            try? intruder?.stop()
             fleet?.signal(SIGKILL)
             _ = fleet?.wait(timeout: 10)
             for cabinet in cabinets { cabinet.stop() }
@@ -178,7 +178,7 @@ final class FleetChaosRun {
         verdict.offlineAlert = true
 
         countRefusals(&verdict)
-        intruder?.stop()
+        try intruder?.stop()
         noteExit(&verdict)
         // The coins stop; every event of every ledger must reach the database.
         for cabinet in cabinets { try cabinet.stopCoins() }

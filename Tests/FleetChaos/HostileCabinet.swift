@@ -20,7 +20,10 @@ final class HostileCabinet: Sendable {
     let dir: String
     /// How mosquitto_pub and mosquitto_sub reach the broker (address, CA).
     let broker: [String]
-    private let state = Mutex<(stop: Bool, published: Int, failures: Int, answered: Int, seqs: Int64)>((false, 0, 0, 0, 0))
+    /// `publisher`: the mosquitto_pub in flight, which `stop` cuts short.
+    private let state = Mutex<(stop: Bool, published: Int, failures: Int, answered: Int, seqs: Int64, publisher: ChildProcess?)>(
+        (false, 0, 0, 0, 0, nil))
+    /// Signalled once by each of its two threads as it ends.
     private let ended = DispatchSemaphore(value: 0)
 
     init(name: String, site: String, root: String, broker: [String]) throws {
@@ -58,6 +61,7 @@ final class HostileCabinet: Sendable {
             }
             commands.signal(SIGTERM)
             _ = commands.wait(timeout: 10)
+            ended.signal()
         }.start()
         Thread { [self] in
             var round: Int64 = 0
@@ -100,15 +104,41 @@ final class HostileCabinet: Sendable {
         publish("event", Array((0..<copies).map { _ in window }.joined()))
     }
 
-    func stop() {
-        state.withLock { $0.stop = true }
-        if ended.wait(timeout: .now() + 60) == .timedOut { print("the hostile cabinet's rounds did not stop within 60 s") }
+    /// Ends its rounds and its answers, the publish in flight cut short (a round's publish of
+    /// 10,000 lines at QoS 1 can take minutes while the broker holds a flood for the fleet):
+    /// both threads end and every child is reaped, or it throws.
+    func stop() throws {
+        let publisher = state.withLock { state in
+            state.stop = true
+            return state.publisher
+        }
+        publisher?.signal(SIGTERM)
+        for thread in ["rounds", "answers"] where ended.wait(timeout: .now() + 20) == .timedOut {
+            throw FleetChaosError("the hostile cabinet's \(thread) did not stop within 20 s of being told to")
+        }
+    }
+
+    /// Runs one mosquitto_pub as the publish in flight, unless the cabinet was told to stop:
+    /// its exit status, nil when cut short or not started.
+    private func run(_ pub: ChildProcess, timeout: Double) -> Int32? {
+        let stopped = state.withLock { state in
+            state.publisher = pub
+            return state.stop
+        }
+        if stopped { pub.signal(SIGTERM) }
+        var status = pub.wait(timeout: timeout)
+        if status == nil {
+            pub.signal(SIGKILL)
+            status = pub.wait(timeout: 10)
+        }
+        state.withLock { $0.publisher = nil }
+        return stopped ? nil : status
     }
 
     /// One mosquitto_pub per 10,000 lines (QoS 1): mosquitto_pub 2.0.11 given more with `-l`
     /// stops reading after about 35 MB.
     private func publish(_ level: String, _ lines: [String]) {
-        for start in stride(from: 0, to: lines.count, by: 10_000) {
+        for start in stride(from: 0, to: lines.count, by: 10_000) where !state.withLock({ $0.stop }) {
             let file = "\(dir)/lines-\(UUID().uuidString.prefix(8)).txt"
             defer { try? FileManager.default.removeItem(atPath: file) }
             guard (try? (lines[start..<min(start + 10_000, lines.count)].joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)) != nil,
@@ -118,7 +148,7 @@ final class HostileCabinet: Sendable {
                 continue
             }
             // A broker being restarted by the run refuses it: counted, not retried.
-            let ok = pub.wait(timeout: 120) == 0
+            let ok = run(pub, timeout: 120) == 0
             state.withLock { if ok { $0.published += min(10_000, lines.count - start) } else { $0.failures += 1 } }
         }
     }
@@ -130,7 +160,7 @@ final class HostileCabinet: Sendable {
         guard (try? payload.write(toFile: file, atomically: true, encoding: .utf8)) != nil,
               let pub = try? ChildProcess(path: "/usr/bin/mosquitto_pub", broker + ["-q", "1", "-t", "\(topic)/\(level)", "-f", file],
                                           stderrPath: "\(dir)/publish.log") else { return }
-        let ok = pub.wait(timeout: 60) == 0
+        let ok = run(pub, timeout: 60) == 0
         state.withLock { if ok { $0.published += 1 } else { $0.failures += 1 } }
     }
 }
