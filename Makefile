@@ -1,7 +1,10 @@
 # CoinMech — the two commands that matter: `make demo` and `make test`.
 SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
-RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
+# Release builds in a scratch path of their own: SwiftPM locks a scratch path for a command's
+# whole run, so CI builds them beside the debug build's `swift test` (.ci/run).
+RELEASE_FLAGS := -c release --scratch-path .build-release
+RELEASE_BIN := $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 
 .PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
 	fuzz-build fuzz-build-fleet fuzz fuzz-all fuzz-short test-bridge test-fleet test-fleet-long test-ca install-fleet soak
@@ -24,7 +27,7 @@ PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map coin-id
 # cabinet's package does not ship the fleet (make deb-fleet builds its own).
 RELEASE_PRODUCTS := coinmechd coinctl coinsim coinmech-bridge coinmech-plugin-host coinmech-pluginval coinmech-crash \
 	$(PLUGINS) example-minimal-swift
-release_build = for p in $(1); do $(SWIFT) build -c release --product $$p || exit 1; done
+release_build = for p in $(1); do $(SWIFT) build $(RELEASE_FLAGS) --product $$p || exit 1; done
 # Where make deb writes the package (and make test-deb keeps its Debian root and apt cache).
 DEB_DIR ?= .build-deb
 
@@ -296,7 +299,7 @@ check-systemd:
 ## a Debian 12 image, boots it and runs every check inside (vm/run.sh). Root: it installs qemu,
 ## mmdebstrap and the guest kernel's headers and source with apt-get when they are missing.
 test-vm:
-	vm/run.sh
+	RELEASE_BIN=$(RELEASE_BIN) vm/run.sh
 
 clean:
 	rm -rf .build $(FUZZ_BUILD)
