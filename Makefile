@@ -3,7 +3,8 @@ SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 # Release builds in a scratch path of their own: SwiftPM locks a scratch path for a command's
 # whole run, so CI builds them beside the debug build's `swift test` (.ci/run).
-RELEASE_FLAGS := -c release --scratch-path .build-release
+RELEASE_BUILD := .build-release
+RELEASE_FLAGS := -c release --scratch-path $(RELEASE_BUILD)
 RELEASE_BIN := $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 
 .PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
@@ -302,4 +303,4 @@ test-vm:
 	RELEASE_BIN=$(RELEASE_BIN) vm/run.sh
 
 clean:
-	rm -rf .build $(FUZZ_BUILD)
+	rm -rf .build $(RELEASE_BUILD) $(FUZZ_BUILD)
