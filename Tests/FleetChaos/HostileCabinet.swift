@@ -113,8 +113,9 @@ final class HostileCabinet: Sendable {
             return state.publisher
         }
         publisher?.signal(SIGTERM)
-        for thread in ["rounds", "answers"] where ended.wait(timeout: .now() + 20) == .timedOut {
-            throw FleetChaosError("the hostile cabinet's \(thread) did not stop within 20 s of being told to")
+        // The semaphore does not say which thread signalled: count how many ended.
+        for stopped in 0..<2 where ended.wait(timeout: .now() + 20) == .timedOut {
+            throw FleetChaosError("\(2 - stopped) of the hostile cabinet's 2 threads (its rounds, its answers to resends) did not stop within 20 s of being told to")
         }
     }
 
