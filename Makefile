@@ -7,7 +7,7 @@ RELEASE_BUILD := .build-release
 RELEASE_FLAGS := -c release --scratch-path $(RELEASE_BUILD)
 RELEASE_BIN := $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 
-.PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
+.PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm vm-prepare clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
 	fuzz-build fuzz-build-fleet fuzz fuzz-all fuzz-short test-bridge test-fleet test-fleet-long test-ca install-fleet soak
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
@@ -301,6 +301,11 @@ check-systemd:
 ## mmdebstrap and the guest kernel's headers and source with apt-get when they are missing.
 test-vm:
 	RELEASE_BIN=$(RELEASE_BIN) vm/run.sh
+
+## What test-vm builds that does not depend on the project (the host's tools, the gpio-sim
+## modules, the Debian base), alone: CI makes it in the background while its tests run.
+vm-prepare:
+	vm/run.sh --prepare
 
 clean:
 	rm -rf .build $(RELEASE_BUILD) $(FUZZ_BUILD)
