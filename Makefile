@@ -123,10 +123,13 @@ test-ca:
 ## All over TLS, with the tests' CA (make test-ca). The last line is JSON with lost, doubled,
 ## gaps_left and fleet_exits, all 0 (about 3 minutes). FLEET_SEED=N repeats a run; FLEET_ARGS
 ## adds options (coinmech-fleet-chaos --help).
+## First, in seconds: the shipped Prometheus rules (packaging/prometheus) through `promtool test
+## rules`, each alert broken in turn to show its tests fail (scripts/check-prometheus-rules).
 FLEET_SEED ?=
 OUT ?= .build/fleet-screenshots
 test-fleet: bootstrap test-ca
 	@SWIFT=$(SWIFT) scripts/bootstrap --fleet
+	scripts/check-prometheus-rules
 	$(SWIFT) build
 	$(BIN)/coinmech-fleet-chaos --bin $(BIN) --ca $(TEST_CA) --screenshots $(OUT) $(if $(FLEET_SEED),--seed $(FLEET_SEED)) $(FLEET_ARGS)
 
