@@ -27,9 +27,10 @@ final class ChaosCabinet {
     /// The bridge's `/metrics` (the series check reads it).
     let metricsPort: Int
 
-    /// `powerLossAt`: the insertion (a serial mech's) during which the mech loses power, so
-    /// that the cabinet holds an unconfirmed coin, as a real one sometimes does.
-    init(name: String, site: String, kind: Kind, root: String, bin: String, broker: MosquittoBroker, seed: UInt64, powerLossAt: Int? = nil) throws {
+    /// `powerLossAt`: the insertions (a serial mech's) during which the mech loses power, so
+    /// that the cabinet holds an unconfirmed coin, as a real one sometimes does (an insertion
+    /// the daemon returned loses nothing: several make one sure).
+    init(name: String, site: String, kind: Kind, root: String, bin: String, broker: MosquittoBroker, seed: UInt64, powerLossAt: [Int] = []) throws {
         self.name = name
         self.site = site
         self.kind = kind
@@ -44,7 +45,7 @@ final class ChaosCabinet {
             .write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
         // Coins without end, about 3 a second, until coinsim is told to stop.
         let scenario = kind == .serial
-            ? "baud: 115200\ncurrency: USD\nmix: {quarter: 3, dime: 2, nickel: 1}" + (powerLossAt.map { "\nfaults: {power_loss_at: [\($0)]}" } ?? "")
+            ? "baud: 115200\ncurrency: USD\nmix: {quarter: 3, dime: 2, nickel: 1}" + (powerLossAt.isEmpty ? "" : "\nfaults: {power_loss_at: \(powerLossAt)}")
             : """
               currency: EUR
               mix: {EUR_10c: 2, EUR_20c: 3, EUR_50c: 3, EUR_1: 4, EUR_2: 3}

@@ -89,11 +89,11 @@ final class FleetChaosRun {
         try fleetConfiguration.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
         try startFleet()
         // Two serial cabinets and one ccTalk acceptor, on two sites. c-2's mech loses power
-        // during its 20th coin: it holds an unconfirmed coin (never collected: c-1 is), whose
-        // series the alert rules read.
+        // during its 20th, 40th and 60th coins: it holds unconfirmed coins (never collected:
+        // c-1 is), whose series the alert rules read.
         for index in 0..<cabinetCount {
             let cabinet = try ChaosCabinet(name: "c-\(index + 1)", site: index % 2 == 0 ? "north" : "south", kind: index == 2 ? .cctalk : .serial,
-                                           root: dir, bin: bin, broker: broker, seed: seed &+ UInt64(index), powerLossAt: index == 1 ? 20 : nil)
+                                           root: dir, bin: bin, broker: broker, seed: seed &+ UInt64(index), powerLossAt: index == 1 ? [20, 40, 60] : [])
             try cabinet.start()
             cabinets.append(cabinet)
         }
