@@ -121,12 +121,16 @@ test-ca:
 ## malformed payloads, sparse seqs, forged replies and floods, one of them while PostgreSQL is
 ## down for 20 s: the fleet must never exit, refuse and alert each, and stay within its memory.
 ## All over TLS, with the tests' CA (make test-ca). The last line is JSON with lost, doubled,
-## gaps_left and fleet_exits, all 0 (about 3 minutes). FLEET_SEED=N repeats a run; FLEET_ARGS
-## adds options (coinmech-fleet-chaos --help).
+## gaps_left, fleet_exits and series_problems (the shipped rules' and dashboard's series against
+## the live /metrics of the fleet and the bridges), all 0 (about 3 minutes). FLEET_SEED=N repeats
+## a run; FLEET_ARGS adds options (coinmech-fleet-chaos --help).
+## First, in seconds: the shipped Prometheus rules (packaging/prometheus) through `promtool test
+## rules`, each alert broken in turn to show its tests fail (scripts/check-prometheus-rules).
 FLEET_SEED ?=
 OUT ?= .build/fleet-screenshots
 test-fleet: bootstrap test-ca
 	@SWIFT=$(SWIFT) scripts/bootstrap --fleet
+	scripts/check-prometheus-rules
 	$(SWIFT) build
 	$(BIN)/coinmech-fleet-chaos --bin $(BIN) --ca $(TEST_CA) --screenshots $(OUT) $(if $(FLEET_SEED),--seed $(FLEET_SEED)) $(FLEET_ARGS)
 

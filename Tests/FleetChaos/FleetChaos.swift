@@ -33,6 +33,8 @@ struct FleetChaos: ParsableCommand {
     @Flag(help: "Keep the scratch directory (ledgers, database, logs) and print its path.") var keep = false
     @Option(help: "The tests' CA (make test-ca): the broker speaks TLS with a certificate it signed, as shipped; none: plaintext.")
     var ca = ".build/test-ca"
+    @Option(help: "The package's packaging folder: the Prometheus rules and Grafana dashboard whose series are checked against the run's /metrics.")
+    var packaging = "packaging"
 
     func run() throws {
         let seed = seed ?? UInt64.random(in: 1...999_999)
@@ -44,7 +46,7 @@ struct FleetChaos: ParsableCommand {
             let binDir = bin ?? (exe as NSString).deletingLastPathComponent
             let tls: TestCA?
             do { tls = ca == "none" ? nil : try TestCA(dir: ca) } catch { throw FleetChaosError("\(error)") }
-            let chaos = try FleetChaosRun(bin: binDir, seed: seed, tls: tls)
+            let chaos = try FleetChaosRun(bin: binDir, seed: seed, tls: tls, packaging: packaging)
             let part = FleetChaosRun.Hostile(enabled: hostile, databaseDownSeconds: databaseDown, floodCopies: floodCopies)
             var verdict = try chaos.play(cabinetCount: cabinets, fleetKills: fleetKills, offlineSeconds: offline, hostile: part) { verdict in
                 let ledgers = try chaos.cabinets.map { cabinet in
@@ -57,7 +59,7 @@ struct FleetChaos: ParsableCommand {
             if keep { print("kept: \(chaos.dir)") } else { try? FileManager.default.removeItem(atPath: chaos.dir) }
             print("screenshots: \(screenshots)")
             for problem in verdict.hostileProblems { print("HOSTILE: \(problem)") }
-            if !verdict.isClean { print("an event was lost or doubled, a total differs, the fleet exited, the hostile cabinet went unseen or the dashboard failed; repeat with: \(repeatIt) --keep") }
+            if !verdict.isClean { print("an event was lost or doubled, a total differs, the fleet exited, the hostile cabinet went unseen, the dashboard failed or a shipped rule reads no exported series; repeat with: \(repeatIt) --keep") }
             print(verdict.json)
             if !verdict.isClean { throw ExitCode(1) }
         } catch let error as FleetChaosError {

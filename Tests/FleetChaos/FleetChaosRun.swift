@@ -27,11 +27,15 @@ final class FleetChaosRun {
 
     /// The CA of the broker's TLS; nil: plaintext.
     let tls: TestCA?
+    /// The shipped Prometheus rules and Grafana dashboard (packaging/): their series are checked
+    /// against this run's /metrics.
+    let packaging: String
 
-    init(bin: String, seed: UInt64, tls: TestCA?) throws {
+    init(bin: String, seed: UInt64, tls: TestCA?, packaging: String) throws {
         self.bin = bin
         self.seed = seed
         self.tls = tls
+        self.packaging = packaging
         random = SplitMix64(seed: seed)
         var template = Array("\(NSTemporaryDirectory())/coinmech-fleet-chaos-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw FleetChaosError("mkdtemp: \(String(cString: strerror(errno)))") }
@@ -84,10 +88,12 @@ final class FleetChaosRun {
         }
         try fleetConfiguration.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
         try startFleet()
-        // Two serial cabinets and one ccTalk acceptor, on two sites.
+        // Two serial cabinets and one ccTalk acceptor, on two sites. c-2's mech loses power
+        // during its 20th, 40th and 60th coins: it holds unconfirmed coins (never collected:
+        // c-1 is), whose series the alert rules read.
         for index in 0..<cabinetCount {
             let cabinet = try ChaosCabinet(name: "c-\(index + 1)", site: index % 2 == 0 ? "north" : "south", kind: index == 2 ? .cctalk : .serial,
-                                           root: dir, bin: bin, broker: broker, seed: seed &+ UInt64(index))
+                                           root: dir, bin: bin, broker: broker, seed: seed &+ UInt64(index), powerLossAt: index == 1 ? [20, 40, 60] : [])
             try cabinet.start()
             cabinets.append(cabinet)
         }
@@ -258,6 +264,9 @@ final class FleetChaosRun {
         }
         print(String(format: "fleet resident: %.0f MB before PostgreSQL went away, %.0f MB at most in its %.0f s away under the flood",
                      Double(verdict.residentBefore) / 1_048_576, Double(verdict.residentPeakDown) / 1_048_576, verdict.databaseDownSeconds))
+        // The shipped rules and Grafana dashboard against what this fleet and these bridges
+        // export, while everything still runs.
+        checkSeries(&verdict)
         // The dashboard, while everything still runs.
         (verdict.dashboardPages, verdict.dashboardErrors) = try dashboard(verdict)
         return verdict
@@ -282,6 +291,34 @@ final class FleetChaosRun {
             guard let kind = line.split(separator: "\"").dropFirst().first, let count = Double(line.split(separator: " ").last ?? "") else { continue }
             verdict.refused[String(kind)] = max(verdict.refused[String(kind)] ?? 0, Int(count))
         }
+    }
+
+    /// Every expression of the shipped rules (packaging/prometheus/*.yml) and dashboards
+    /// (packaging/grafana/*.json) must read series the fleet's and the bridges' /metrics export
+    /// (SeriesCheck). Read until they do or 30 s pass: a bridge's figures come at its next poll.
+    func checkSeries(_ verdict: inout FleetVerdict) {
+        var problems: [String] = []
+        do {
+            let files = { (folder: String, suffix: String) in
+                ((try? FileManager.default.contentsOfDirectory(atPath: "\(self.packaging)/\(folder)")) ?? []).filter { $0.hasSuffix(suffix) }.sorted().map { "\(self.packaging)/\(folder)/\($0)" }
+            }
+            let rules = files("prometheus", ".yml"), dashboards = files("grafana", ".json")
+            guard !rules.isEmpty, !dashboards.isEmpty else { throw FleetChaosError("no rules or dashboard in \(packaging)/prometheus and \(packaging)/grafana: pass --packaging") }
+            let expressions = try rules.flatMap(SeriesCheck.ruleExpressions) + dashboards.flatMap(SeriesCheck.dashboardExpressions)
+            verdict.seriesChecked = expressions.count
+            let deadline = Date().addingTimeInterval(30)
+            repeat {
+                var text = ""
+                for port in [httpPort] + cabinets.map(\.metricsPort) { text += ((try? HTTPProbe(port: port).request("GET", "/metrics").body) ?? "") + "\n" }
+                problems = SeriesCheck.problems(expressions, exported: SeriesCheck.exported(text))
+                if !problems.isEmpty { usleep(500_000) }  // the pace of reading again
+            } while !problems.isEmpty && Date() < deadline
+            print("series: \(expressions.count) expressions of \((rules + dashboards).map { ($0 as NSString).lastPathComponent }.joined(separator: ", ")) against the fleet's and \(cabinets.count) bridges' /metrics: \(problems.count) problem(s)")
+        } catch {
+            problems = ["\(error)"]
+        }
+        for problem in problems { print("SERIES: \(problem)") }
+        verdict.seriesProblems = problems.count
     }
 
     /// A fleet that is not running when the run did not kill it exited by itself: what no

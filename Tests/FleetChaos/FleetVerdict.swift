@@ -47,6 +47,10 @@ struct FleetVerdict {
     var lagP50 = 0.0
     var lagP99 = 0.0
     var lagMax = 0.0
+    /// The shipped rules' and dashboard's expressions checked against the run's /metrics, and
+    /// what was wrong (a series not exported, a label or value no sample has).
+    var seriesChecked = 0
+    var seriesProblems = 0
 
     /// Every kind the hostile cabinet's rounds and flood produce.
     static let hostileKinds = ["seq_range", "too_large", "malformed", "version", "wrong_cabinet", "value_range", "ahead", "forged_reply", "flood"]
@@ -65,6 +69,7 @@ struct FleetVerdict {
 
     var isClean: Bool {
         lost == 0 && doubled == 0 && gapsLeft == 0 && totalsDiffer == 0 && events > 0 && offlineAlert && dashboardErrors == 0 && fleetExits == 0
+            && seriesChecked > 0 && seriesProblems == 0
             && hostileProblems.isEmpty
     }
 
@@ -76,6 +81,7 @@ struct FleetVerdict {
             "totals_differ": .int(Int64(totalsDiffer)), "resends_asked": .int(Int64(resendsAsked)),
             "dashboard_pages": .int(Int64(dashboardPages)), "dashboard_errors": .int(Int64(dashboardErrors)), "fleet_exits": .int(Int64(fleetExits)),
             "lag_s": ["p50": .double(lagP50), "p99": .double(lagP99), "max": .double(lagMax)],
+            "series_checked": .int(Int64(seriesChecked)), "series_problems": .int(Int64(seriesProblems)),
         ]
         guard hostile else { return object.description }
         var withHostile = object.object ?? [:]
