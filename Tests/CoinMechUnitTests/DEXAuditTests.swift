@@ -55,9 +55,9 @@ struct DEXAuditTests {
     func crc() {
         #expect(DEXCRC16.checksum("123456789".utf8) == 0xBB3D)
         #expect(DEXCRC16.hex(0x0A0B) == "0A0B")
-        // The transaction set of a configuration file in the open-source ephor firmware's
-        // Config3GeneratorTest (its expected output ends G85*4DED, SE*40): ST to the CR LF
-        // before G85.
+        // The transaction set of the file an open-source vending modem firmware's EVA-DTS
+        // generator is expected to write (its Config3GeneratorTest, sender EPHOR00001; the file
+        // ends G85*4DED, SE*40): ST to the CR LF before G85.
         let set = ["ST*001*0001", "IC1******0", "IC4*1*1643**1*50000*0*0*2*1*0*1*0*0*0*0*0*1", "AC2**internet*gdata*gdata*1*0*0*1*",
                    "FC1*0*1**0**0", "FC2**0**", "FC3*", "FC4*", "FC5*"]
             + (1...5).flatMap { n -> [String] in
