@@ -19,8 +19,34 @@ struct CabinetController {
             }
             return FleetWeb.html(FleetPages.cabinet(page, user: who.name, admin: who.admin, message: request.uri.queryParameters.get("message")))
         }
+        router.get("/cabinet/:id/dex", use: dex)
         router.post("/cabinet/:id/collections", use: collection)
         router.post("/cabinet/:id/commands", use: command)
+    }
+
+    /// The cabinet's EVA-DTS audit for `?from=…&to=…` as a file to save (docs/FLEET.md, "DEX
+    /// export"), behind the same login as its page.
+    @Sendable func dex(_ request: Request, context: FleetRequestContext) async throws -> Response {
+        _ = try context.requireOperator()
+        let id = try context.parameters.require("id")
+        let query = request.uri.queryParameters
+        let period: ExportPeriod
+        do { period = try ExportPeriod(from: query.get("from") ?? "", to: query.get("to") ?? "") } catch {
+            return FleetWeb.html(FleetPages.error("No DEX file: \(error.description)."), status: .badRequest)
+        }
+        let currency = query.get("currency").flatMap { $0.isEmpty ? nil : $0.uppercased() }
+        if let currency, !FleetWeb.isCurrency(currency) { return FleetWeb.html(FleetPages.error("The currency is a code such as USD."), status: .badRequest) }
+        let audit: DEXAudit?, text: String
+        do {
+            audit = try await store.dexAudit(cabinet: id, from: period.from, to: period.to, currency: currency)
+            text = try audit?.file() ?? ""
+        } catch let refused as DEXError {
+            return FleetWeb.html(FleetPages.error("No DEX file: \(refused.description)."), status: .unprocessableContent)
+        }
+        guard let audit else { return FleetWeb.html(FleetPages.notFound("cabinet \(id)"), status: .notFound) }
+        return Response(status: .ok, headers: [.contentType: "text/plain; charset=us-ascii", .contentDisposition: "attachment; filename=\"\(audit.fileName)\"",
+                                               .cacheControl: "no-store"],
+                        body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     @Sendable func collection(_ request: Request, context: FleetRequestContext) async throws -> Response {

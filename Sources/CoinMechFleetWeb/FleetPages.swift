@@ -40,6 +40,12 @@ public enum FleetPages {
         return document(title: "CoinMech fleet", user: (user, admin), body: b)
     }
 
+    /// `2026-11-29` for a time (UTC).
+    static func isoDay(_ time: Double) -> String {
+        guard let c = civil(time) else { return "" }
+        return "\(c.y)-\(two(c.mo))-\(two(c.d))"
+    }
+
     public static func cabinet(_ page: FleetViews.CabinetPage, user: String, admin: Bool, message: String?) -> String {
         let c = page.line, path = "/cabinet/" + pathSegment(c.cabinet)
         var b = ""
@@ -101,6 +107,22 @@ public enum FleetPages {
             <label>Currency <input name="currency" value="\(escape(currency))" size="4" required></label>
             <button type="submit">Record collection</button></p>
             <p class="hint">\(escape(against)).</p>
+            </form>
+            </section>
+
+            """
+
+        // The EVA-DTS audit a vending-management system reads (docs/FLEET.md, "DEX export"):
+        // the last 7 days (UTC) at a click, or any period.
+        let day = (page.now / 86400).rounded(.down) * 86400
+        let weekAgo = isoDay(day - 6 * 86400), tomorrow = isoDay(day + 86400)
+        b += """
+            <section id="dex"><h2>Audit export (EVA-DTS)</h2>
+            <p><a id="dex-week" href="\(path)/dex?from=\(weekAgo)&amp;to=\(tomorrow)" download>DEX file of the last 7 days</a> (\(weekAgo) to \(isoDay(day)), UTC)</p>
+            <form method="get" action="\(path)/dex">
+            <p><label>From <input type="date" name="from" value="\(weekAgo)" required></label>
+            <label>To (not included) <input type="date" name="to" value="\(tomorrow)" required></label>
+            <button type="submit">Download DEX file</button></p>
             </form>
             </section>
 

@@ -15,7 +15,7 @@ struct FleetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coinmech-fleet",
         abstract: "Store every cabinet's ledger events from the fleet's MQTT broker in PostgreSQL, once each, and serve the fleet's dashboard (docs/FLEET.md).",
-        subcommands: [Run.self, Migrate.self, SetOperator.self],
+        subcommands: [Run.self, Migrate.self, SetOperator.self, Export.self],
         defaultSubcommand: Run.self)
 
     struct Options: ParsableArguments {
@@ -129,6 +129,62 @@ struct FleetCommand: AsyncParsableCommand {
                 _ = try await store.migrate()
                 try await store.setOperator(name: name, passwordHash: Bcrypt.hash(password, cost: 12), role: role)
                 print("operator \(name) (\(role)) saved")
+            }
+        }
+    }
+}
+
+extension FleetCommand {
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Export a cabinet's audit for a period from the fleet's database.", subcommands: [DEX.self])
+    }
+
+    /// `export dex`: one cabinet's EVA-DTS audit file (docs/FLEET.md, "DEX export").
+    struct DEX: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "dex",
+            abstract: "Write one cabinet's EVA-DTS (DEX/UCS) audit for a period: from ≤ event time < to (UTC).")
+        @OptionGroup var options: Options
+        @Option(help: "The cabinet's id.") var cabinet: String
+        @Option(help: "The period's start: 2026-11-01 (midnight UTC) or 2026-11-01T06:00:00Z.") var from: String
+        @Option(help: "The period's end, not included.") var to: String
+        @Option(help: "The currency (ISO 4217), when the cabinet's ledger holds several.") var currency: String?
+        @Option(help: "Write the file here instead of standard output.") var output: String?
+
+        func run() async throws {
+            func fail(_ message: String) -> ExitCode {
+                FileHandle.standardError.write(Data("coinmech-fleet export dex: \(message)\n".utf8))
+                return ExitCode(1)
+            }
+            let period: ExportPeriod
+            do { period = try ExportPeriod(from: from, to: to) } catch { throw fail(error.description) }
+            if let currency, !(currency.count == 3 && currency.allSatisfy({ $0.isASCII && $0.isUppercase })) {
+                throw fail("--currency '\(currency)' is not an ISO 4217 code such as USD")
+            }
+            let c = try options.load()
+            let store: FleetStore
+            // Standard output is the file: the pool's own complaints go to standard error.
+            var logger = FleetCommand.logger()
+            logger.logLevel = .error
+            do { store = try FleetStore(c.database, logger: logger) } catch { throw fail("\(error)") }
+            defer { store.database.shutdown() }
+            let text: String
+            do {
+                guard let audit = try await store.dexAudit(cabinet: cabinet, from: period.from, to: period.to, currency: currency) else {
+                    throw fail("the fleet has never heard of cabinet '\(cabinet)'")
+                }
+                text = try audit.file()
+            } catch let exit as ExitCode {
+                throw exit
+            } catch let refused as DEXError {
+                throw fail(refused.description)
+            } catch {
+                throw fail("cannot read the database \(c.database.name): \(FleetStore.reason(error))")
+            }
+            if let output {
+                do { try text.write(toFile: output, atomically: true, encoding: .ascii) } catch { throw fail("cannot write \(output): \(error.localizedDescription)") }
+            } else {
+                FileHandle.standardOutput.write(Data(text.utf8))
             }
         }
     }
