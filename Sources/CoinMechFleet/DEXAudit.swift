@@ -101,7 +101,7 @@ public struct DEXAudit: Sendable, Equatable {
         // ID1: ID101 serial, ID102 model, ID103 build standard, ID104 location (AN 01/30).
         out.append(DEXSegment("ID1", [id, nil, nil, site.map(DEXSegment.alphanumeric).flatMap { (1...30).contains($0.count) ? $0 : nil }]))
         if let currency {
-            guard currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isUppercase }) else { throw DEXError("'\(currency)' is not an ISO 4217 currency code") }
+            guard Self.isCurrencyCode(currency) else { throw DEXError("'\(currency)' is not an ISO 4217 currency code") }
             // ID4: ID401 decimal point position, ID402 numeric code (left out), ID403 alphabetic code.
             out.append(DEXSegment("ID4", ["\(Self.decimalPlaces(currency))", nil, currency]))
         }
@@ -158,6 +158,10 @@ public struct DEXAudit: Sendable, Equatable {
         func two(_ n: Int?) -> String { n.map { $0 < 10 ? "0\($0)" : "\($0)" } ?? "00" }
         return ("\(c.year ?? 0)\(two(c.month))\(two(c.day))", "\(two(c.hour))\(two(c.minute))\(two(c.second))")
     }
+
+    /// Three upper-case ASCII letters, as ISO 4217's alphabetic codes are: the one check the
+    /// export, its command and the dashboard's forms make.
+    public static func isCurrencyCode(_ text: String) -> Bool { text.count == 3 && text.allSatisfy { $0.isASCII && $0.isUppercase } }
 
     /// `ID401`: the currency's minor unit (ISO 4217), in which the ledger's `value_minor` counts.
     public static func decimalPlaces(_ currency: String) -> Int {

@@ -60,7 +60,7 @@ public enum FleetWeb {
         return whole * 100 + cents
     }
 
-    static func isCurrency(_ text: String) -> Bool { text.count == 3 && text.allSatisfy { $0.isASCII && $0.isUppercase } }
+    static func isCurrency(_ text: String) -> Bool { DEXAudit.isCurrencyCode(text) }
 }
 
 extension FleetRequestContext {

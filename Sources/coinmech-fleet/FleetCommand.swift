@@ -158,7 +158,7 @@ extension FleetCommand {
             }
             let period: ExportPeriod
             do { period = try ExportPeriod(from: from, to: to) } catch { throw fail(error.description) }
-            if let currency, !(currency.count == 3 && currency.allSatisfy({ $0.isASCII && $0.isUppercase })) {
+            if let currency, !DEXAudit.isCurrencyCode(currency) {
                 throw fail("--currency '\(currency)' is not an ISO 4217 code such as USD")
             }
             let c = try options.load()
