@@ -1,10 +1,14 @@
 # CoinMech — the two commands that matter: `make demo` and `make test`.
 SWIFT ?= swift
 BIN := $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
-RELEASE_BIN := $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
+# Release builds in a scratch path of their own: SwiftPM locks a scratch path for a command's
+# whole run, so CI builds them beside the debug build's `swift test` (.ci/run).
+RELEASE_BUILD := .build-release
+RELEASE_FLAGS := -c release --scratch-path $(RELEASE_BUILD)
+RELEASE_BIN := $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 
-.PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
-	fuzz-build fuzz-build-fleet fuzz fuzz-all fuzz-short test-bridge test-fleet install-fleet soak
+.PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm vm-prepare clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
+	fuzz-build fuzz-build-fleet fuzz fuzz-all fuzz-short test-bridge test-fleet test-fleet-long test-ca install-fleet soak
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
@@ -24,7 +28,7 @@ PLUGINS := coin coin-table sanity repeat-guard weight-floor channel-map coin-id
 # cabinet's package does not ship the fleet (make deb-fleet builds its own).
 RELEASE_PRODUCTS := coinmechd coinctl coinsim coinmech-bridge coinmech-plugin-host coinmech-pluginval coinmech-crash \
 	$(PLUGINS) example-minimal-swift
-release_build = for p in $(1); do $(SWIFT) build -c release --product $$p || exit 1; done
+release_build = for p in $(1); do $(SWIFT) build $(RELEASE_FLAGS) --product $$p || exit 1; done
 # Where make deb writes the package (and make test-deb keeps its Debian root and apt cache).
 DEB_DIR ?= .build-deb
 
@@ -96,9 +100,15 @@ test-crash: bootstrap
 ## with lost, duplicated_after_dedupe and out_of_order, all 0 (about 75 s). BRIDGE_SEED=N repeats
 ## a run; BRIDGE_ARGS adds options (coinmech-bridge-chaos --help; --acks-off shows a run fail).
 BRIDGE_SEED ?=
-test-bridge: bootstrap
+test-bridge: bootstrap test-ca
 	$(SWIFT) build
-	$(BIN)/coinmech-bridge-chaos --bin $(BIN) $(if $(BRIDGE_SEED),--seed $(BRIDGE_SEED)) $(BRIDGE_ARGS)
+	$(BIN)/coinmech-bridge-chaos --bin $(BIN) --ca $(TEST_CA) $(if $(BRIDGE_SEED),--seed $(BRIDGE_SEED)) $(BRIDGE_ARGS)
+
+## The tests' certificate authority and a broker certificate for 127.0.0.1 it signed (openssl,
+## scripts/test-ca), in $(TEST_CA): the chaos runs speak TLS to their broker, as shipped.
+TEST_CA ?= .build/test-ca
+test-ca:
+	@scripts/test-ca $(TEST_CA)
 
 ## The fleet (docs/FLEET.md): PostgreSQL and mosquitto started by the test, coinmech-fleet, and
 ## three cabinets (coinsim, coinmechd and coinmech-bridge each; one a ccTalk acceptor). While
@@ -107,14 +117,27 @@ test-bridge: bootstrap
 ## fleet's database event for event, the totals to the cent, and the dashboard in headless
 ## Chromium: an operator logs in through the form, each page is saved as a screenshot under
 ## $$OUT (default .build/fleet-screenshots) and its figures checked; any console message fails.
-## The last line is JSON with lost, doubled and gaps_left, all 0 (about 2 minutes). FLEET_SEED=N
-## repeats a run; FLEET_ARGS adds options (coinmech-fleet-chaos --help).
+## Meanwhile a fourth cabinet in hostile hands publishes seqs out of range, oversized and
+## malformed payloads, sparse seqs, forged replies and floods, one of them while PostgreSQL is
+## down for 20 s: the fleet must never exit, refuse and alert each, and stay within its memory.
+## All over TLS, with the tests' CA (make test-ca). The last line is JSON with lost, doubled,
+## gaps_left, fleet_exits and series_problems (the shipped rules' and dashboard's series against
+## the live /metrics of the fleet and the bridges), all 0 (about 3 minutes). FLEET_SEED=N repeats
+## a run; FLEET_ARGS adds options (coinmech-fleet-chaos --help).
+## First, in seconds: the shipped Prometheus rules (packaging/prometheus) through `promtool test
+## rules`, each alert broken in turn to show its tests fail (scripts/check-prometheus-rules).
 FLEET_SEED ?=
 OUT ?= .build/fleet-screenshots
-test-fleet: bootstrap
+test-fleet: bootstrap test-ca
 	@SWIFT=$(SWIFT) scripts/bootstrap --fleet
+	scripts/check-prometheus-rules
 	$(SWIFT) build
-	$(BIN)/coinmech-fleet-chaos --bin $(BIN) --screenshots $(OUT) $(if $(FLEET_SEED),--seed $(FLEET_SEED)) $(FLEET_ARGS)
+	$(BIN)/coinmech-fleet-chaos --bin $(BIN) --ca $(TEST_CA) --screenshots $(OUT) $(if $(FLEET_SEED),--seed $(FLEET_SEED)) $(FLEET_ARGS)
+
+## The long form: PostgreSQL down 60 s under a 200 MB flood from the hostile cabinet (the
+## figure of docs/PERFORMANCE.md, "The fleet under a flood").
+test-fleet-long:
+	$(MAKE) --no-print-directory test-fleet FLEET_ARGS="--database-down 60 --flood-copies 100 $(FLEET_ARGS)"
 
 ## The credit protocol and money out model-checked with spin (model/README.md): the windows of
 ## the code before 0.5.0 and the holes of the money-out shell before PayoutCore must be found as
@@ -282,7 +305,12 @@ check-systemd:
 ## a Debian 12 image, boots it and runs every check inside (vm/run.sh). Root: it installs qemu,
 ## mmdebstrap and the guest kernel's headers and source with apt-get when they are missing.
 test-vm:
-	vm/run.sh
+	RELEASE_BIN=$(RELEASE_BIN) vm/run.sh
+
+## What test-vm builds that does not depend on the project (the host's tools, the gpio-sim
+## modules, the Debian base), alone: CI makes it in the background while its tests run.
+vm-prepare:
+	vm/run.sh --prepare
 
 clean:
-	rm -rf .build $(FUZZ_BUILD)
+	rm -rf .build $(RELEASE_BUILD) $(FUZZ_BUILD)

@@ -131,7 +131,7 @@ let package = Package(
         .target(name: "CoinMechClient", dependencies: ["CoinMechProtocol"]),
         // One MQTT connection through libmosquitto, reconnecting afresh with back-off: the bridge's
         // link and the fleet's.
-        .target(name: "CoinMechMQTT", dependencies: ["CMosquitto", "CoinMechSupport"]),
+        .target(name: "CoinMechMQTT", dependencies: ["CMosquitto", "CoinMechSupport", "CoinMechSettings"]),
         // The fleet bridge: a client of the socket publishing the ledger to MQTT (docs/FLEET.md).
         .target(
             name: "CoinMechBridge",
@@ -145,7 +145,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "coinmech-bridge",
-            dependencies: ["CoinMechBridge", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CoinMechBridge", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log")]
         ),
         // The fleet service (docs/FLEET.md): every cabinet's events from the broker into
         // PostgreSQL once, acks, gaps repaired, counters, collections, alerts.
@@ -175,6 +176,8 @@ let package = Package(
                 "CoinMechFleet", "CoinMechFleetWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // MaximumAvailableConnections: the dashboard's connection cap.
+                .product(name: "HummingbirdCore", package: "hummingbird"),
             ]
         ),
         .executableTarget(
@@ -334,7 +337,7 @@ let package = Package(
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings", "CoinMechEddyCurrent",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechFleetFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechFleetFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", "CoinMechHarness", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),

@@ -60,7 +60,7 @@ apt_lists_ready() {
     [[ -n "$APT_UPDATED" ]] && return
     if [[ $EUID -eq 0 ]]; then
         log "apt-get update"
-        apt-get update -qq > "$OUT/apt-update.log" 2>&1 || { cat "$OUT/apt-update.log" >&2; die "apt-get update failed"; }
+        apt-get -o DPkg::Lock::Timeout=600 update -qq > "$OUT/apt-update.log" 2>&1 || { cat "$OUT/apt-update.log" >&2; die "apt-get update failed"; }
         APT_UPDATED=1
     elif ! compgen -G "/var/lib/apt/lists/*_Packages*" > /dev/null; then
         die "apt has no package lists; run 'sudo apt-get update' first"

@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib.sh"
 
 CUTS=${POWER_CUTS:-5}
 SEED=${POWER_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 ))}
-RELEASE_BIN=${RELEASE_BIN:-$(cd "$ROOT" && swift build -c release --show-bin-path)}
+RELEASE_BIN=${RELEASE_BIN:-$(cd "$ROOT" && swift build -c release --scratch-path .build-release --show-bin-path)}
 RUN="$OUT/power"
 rm -rf "$RUN"
 mkdir -p "$RUN/ledger"

@@ -7,6 +7,9 @@
 # check passed.
 #
 # VM_TIMEOUT=seconds bounds the boot and checks (default 900); VM_BUILD_DIR moves .build-vm.
+# `vm/run.sh --prepare` (`make vm-prepare`) only installs the host's tools and builds what does
+# not depend on the project (the gpio-sim modules, the Debian base), then exits: CI does it in
+# the background while its tests run.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$OUT"
@@ -28,7 +31,7 @@ host_tools() {
     fi
     apt_lists_ready
     log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" > "$OUT/apt-install.log" 2>&1 \
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" > "$OUT/apt-install.log" 2>&1 \
         || { tail -n 30 "$OUT/apt-install.log" >&2; die "apt-get install ${missing[*]} failed"; }
 }
 
@@ -49,6 +52,10 @@ step() {
 STEPS=""
 step "gpio-sim modules" "$VM/build-kmod.sh"
 step "base image" "$VM/build-base.sh"
+if [[ "${1:-}" == --prepare ]]; then
+    log "prepared: ${STEPS%, } (the project image and the VM are left to make test-vm)"
+    exit 0
+fi
 step "project image" "$VM/build-image.sh"
 
 # --- Boot ------------------------------------------------------------------------------------

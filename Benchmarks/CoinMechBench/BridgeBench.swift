@@ -49,7 +49,7 @@ struct BridgeBench: ParsableCommand {
                 socket: {path: \(dir)/run/coinmechd.sock}
                 state_dir: \(dir)/\(name)
                 metrics: {listen: off}
-                mqtt: {host: 127.0.0.1, port: \(port), max_inflight: 20}
+                mqtt: {host: 127.0.0.1, port: \(port), max_inflight: 20, tls: off}
                 delivery: {acks: off}
                 """.write(toFile: "\(dir)/\(name).yaml", atomically: true, encoding: .utf8)
             return "\(dir)/\(name).yaml"

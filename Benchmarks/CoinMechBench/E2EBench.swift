@@ -42,7 +42,7 @@ struct E2EBench: ParsableCommand {
         // The fsync paced as the readings are: an fsync after 10 ms idle costs this machine
         // about 2.5 times one right after another (the disk's and the CPU's idle wake-ups), and
         // the answer's own sync is paced. Both are shown; the target uses the paced one.
-        let fsyncSamples = Self.measureFsync(directory: "\(dir)/state", count: 300, interval: 1 / rate).sorted()
+        let fsyncSamples = Self.measureFsync(directory: "\(dir)/state", count: min(300, Int(seconds * rate)), interval: 1 / rate).sorted()
         let fsyncBackToBack = Self.measureFsync(directory: "\(dir)/state", count: 300, interval: 0).sorted()
         let floorSamples = try measureFloor(paced: min(floorPaced, Int(seconds * rate)), interval: 1 / rate, hot: burst, directory: "\(dir)/state")
 

@@ -25,17 +25,22 @@ struct FleetBench: ParsableCommand {
     @Option(help: "Seconds measured, after the first interval (every cabinet has spoken).") var seconds = 30.0
     @Option(help: "MQTT connections the generator speaks through.") var connections = 4
     @Option(help: "The coinmech-fleet to run (a release build; swift build -c release --product coinmech-fleet).") var fleet: String?
+    @Option(help: "Rows the database's floor inserts, in batches the size of the fleet's mean batch.") var floorRows = 20_000
+    @Option(help: "Seconds of pgbench's 100-row inserts, for reference.") var pgbenchSeconds = 10
     @Flag(help: "Print one JSON object per run instead of a table.") var json = false
 
     func run() throws {
         let counts = cabinets.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--cabinets: give counts like 1000,5000") }
+        guard interval > 0, seconds > 0, connections > 0 else { throw ValidationError("--interval, --seconds and --connections must be above 0") }
+        guard floorRows > 0, pgbenchSeconds > 0 else { throw ValidationError("--floor-rows and --pgbench-seconds must be above 0") }
         let fleetPath = fleet ?? "\(executableDirectory())/coinmech-fleet"
         guard FileManager.default.isExecutableFile(atPath: fleetPath) else {
             throw ValidationError("\(fleetPath) not found: swift build -c release --product coinmech-fleet, or pass --fleet")
         }
         for count in counts {
-            let result = try FleetLoad(cabinets: count, interval: interval, seconds: seconds, connections: connections, fleet: fleetPath).run()
+            let result = try FleetLoad(cabinets: count, interval: interval, seconds: seconds, connections: connections, fleet: fleetPath,
+                                   floorRows: floorRows, pgbenchSeconds: pgbenchSeconds).run()
             if json {
                 print(String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))
             } else {
@@ -60,6 +65,8 @@ struct FleetLoad {
     let seconds: Double
     let connections: Int
     let fleet: String
+    let floorRows: Int
+    let pgbenchSeconds: Int
 
     func run() throws -> [String: Any] {
         var template = Array("\(NSTemporaryDirectory())/coinmech-bench-fleet-XXXXXX".utf8CString)
@@ -80,7 +87,7 @@ struct FleetLoad {
         }
         try """
             instance: bench
-            mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-bench, max_inflight: 1000}
+            mqtt: {host: 127.0.0.1, port: \(broker.port), client_id: coinmech-fleet-bench, max_inflight: 1000, tls: off}
             database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: coinmech_fleet}
             http: {listen: off}
             ingest: {ack_interval_s: 0, gap_grace_s: 60}
@@ -88,12 +95,6 @@ struct FleetLoad {
             """.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
         let service = try ChildProcess(path: fleet, ["run", "--config", "\(dir)/fleet.yaml"], stderrPath: "\(dir)/fleet.log")
         defer { service.signal(SIGTERM); _ = service.wait(timeout: 20) }
-        let deadline = Date().addingTimeInterval(60)
-        while (try? database.psql("SELECT count(*) FROM schema_migrations", database: "coinmech_fleet")) != "\(3)" {
-            guard service.isRunning, Date() < deadline else { throw ValidationError("coinmech-fleet did not start: see \(dir)/fleet.log") }
-            usleep(50_000)
-        }
-
         // The acks come back on a link of their own.
         let watcher = try MQTTLink(.init(clientID: "bench-acks", host: "127.0.0.1", port: broker.port, keepalive: 30, maxInflight: 100, will: nil,
                                          subscriptions: ["coinmech/v1/+/+/ack"], tls: nil))
@@ -119,6 +120,7 @@ struct FleetLoad {
             guard Date() < connectDeadline else { throw ValidationError("the generator could not connect to mosquitto") }
             usleep(10_000)
         }
+        try waitUntilStoring(fleet: service, via: links[0], acks: watcher, log: "\(dir)/fleet.log")
 
         // Each cabinet's coins at a phase of its own: the decision, then its `coin`.
         var random = SystemRandomNumberGenerator()
@@ -200,6 +202,34 @@ struct FleetLoad {
         ]
     }
 
+    /// The fleet is ready when it has stored an event and acked it: a probe cabinet's first event,
+    /// sent again each second until its ack comes back (QoS 1 messages sent before the fleet's
+    /// session subscribed are not kept for it). Asking the fleet itself, rather than counting its
+    /// schema's steps, keeps the bench right whatever the schema becomes.
+    func waitUntilStoring(fleet: ChildProcess, via link: MQTTLink, acks: MQTTLink, log: String) throws {
+        let deadline = Date().addingTimeInterval(60)
+        var sent = Date.distantPast
+        while true {
+            guard fleet.isRunning else { throw ValidationError("coinmech-fleet stopped at start: see \(log)") }
+            guard Date() < deadline else { throw ValidationError("coinmech-fleet stored no probe event within 60 s: see \(log)") }
+            if Date().timeIntervalSince(sent) >= 1 {
+                let t = Date().timeIntervalSince1970
+                let payload = #"{"v":1,"cabinet":"\#(Self.probe)","site":"site-probe","seq":1,"published":\#(t),"event":{"seq":1,"time":\#(t),"kind":"decision","source":"serial","epoch":1,"device_seq":1,"currency":"USD","denomination":"quarter","value_minor":25,"link":"usd","chain_generation":1,"verdict":"accept","state":"pending"}}"#
+                guard link.publish("coinmech/v1/site-probe/\(Self.probe)/event", payload) != nil else {
+                    throw ValidationError("the generator lost its broker connection")
+                }
+                sent = Date()
+            }
+            _ = link.take()
+            for case .message(let topic, let payload, _) in acks.take()
+            where topic.split(separator: "/").dropFirst(3).first == Substring(Self.probe) && JSON.parse(String(decoding: payload, as: UTF8.self))?["seq"]?.int == 1 {
+                return
+            }
+            usleep(10_000)
+        }
+    }
+
+    static let probe = "probe"
     static func name(_ c: Int) -> String { String(format: "b-%05d", c) }
     static func site(_ c: Int) -> String { "site-\(c % 50)" }
 
@@ -228,7 +258,7 @@ struct FleetLoad {
     /// The fleet's own batch insert, as one statement per batch in its own transaction, run by
     /// psql against a copy of the events table: rows per second. And pgbench's 100-row inserts.
     func floor(_ database: PostgresCluster, batch: Int, dir: String) throws -> (rows: Double, pgbench: Double) {
-        let statements = max(50, 20_000 / batch)
+        let statements = max(1, floorRows / batch)
         var sql = "CREATE TABLE floor (LIKE events INCLUDING ALL);\n"
         var n = 0
         for _ in 0..<statements {
@@ -256,10 +286,10 @@ struct FleetLoad {
         try "INSERT INTO pgb SELECT g + :client_id * 1000000000 + (random() * 1e8)::bigint * 100 FROM generate_series(1, 100) g ON CONFLICT DO NOTHING;\n"
             .write(toFile: "\(dir)/pgbench.sql", atomically: true, encoding: .utf8)
         _ = try? database.psql("CREATE TABLE pgb (id bigint PRIMARY KEY)", database: "coinmech_fleet")
-        let bench = try ChildProcess(path: "/usr/lib/postgresql/15/bin/pgbench", ["-n", "-c", "2", "-T", "10", "-h", database.socketDirectory, "-p", "\(database.port)",
+        let bench = try ChildProcess(path: "/usr/lib/postgresql/15/bin/pgbench", ["-n", "-c", "2", "-T", "\(pgbenchSeconds)", "-h", database.socketDirectory, "-p", "\(database.port)",
                                                                                   "-U", "postgres", "-f", "\(dir)/pgbench.sql", "coinmech_fleet"], stderrPath: "\(dir)/pgbench.log")
         let output = String(decoding: bench.readToEnd(), as: UTF8.self)
-        _ = bench.wait(timeout: 60)
+        _ = bench.wait(timeout: Double(pgbenchSeconds) + 60)
         let tps = output.split(separator: "\n").first { $0.hasPrefix("tps = ") }.flatMap { Double($0.dropFirst(6).split(separator: " ").first ?? "") } ?? 0
         return (rows, tps * 100)
     }

@@ -156,14 +156,14 @@ struct FootprintBench: ParsableCommand {
 
         let idleCap = Int((idleSeconds + 30) * 1000)
         let quiet = try Simulator(toolDir: toolDir, work: work, scenario: "quiet1", arguments: ["--linger-ms", "\(idleCap)"])
-        defer { quiet.stop() }
+        defer { quiet.discard() }
         let notify = try NotifySocket(path: "\(work)/notify-session")
         let daemon = try Daemon(daemonDir: daemonDir, toolDir: toolDir, config: config, notify: notify, watchdogUsec: watchdogUsec)
         defer { daemon.stop() }
         let readyMs = try daemon.waitForReady()
         notify.drain(for: 3)  // the mech connects, its one coin is decided and confirmed
         let idle = try IdleFigures.observe(pid: daemon.pid, seconds: idleSeconds, notify: notify)
-        quiet.stop()
+        quiet.discard()
 
         let started = Date()
         let busy = try Simulator(toolDir: toolDir, work: work, scenario: "busy",
@@ -174,7 +174,7 @@ struct FootprintBench: ParsableCommand {
         let afterCoins = try ProcessStatus(pid: daemon.pid)
 
         let quietAgain = try Simulator(toolDir: toolDir, work: work, scenario: "quiet2", arguments: ["--linger-ms", "\(idleCap)"])
-        defer { quietAgain.stop() }
+        defer { quietAgain.discard() }
         notify.drain(for: 3)
         let idleAfter = try IdleFigures.observe(pid: daemon.pid, seconds: idleSeconds, notify: notify)
         return Session(readyMs: readyMs, idle: idle, afterCoinsRSSMiB: afterCoins.rssMiB, idleAfter: idleAfter,
@@ -269,9 +269,11 @@ final class Daemon {
 final class Simulator {
     let process = Process()
     let truthPath: String
+    let linkPath: String
 
     init(toolDir: String, work: String, scenario: String, arguments: [String]) throws {
         truthPath = "\(work)/\(scenario).truth.json"
+        linkPath = "\(work)/mech"
         process.executableURL = URL(fileURLWithPath: "\(toolDir)/coinsim")
         process.arguments = ["--scenario", "\(work)/\(scenario).yaml", "--link", "\(work)/mech", "--truth", truthPath, "--host-timeout", "60"] + arguments
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
@@ -296,6 +298,15 @@ final class Simulator {
     func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+    }
+
+    /// A quiet mech has no truth worth waiting for: SIGTERM would let it finish its linger
+    /// (seconds, by design), so it is killed and its link removed for the next one to make.
+    func discard() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: linkPath)
     }
 }
 

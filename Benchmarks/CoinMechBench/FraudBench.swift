@@ -55,18 +55,12 @@ struct FraudBench: ParsableCommand {
     /// swinging ±5 K round 20 °C every 200,000 insertions.
     static let bias = (diameter: -0.003, weight: 0.015, thickness: 0.03, low: 0.02, high: -0.015)
     static let diameterNoise = 0.003
-    static let thicknessNoise = 0.02
+    static let thicknessNoise = ClassifyBench.thicknessNoise
 
+    /// `classify`'s mech (coins with mint spread, the bias, the noise), with an alloy sensor.
     static func scenario(currency: String, noise: Double) -> Scenario {
-        var s = Scenario()
-        s.currency = currency
-        s.diameterNoise = Noise(sigma: diameterNoise)
-        s.weightNoise = Noise(sigma: noise)
-        s.thicknessNoise = Noise(sigma: thicknessNoise)
-        s.mech.mintSpread = true
-        s.mech.diameterBias = .init(relative: bias.diameter)
-        s.mech.weightBias = .init(relative: bias.weight)
-        s.mech.thicknessBias = .init(relative: bias.thickness)
+        var s = ClassifyBench.scenario(currency: currency, weightNoise: noise, diameterNoise: diameterNoise,
+                                       bias: (bias.diameter, bias.weight, bias.thickness))
         var alloy = AlloySensorSettings()
         alloy.noise = noise
         alloy.lowBias = bias.low

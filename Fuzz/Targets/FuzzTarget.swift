@@ -84,7 +84,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                     if let alloy = reading.alloy {
                         precondition(AlloySignature.iacsRange.contains(alloy.lowIACS) && AlloySignature.iacsRange.contains(alloy.highIACS),
                                      "conductivity beyond every metal got through: \(alloy)")
-                        precondition(alloy.permeability.map { $0 > 0 && $0 <= AlloySignature.permeabilityLimit } ?? true,
+                        precondition(alloy.permeability.map { $0 >= AlloySignature.permeabilityMinimum && $0 <= AlloySignature.permeabilityLimit } ?? true,
                                      "permeability beyond every material got through: \(alloy)")
                     }
                 }

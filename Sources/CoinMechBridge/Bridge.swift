@@ -1,5 +1,6 @@
 import CoinMechClient
 import CoinMechProtocol
+import CoinMechSupport
 import Foundation
 import CoinMechMQTT
 import Synchronization
@@ -15,12 +16,15 @@ public final class Bridge: Sendable {
 
     public let configuration: BridgeConfiguration
     let log: @Sendable (Level, String) -> Void
+    /// `/metrics`, served by its owner (the service group) and fed at each poll here.
+    let metrics: MetricsServer?
     private let stopping = Atomic<Bool>(false)
 
     public enum Level: Sendable { case info, notice, warning, error }
 
-    public init(configuration: BridgeConfiguration, log: @escaping @Sendable (Level, String) -> Void) {
+    public init(configuration: BridgeConfiguration, metrics: MetricsServer? = nil, log: @escaping @Sendable (Level, String) -> Void) {
         self.configuration = configuration
+        self.metrics = metrics
         self.log = log
     }
 
@@ -40,6 +44,7 @@ public final class Bridge: Sendable {
         if let warning { log(.warning, warning) }
         var delivery = BridgeDelivery(cursor: saved, window: c.delivery.window, maxInflight: c.mqtt.maxInflight, acksRequired: c.delivery.acksRequired,
                                       ackTimeout: c.delivery.ackTimeoutSeconds, now: Self.now())
+        if c.mqtt.tls == nil { log(.warning, MQTTTLS.plaintextWarning) }
         if !c.delivery.acksRequired {
             log(.warning, "delivery.acks is off: the cursor follows the broker's PUBACK, so a broker crash can lose events (at most once)")
         }
@@ -61,16 +66,6 @@ public final class Bridge: Sendable {
                 log(.warning, "\(key) \(path) is readable by others (mode \(String(mode, radix: 8))): make it readable by the bridge's user alone (chmod 600)")
             }
         }
-        // /metrics first: a port it cannot have stops the bridge before it says `online`.
-        let metrics: MetricsServer?
-        if let listen = c.metricsListen {
-            let server = try MetricsServer(host: listen.host, port: listen.port)
-            log(.notice, "serving /metrics on \(server.address)")
-            metrics = server
-        } else {
-            metrics = nil
-        }
-        defer { metrics?.stop() }
         link.start()
         log(.notice, "publishing cabinet \(c.cabinet) of site \(c.site) to \(c.mqtt.host):\(c.mqtt.port) under \(c.mqtt.prefix); cursor \(saved)")
         var connected = false
@@ -128,6 +123,10 @@ public final class Bridge: Sendable {
                     reporter.acked(through: delivery.cursor)
                 case .connectFailed(let why):
                     log(.warning, "cannot reach the broker at \(c.mqtt.host):\(c.mqtt.port): \(why); trying again")
+                case .oversized(let topic, let bytes):
+                    log(.warning, "a message of \(bytes) bytes on \(LogText.quoted(topic, limit: 120)) dropped unread: neither an ack nor a command is that long")
+                case .reading:
+                    break
                 }
             }
             if delivery.cursor != written, now - lastWrite >= 1 {

@@ -20,11 +20,14 @@ public struct BridgeConfiguration: Sendable {
     public var commands = Commands()
     /// `/metrics` on this host and port; nil: not served (`metrics.listen: off`).
     public var metricsListen: (host: String, port: Int)? = ("127.0.0.1", 9786)
+    /// A `/metrics` connection idle this long is closed; at most `metricsMaxConnections` at once.
+    public var metricsIdleTimeout = 30.0
+    public var metricsMaxConnections = 16
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
-        /// 1883, or 8883 with TLS.
-        public var port = 1883
+        /// 8883 with TLS (the default), 1883 without.
+        public var port = 8883
         /// Every topic's start, `{site}` and `{cabinet}` filled in; ends with `/`.
         public var prefix: String
         public var clientID: String
@@ -34,7 +37,7 @@ public struct BridgeConfiguration: Sendable {
         public var passwordFile: String?
         /// TLS: the CA that signed the broker's certificate, and this cabinet's certificate and
         /// key when the broker asks for one.
-        public var tls: TLS?
+        public var tls: TLS? = .systemCAs
     }
 
     public typealias TLS = MQTTTLS
@@ -56,15 +59,6 @@ public struct BridgeConfiguration: Sendable {
         public var answerTimeoutSeconds = 60.0
     }
 
-    /// Cabinet and site ids: 1 to 64 of `a-z 0-9 _ -`, starting with a letter or a digit; a
-    /// cabinet id may not start with `coinmech-` (the fleet's own broker users).
-    public static func isID(_ text: String) -> Bool {
-        guard (1...64).contains(text.utf8.count), let first = text.utf8.first, Self.letterOrDigit(first) else { return false }
-        return text.utf8.allSatisfy { Self.letterOrDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
-    }
-
-    private static func letterOrDigit(_ byte: UInt8) -> Bool { (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) }
-
     public static func load(path: String) throws(SettingsError) -> BridgeConfiguration {
         try parse(try SettingsTable.load(path: path))
     }
@@ -73,7 +67,7 @@ public struct BridgeConfiguration: Sendable {
         try table.rejectUnknownKeys(["cabinet", "site", "socket", "state_dir", "mqtt", "delivery", "status", "totals", "commands", "metrics"])
         func id(_ key: String) throws(SettingsError) -> String {
             guard let value = try table.string(key) else { throw table.error(key, "is required: 1 to 64 of a-z 0-9 _ -, e.g. c-0042") }
-            guard isID(value) else { throw table.error(key, "'\(value)' is not an id: 1 to 64 of a-z 0-9 _ -, starting with a letter or a digit") }
+            guard FleetID.isValid(value) else { throw table.error(key, "'\(value)' is not an id: 1 to 64 of a-z 0-9 _ -, starting with a letter or a digit") }
             return value
         }
         let cabinet = try id("cabinet")
@@ -88,16 +82,9 @@ public struct BridgeConfiguration: Sendable {
             throw mqtt.error("prefix", "must end with '/', and hold no '+' or '#' (it is a topic, not a filter)")
         }
         var configuration = BridgeConfiguration(cabinet: cabinet, site: site, mqtt: MQTT(host: host, prefix: prefix, clientID: "coinmech-bridge-\(cabinet)"))
-        if let tls = try mqtt.table("tls") {
-            try tls.rejectUnknownKeys(["ca_file", "cert_file", "key_file"])
-            guard let ca = try tls.string("ca_file") else { throw tls.error("ca_file", "is required with mqtt.tls: the CA that signed the broker's certificate") }
-            let cert = try tls.string("cert_file"), key = try tls.string("key_file")
-            guard (cert == nil) == (key == nil) else {
-                throw tls.error(cert == nil ? "cert_file" : "key_file", "cert_file and key_file go together: the cabinet's certificate and its key")
-            }
-            configuration.mqtt.tls = TLS(caFile: ca, certFile: cert, keyFile: key)
-            configuration.mqtt.port = 8883
-        }
+        // TLS unless the file says `tls: off` (said at start).
+        configuration.mqtt.tls = try MQTTTLS.setting(in: mqtt, certificate: "the cabinet's certificate")
+        configuration.mqtt.port = configuration.mqtt.tls == nil ? 1883 : 8883
         if let port = try mqtt.int("port", in: 1...65535) { configuration.mqtt.port = port }
         if let clientID = try mqtt.string("client_id") {
             guard (1...64).contains(clientID.utf8.count) else { throw mqtt.error("client_id", "must be 1 to 64 characters") }
@@ -149,7 +136,9 @@ public struct BridgeConfiguration: Sendable {
             if let timeout = try commands.double("answer_timeout_s", in: 1...3600) { configuration.commands.answerTimeoutSeconds = timeout }
         }
         if let metrics = try table.table("metrics") {
-            try metrics.rejectUnknownKeys(["listen"])
+            try metrics.rejectUnknownKeys(["listen", "idle_timeout_s", "max_connections"])
+            if let idle = try metrics.double("idle_timeout_s", in: 0.5...3600) { configuration.metricsIdleTimeout = idle }
+            if let connections = try metrics.int("max_connections", in: 1...1024) { configuration.metricsMaxConnections = connections }
             switch try metrics.listen("listen", example: "127.0.0.1:9786, [::1]:9786") {
             case .off?: configuration.metricsListen = nil
             case .address(let host, let port)?: configuration.metricsListen = (host, port)

@@ -5,7 +5,10 @@ import Synchronization
 
 /// `GET /metrics` over HTTP/1.1 (SwiftNIO, one event-loop thread): the last snapshot the bridge
 /// made, as it is. Anything else is 404, a method other than GET or HEAD 405. Bound to loopback
-/// by default (docs/FLEET.md: `metrics.listen`).
+/// by default (docs/FLEET.md: `metrics.listen`). A connection that sends nothing for
+/// `idleTimeout` (a request's head not finished within it included) is closed, and at most
+/// `maxConnections` are open at once: more are closed as soon as they are accepted. A cabinet
+/// stands in a public place; whoever reaches the port cannot hold it.
 ///
 /// @unchecked Sendable: `group` and `channel` are set once in `init` and closed once in `stop`;
 /// the snapshot is behind a Mutex.
@@ -16,14 +19,22 @@ public final class MetricsServer: @unchecked Sendable {
     /// The address it listens on (the port the kernel chose, when asked for 0).
     public let address: String
 
-    public init(host: String, port: Int) throws(BridgeError) {
+    public init(host: String, port: Int, idleTimeout: Double = 30, maxConnections: Int = 16) throws(BridgeError) {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let snapshot = self.snapshot
+        let open = ConnectionCount(limit: maxConnections)
+        let idle = TimeAmount.nanoseconds(Int64(idleTimeout * 1e9))
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
-                    channel.pipeline.addHandler(MetricsHandler(snapshot: snapshot))
+                guard open.admit() else { return channel.close() }
+                channel.closeFuture.whenComplete { _ in open.leave() }
+                return channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(IdleStateHandler(readTimeout: idle))
+                    try pipeline.addHandler(IdleCloser())
+                    try pipeline.configureHTTPServerPipeline()
+                    try pipeline.addHandler(MetricsHandler(snapshot: snapshot))
                 }
             }
         do {
@@ -45,6 +56,36 @@ public final class MetricsServer: @unchecked Sendable {
     public func stop() {
         try? channel.close().wait()
         try? group.syncShutdownGracefully()
+    }
+}
+
+/// Connections open now, against the limit.
+private final class ConnectionCount: Sendable {
+    let limit: Int
+    private let open = Atomic<Int>(0)
+    init(limit: Int) { self.limit = limit }
+
+    func admit() -> Bool {
+        guard open.add(1, ordering: .relaxed).newValue <= limit else {
+            open.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func leave() { open.subtract(1, ordering: .relaxed) }
+}
+
+/// Closes a connection that read nothing for the idle timeout.
+private final class IdleCloser: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 }
 

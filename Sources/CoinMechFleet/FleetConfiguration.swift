@@ -11,12 +11,24 @@ public struct FleetConfiguration: Sendable {
     public var database: Database
     /// The dashboard and `/metrics`; nil: not served.
     public var httpListen: (host: String, port: Int)? = ("127.0.0.1", 9780)
+    public var http = HTTP()
+
+    public struct HTTP: Sendable, Equatable {
+        /// A connection with no request for this long (or a request's head not sent within it) is closed.
+        public var idleTimeoutSeconds = 30.0
+        /// Connections served at once: beyond, new ones wait in the kernel's backlog.
+        public var maxConnections = 256
+        /// Peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed: the TLS proxy in front.
+        public var trustedProxies: [String] = ["127.0.0.1", "::1"]
+        public init() {}
+    }
     public var ingest = Ingest()
     public var alerts = Alerts()
 
     public struct MQTT: Sendable, Equatable {
         public var host: String
-        public var port = 1883
+        /// 8883 with TLS (the default), 1883 without.
+        public var port = 8883
         /// The topics' start before `<site>/<cabinet>/`; ends with `/`.
         public var prefix = "coinmech/v1/"
         /// Fixed, for the persistent session (F9).
@@ -27,7 +39,8 @@ public struct FleetConfiguration: Sendable {
         public var maxInflight = 100
         public var username: String?
         public var passwordFile: String?
-        public var tls: MQTTTLS?
+        /// nil: plaintext, only when the file says `tls: off`.
+        public var tls: MQTTTLS? = .systemCAs
     }
 
     public struct Database: Sendable, Equatable {
@@ -38,6 +51,10 @@ public struct FleetConfiguration: Sendable {
         public var user = "coinmech-fleet"
         public var passwordFile: String?
         public var name = "coinmech_fleet"
+        /// How long one call may take (a statement, the wait for a connection, the rows) before
+        /// it is given up and tried again on a new pool (`FleetDatabase`). At most 20 s: with the
+        /// retry's back-off (10 s) it stays inside half the unit's `WatchdogSec` (60 s).
+        public var timeoutSeconds = 15.0
     }
 
     public struct Ingest: Sendable, Equatable {
@@ -49,6 +66,8 @@ public struct FleetConfiguration: Sendable {
         public var gapGraceSeconds = 30.0
         /// How long a `cmd/resend` may wait at the bridge before it is not started.
         public var resendDeadlineSeconds = 60.0
+        /// A message longer than this is refused unread (`FleetLimits.messageBytes`).
+        public var maxMessageBytes = FleetLimits.messageBytes
     }
 
     public struct Alerts: Sendable, Equatable {
@@ -79,16 +98,9 @@ public struct FleetConfiguration: Sendable {
             }
             broker.prefix = prefix
         }
-        if let tls = try mqtt.table("tls") {
-            try tls.rejectUnknownKeys(["ca_file", "cert_file", "key_file"])
-            guard let ca = try tls.string("ca_file") else { throw tls.error("ca_file", "is required with mqtt.tls: the CA that signed the broker's certificate") }
-            let cert = try tls.string("cert_file"), key = try tls.string("key_file")
-            guard (cert == nil) == (key == nil) else {
-                throw tls.error(cert == nil ? "cert_file" : "key_file", "cert_file and key_file go together: the fleet's certificate and its key")
-            }
-            broker.tls = MQTTTLS(caFile: ca, certFile: cert, keyFile: key)
-            broker.port = 8883
-        }
+        // TLS unless the file says `tls: off` (said at start).
+        broker.tls = try MQTTTLS.setting(in: mqtt, certificate: "the fleet's certificate")
+        broker.port = broker.tls == nil ? 1883 : 8883
         if let port = try mqtt.int("port", in: 1...65535) { broker.port = port }
         if let clientID = try mqtt.string("client_id") {
             guard (1...64).contains(clientID.utf8.count) else { throw mqtt.error("client_id", "must be 1 to 64 characters") }
@@ -109,7 +121,7 @@ public struct FleetConfiguration: Sendable {
 
         var database = Database()
         if let db = try table.table("database") {
-            try db.rejectUnknownKeys(["socket_dir", "host", "port", "user", "password_file", "name"])
+            try db.rejectUnknownKeys(["socket_dir", "host", "port", "user", "password_file", "name", "timeout_s"])
             database.socketDirectory = try db.string("socket_dir")
             database.host = try db.string("host")
             if database.socketDirectory != nil && database.host != nil { throw db.error("host", "give socket_dir or host, not both") }
@@ -117,6 +129,7 @@ public struct FleetConfiguration: Sendable {
             if let user = try db.string("user") { database.user = user }
             database.passwordFile = try db.string("password_file")
             if let name = try db.string("name") { database.name = name }
+            if let timeout = try db.double("timeout_s", in: 1...20) { database.timeoutSeconds = timeout }
         }
         if database.socketDirectory == nil && database.host == nil { database.socketDirectory = "/run/postgresql" }
 
@@ -126,7 +139,15 @@ public struct FleetConfiguration: Sendable {
             configuration.instance = instance
         }
         if let http = try table.table("http") {
-            try http.rejectUnknownKeys(["listen"])
+            try http.rejectUnknownKeys(["listen", "idle_timeout_s", "max_connections", "trusted_proxies"])
+            if let idle = try http.double("idle_timeout_s", in: 1...3600) { configuration.http.idleTimeoutSeconds = idle }
+            if let connections = try http.int("max_connections", in: 1...100_000) { configuration.http.maxConnections = connections }
+            if let proxies = try http.strings("trusted_proxies") {
+                for proxy in proxies where proxy.isEmpty || proxy.contains("/") {
+                    throw http.error("trusted_proxies", "'\(proxy)' is not an address (127.0.0.1, ::1, 10.0.0.5): one proxy each")
+                }
+                configuration.http.trustedProxies = proxies
+            }
             switch try http.listen("listen", example: "127.0.0.1:9780") {
             case .off?: configuration.httpListen = nil
             case .address(let host, let port)?: configuration.httpListen = (host, port)
@@ -134,11 +155,12 @@ public struct FleetConfiguration: Sendable {
             }
         }
         if let ingest = try table.table("ingest") {
-            try ingest.rejectUnknownKeys(["batch_max", "ack_interval_s", "gap_grace_s", "resend_deadline_s"])
+            try ingest.rejectUnknownKeys(["batch_max", "ack_interval_s", "gap_grace_s", "resend_deadline_s", "max_message_bytes"])
             if let batch = try ingest.int("batch_max", in: 1...100_000) { configuration.ingest.batchMax = batch }
             if let interval = try ingest.double("ack_interval_s", in: 0...60) { configuration.ingest.ackIntervalSeconds = interval }
             if let grace = try ingest.double("gap_grace_s", in: 0.1...86_400) { configuration.ingest.gapGraceSeconds = grace }
             if let deadline = try ingest.double("resend_deadline_s", in: 5...600) { configuration.ingest.resendDeadlineSeconds = deadline }
+            if let bytes = try ingest.int("max_message_bytes", in: 1024...(16 << 20)) { configuration.ingest.maxMessageBytes = bytes }
         }
         if let alerts = try table.table("alerts") {
             try alerts.rejectUnknownKeys(["check_s", "offline_after_s", "no_credit_s", "opening_hours", "time_zone"])

@@ -9,6 +9,13 @@ public final class FleetFigures: Sendable {
         public var duplicates = 0
         public var batches = 0
         public var refused = 0
+        /// Refused messages by `FleetMessage.Refusal.Kind`.
+        public var refusedByKind: [String: Int] = [:]
+        /// The MQTT link reads from the broker (false: its inbox is full).
+        public var inboxReading = true
+        /// Database calls that passed their deadline, and those still stranded (`FleetDatabase`).
+        public var databaseStalls = 0
+        public var databaseStranded = 0
         public var conflicts = 0
         public var resendsAsked = 0
         public var acksSent = 0

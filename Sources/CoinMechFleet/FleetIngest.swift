@@ -19,13 +19,16 @@ public final class FleetIngest: Sendable {
     let logger: Logger
     public let outbox: CommandOutbox
     public let figures: FleetFigures
+    /// Beaten at every turn of the loop and every answer of a database call.
+    public let watchdog: FleetWatchdog
 
-    public init(configuration: FleetConfiguration, store: FleetStore, logger: Logger, outbox: CommandOutbox, figures: FleetFigures) {
+    public init(configuration: FleetConfiguration, store: FleetStore, logger: Logger, outbox: CommandOutbox, figures: FleetFigures, watchdog: FleetWatchdog) {
         self.configuration = configuration
         self.store = store
         self.logger = logger
         self.outbox = outbox
         self.figures = figures
+        self.watchdog = watchdog
     }
 
     static func now() -> Double { Date().timeIntervalSince1970 }
@@ -38,6 +41,7 @@ public final class FleetIngest: Sendable {
         var hearing = CabinetHearing()
         var wait = 0.5
         while !Task.isCancelled {
+            watchdog.beat()
             do {
                 let applied = try await store.migrate()
                 if !applied.isEmpty { logger.info("database schema: applied step(s) \(applied.map(String.init).joined(separator: ", "))") }
@@ -63,15 +67,17 @@ public final class FleetIngest: Sendable {
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         let p = c.mqtt.prefix
+        if c.mqtt.tls == nil { logger.warning("\(MQTTTLS.plaintextWarning)") }
         let link: MQTTLink
         do {
             link = try MQTTLink(.init(clientID: c.mqtt.clientID, host: c.mqtt.host, port: c.mqtt.port, keepalive: c.mqtt.keepaliveSeconds,
                                       maxInflight: c.mqtt.maxInflight, username: c.mqtt.username, password: password, will: nil,
                                       subscriptions: c.subscriptions,
-                                      tls: c.mqtt.tls, cleanSession: false))
+                                      tls: c.mqtt.tls, cleanSession: false, maxPayload: c.ingest.maxMessageBytes, inboxBytes: FleetLimits.inboxBytes))
         } catch { throw FleetError.mqtt(error.message) }
         link.start()
         defer { link.stop() }
+        watchdog.ready("\(sequences.count) cabinet(s) known; connecting to the broker \(c.mqtt.host):\(c.mqtt.port)")
 
         var pacer = AckPacer()
         /// Cabinets with a seq stored beyond a hole: the only ones the gap check looks at.
@@ -79,10 +85,34 @@ public final class FleetIngest: Sendable {
         /// The resends this run asked for, by id: a reply's `missing` is believed only inside
         /// the range that was asked.
         var resends: [String: (cabinet: String, range: ClosedRange<Int64>)] = [:]
-        /// Copies of an identity already in a batch: kept for the next, where the store
-        /// compares them with the stored event (F5).
-        var carried: [FleetMessage.Event] = []
+        /// The operators' commands this run sent, by id, until their deadline has long passed:
+        /// a reply is believed only for a command sent.
+        var sent: [String: (cabinet: String, until: Double)] = [:]
+        /// Events waiting for the database, one queue per cabinet, batched in turn.
+        var queues = CabinetQueues()
+        /// What each cabinet had refused, for `/metrics` and its `refused_messages` alert.
+        var refusals = CabinetRefusals()
+        var refusalLog = LogRateLimit()
+        /// What the cabinets said of themselves (state, status, totals), the latest of each,
+        /// written at most once a second per cabinet and kind: a cabinet repeating itself cannot
+        /// make the ingest write for it more than that.
+        var said: [String: FleetMessage] = [:]
+        var written: [String: Double] = [:]
+        /// Replies already taken, until their command's deadline has long passed: a copy
+        /// (QoS 1 may bring one) is no forgery.
+        var replied: [String: Double] = [:]
         var nextAlerts = 0.0
+
+        /// A message refused: counted for its cabinet, logged within a rate, never stored.
+        func refuse(_ refusal: FleetMessage.Refusal) {
+            refusals.refused(refusal, now: Self.now())
+            figures.update {
+                $0.refused += 1
+                $0.refusedByKind[refusal.kind.rawValue, default: 0] += 1
+            }
+            let (pass, dropped) = refusalLog.admit(now: Instant.now.nanoseconds)
+            if pass { logger.warning("refused: \(refusal)\(dropped > 0 ? " (and \(dropped) more not logged)" : "")") }
+        }
 
         /// One batch in one transaction; the sequences move only once it has committed. A
         /// batch the database refuses for its data (not its availability) is tried event by
@@ -103,12 +133,15 @@ public final class FleetIngest: Sendable {
             do {
                 outcome = try await retrying("a batch of \(batch.count) event(s)") { try await self.store.commit(batch, sequences: committing, now: now) }
             } catch let refused as FleetStore.Refused {
+                // Halved until the events it refuses stand alone: a few refused events cost a
+                // few transactions each, not one per event of the batch.
                 guard batch.count > 1 else {
-                    figures.update { $0.refused += 1 }
-                    logger.error("cabinet \(batch[0].cabinet): seq \(batch[0].seq) set aside, the database refuses it (\(refused)): its ack stops below it")
+                    refuse(.init(topic: "\(p)\(batch[0].site)/\(batch[0].cabinet)/event", cabinet: batch[0].cabinet, kind: .database,
+                                 reason: "seq \(batch[0].seq) set aside, the database refuses it (\(refused)): its ack stops below it"))
                     return
                 }
-                for event in batch { try await commit([event]) }
+                try await commit(Array(batch[..<(batch.count / 2)]))
+                try await commit(Array(batch[(batch.count / 2)...]))
                 return
             }
             let took = Date().timeIntervalSince(began)
@@ -141,19 +174,26 @@ public final class FleetIngest: Sendable {
             do {
                 try await retrying(what, body)
             } catch let refused as FleetStore.Refused {
-                figures.update { $0.refused += 1 }
+                figures.update {
+                    $0.refused += 1
+                    $0.refusedByKind[FleetMessage.Refusal.Kind.database.rawValue, default: 0] += 1
+                }
                 logger.error("\(what) set aside, the database refuses it: \(refused)")
             }
         }
 
         while !Task.isCancelled {
-            let incoming = link.takeArrivals()
+            watchdog.beat()
+            // Taken only while the queues have room: a database that is away fills them, then
+            // the inbox, and then the link stops reading from the broker, which keeps the rest
+            // of the persistent session.
+            let incoming = queues.bytes < FleetLimits.queueBytes ? link.takeArrivals() : []
             // Silence is judged as of this take: what came after is not read yet (a loop held
             // up by the database knows no less).
             let (takenWall, taken) = (Self.now(), Instant.now)
-            var events = carried
-            carried = []
-            var seen = Set(events.map { "\($0.cabinet)/\($0.seq)" })
+            /// Messages read per cabinet in this take: beyond its queue's share, the rest are
+            /// shed unread (reading them is the cost a flood would put on everyone).
+            var read: [String: Int] = [:]
             for (item, arrived) in incoming {
                 // When it arrived, on both clocks: the loop may take it long after.
                 let moment = CabinetHearing.Moment(wall: takenWall - CabinetHearing.seconds(from: arrived, to: taken), monotonic: arrived)
@@ -177,43 +217,86 @@ public final class FleetIngest: Sendable {
                     logger.warning("cannot reach the broker \(c.mqtt.host):\(c.mqtt.port): \(reason); trying again")
                 case .published:
                     break
+                case .reading(let on):
+                    figures.update { $0.inboxReading = on }
+                    if on {
+                        logger.notice("the inbox has room again: reading from the broker")
+                    } else {
+                        logger.warning("the inbox is full (\(FleetLimits.inboxBytes >> 20) MB not yet taken, the database is slow or away): not reading from the broker, which holds the rest of the session")
+                    }
+                case .oversized(let topic, let bytes):
+                    refuse(.init(topic: topic, cabinet: FleetMessage.cabinet(in: topic, prefix: p), kind: .tooLarge,
+                                 reason: "\(bytes) bytes, more than ingest.max_message_bytes (\(c.ingest.maxMessageBytes)): dropped unread"))
                 case .message(let topic, let payload, let retained):
+                    let cabinet = FleetMessage.cabinet(in: topic, prefix: p)
+                    if let cabinet {
+                        read[cabinet, default: 0] += 1
+                        guard read[cabinet]! <= FleetLimits.cabinetQueue else {
+                            refuse(.init(topic: topic, cabinet: cabinet, kind: .flood, reason: "more than \(FleetLimits.cabinetQueue) messages at once: dropped unread (unacked, its bridge sends them again)"))
+                            continue
+                        }
+                    }
                     let message: FleetMessage?
                     do throws(FleetMessage.Refusal) {
-                        message = try FleetMessage.read(topic: topic, payload: payload, prefix: p)
+                        message = try FleetMessage.read(topic: topic, payload: payload, prefix: p, maxBytes: c.ingest.maxMessageBytes)
                     } catch {
-                        figures.update { $0.refused += 1 }
-                        logger.warning("refused: \(error)")
+                        refuse(error)
                         continue
                     }
                     if let message { hearing.heard(message.cabinet, retained: retained, at: moment) }
                     switch message {
                     case .event(let event)?:
-                        // One copy per identity in a batch; another goes in the next.
-                        if seen.insert("\(event.cabinet)/\(event.seq)").inserted { events.append(event) } else { carried.append(event) }
-                    case .state(let state)?:
-                        try await save("state of \(state.cabinet)") { try await self.store.saveState(state, receivedAt: Self.now()) }
+                        let now = Self.now()
+                        let contiguous = sequences[event.cabinet]?.sequence.contiguous ?? 0
+                        guard event.seq <= contiguous + FleetLimits.maxAhead else {
+                            // Not held: the seqs held above a hole stay bounded. The hole below it is
+                            // asked for (a bridge ahead of a database restored from a backup).
+                            refuse(.init(topic: topic, cabinet: event.cabinet, kind: .ahead,
+                                         reason: "seq \(event.seq) is more than \(FleetLimits.maxAhead) above the contiguous seq \(contiguous): not taken; the seqs below it are asked for"))
+                            sequences[event.cabinet, default: (event.site, CabinetSequence(now: now))].sequence.heard(beyond: event.seq, now: now)
+                            holed.insert(event.cabinet)
+                            continue
+                        }
+                        if !queues.append(event) {
+                            refuse(.init(topic: topic, cabinet: event.cabinet, kind: .flood,
+                                         reason: "seq \(event.seq) shed: its queue holds \(FleetLimits.cabinetQueue) events or 2 MB waiting for the database (unacked, its bridge sends it again)"))
+                        }
+                    case .state(var state)?:
+                        // The last will carries no time: the state began when it was received.
+                        state.time = state.time ?? moment.wall
+                        said["state/\(state.cabinet)"] = .state(state)
                         sequences[state.cabinet]?.site = state.site
                         hearing.promised(state.cabinet, heartbeat: state.heartbeat, at: moment)
                         if state.online, !retained {
                             // F6: the bridge may have reconnected after a broker restart lost the retained ack.
                             pacer.now(cabinet: state.cabinet, site: state.site, seq: sequences[state.cabinet]?.sequence.ackSeq ?? 0)
                         }
-                    case .status(let cabinet, let site, let json)?:
-                        try await save("status of \(cabinet)") { try await self.store.saveStatus(cabinet: cabinet, site: site, json: json, now: Self.now()) }
-                    case .totals(let cabinet, let site, let json)?:
-                        try await save("totals of \(cabinet)") { try await self.store.saveTotals(cabinet: cabinet, site: site, json: json, now: Self.now()) }
+                    case .status(let cabinet, _, _)?:
+                        said["status/\(cabinet)"] = message
+                    case .totals(let cabinet, _, _)?:
+                        said["totals/\(cabinet)"] = message
                     case .reply(let reply)?:
-                        try await save("reply \(reply.id)") { try await self.store.recordReply(reply) }
-                        guard reply.command == "resend", let asked = resends.removeValue(forKey: reply.id) else { break }
-                        guard asked.cabinet == reply.cabinet else {
-                            logger.error("reply \(reply.id) names cabinet \(reply.cabinet), the resend was \(asked.cabinet)'s: its missing ranges are ignored")
-                            break
+                        // Believed only for a command this fleet sent that cabinet.
+                        let asked = resends[reply.id]
+                        if replied[reply.id] != nil { continue }
+                        guard asked?.cabinet == reply.cabinet || sent[reply.id]?.cabinet == reply.cabinet else {
+                            refuse(.init(topic: topic, cabinet: reply.cabinet, kind: .forgedReply,
+                                         reason: "a reply to command \(LogText.quoted(reply.id, limit: 64)), which this fleet did not send it (or whose reply came already)"))
+                            continue
                         }
+                        resends[reply.id] = nil
+                        sent[reply.id] = nil
+                        replied[reply.id] = Self.now() + c.ingest.resendDeadlineSeconds + 60
+                        try await save("reply \(reply.id)") { try await self.store.recordReply(reply) }
+                        guard reply.command == "resend", let asked else { break }
                         // Only inside the range asked for: a bridge's slip cannot settle events it never looked at.
                         let missing = reply.missing.compactMap { range -> ClosedRange<Int64>? in
                             let lower = max(range.lowerBound, asked.range.lowerBound), upper = min(range.upperBound, asked.range.upperBound)
                             return lower <= upper ? lower...upper : nil
+                        }
+                        if reply.missing.contains(where: { $0.lowerBound < asked.range.lowerBound || $0.upperBound > asked.range.upperBound }) {
+                            refuse(.init(topic: topic, cabinet: reply.cabinet, kind: .forgedReply,
+                                         reason: "reply \(LogText.quoted(reply.id, limit: 64)) declares missing seqs outside \(asked.range.lowerBound)…\(asked.range.upperBound), the range asked for: those are ignored"))
                         }
                         guard reply.ok, !missing.isEmpty else { break }
                         var entry = sequences[reply.cabinet] ?? (reply.site, CabinetSequence())
@@ -232,12 +315,26 @@ public final class FleetIngest: Sendable {
                 }
             }
 
-            var start = 0
-            while start < events.count, !Task.isCancelled {
-                let batch = Array(events[start..<min(start + c.ingest.batchMax, events.count)])
-                start += batch.count
-                try await commit(batch)
+            // What the cabinets said of themselves: the latest, at most once a second each.
+            let saying = Self.now()
+            for (key, message) in said where saying - (written[key] ?? -.infinity) >= 1 {
+                said[key] = nil
+                written[key] = saying
+                switch message {
+                case .state(let state):
+                    try await save("state of \(state.cabinet)") { try await self.store.saveState(state, receivedAt: Self.now()) }
+                case .status(let cabinet, let site, let json):
+                    try await save("status of \(cabinet)") { try await self.store.saveStatus(cabinet: cabinet, site: site, json: json, now: Self.now()) }
+                case .totals(let cabinet, let site, let json):
+                    try await save("totals of \(cabinet)") { try await self.store.saveTotals(cabinet: cabinet, site: site, json: json, now: Self.now()) }
+                case .event, .reply:
+                    break
+                }
             }
+
+            // One batch a turn, one event of each cabinet in turn: acks, resends and alerts
+            // are never more than a batch away.
+            if !queues.isEmpty, !Task.isCancelled { try await commit(queues.batch(max: c.ingest.batchMax)) }
 
             let now = Self.now()
             for ack in pacer.due(now: now, interval: c.ingest.ackIntervalSeconds) {
@@ -252,7 +349,9 @@ public final class FleetIngest: Sendable {
             for cabinet in holed {
                 guard let entry = sequences[cabinet] else { continue }
                 var sequence = entry.sequence
-                guard let hole = sequence.resendDue(now: now, grace: c.ingest.gapGraceSeconds) else { continue }
+                guard let due = sequence.resendDue(now: now, grace: c.ingest.gapGraceSeconds) else { continue }
+                // No more than the ingest would hold at once above the contiguous seq.
+                let hole = due.lowerBound...min(due.upperBound, due.lowerBound + FleetLimits.maxAhead - 1)
                 // A UUID: unique across runs, and a topic level within B15's 64 characters.
                 let id = "gap-\(UUID().uuidString.lowercased())"
                 let args = "{\"from\":\(hole.lowerBound),\"to\":\(hole.upperBound)}"
@@ -266,6 +365,7 @@ public final class FleetIngest: Sendable {
             }
             for command in outbox.take() {
                 if publishCommand(link, id: command.id, cabinet: command.cabinet, site: command.site, name: command.name, args: command.args, now: now, by: command.by) {
+                    sent[command.id] = (command.cabinet, now + c.ingest.resendDeadlineSeconds + 60)
                     figures.update { $0.commandsSent += 1 }
                     logger.info("cabinet \(command.cabinet): \(command.name) \(command.args) sent for \(command.by) (\(command.id))")
                 } else {
@@ -278,9 +378,18 @@ public final class FleetIngest: Sendable {
             }
             if now >= nextAlerts {
                 nextAlerts = now + c.alerts.checkSeconds
+                figures.update {
+                    $0.databaseStalls = store.database.stalls
+                    $0.databaseStranded = store.database.stranded
+                }
+                sent = sent.filter { $0.value.until > now }
+                replied = replied.filter { $0.value > now }
+                written = written.filter { now - $0.value < 1 }
                 do {
                     try await store.saveHearing(instance: c.instance, listened: hearing.listened(at: taken), heard: hearing.unsaved)
                     hearing.saved()
+                    try await store.saveRefusals(refusals.unsaved, now: now)
+                    refusals.saved()
                     var conditions: [(cabinet: String, condition: AlertRules.Condition)] = []
                     for var facts in try await store.alertFacts(sites: c.mqtt.sites) {
                         facts.hole = sequences[facts.cabinet]?.sequence.firstHole
@@ -305,7 +414,7 @@ public final class FleetIngest: Sendable {
                     logger.error("alerts not checked: the database failed (\(String(reflecting: error)))")
                 }
             }
-            if incoming.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
+            if incoming.isEmpty && queues.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
         }
         logger.info("stopping: \(figures.snapshot.eventsStored) event(s) stored in this run")
     }
@@ -321,6 +430,7 @@ public final class FleetIngest: Sendable {
     private func retrying<T: Sendable>(_ what: String, _ body: @Sendable () async throws -> T) async throws -> T {
         var wait = 0.2
         while true {
+            defer { watchdog.beat() }
             do {
                 let result = try await body()
                 if wait > 0.2 { logger.info("the database took \(what) again") }

@@ -20,7 +20,15 @@ public enum FleetMetrics {
         counter("coinmech_fleet_events_stored_total", figures.eventsStored, help: "Events stored (first copies)")
         counter("coinmech_fleet_duplicates_total", figures.duplicates, help: "Copies dropped by the key (cabinet, seq)")
         counter("coinmech_fleet_batches_total", figures.batches, help: "Transactions of events committed")
-        counter("coinmech_fleet_refused_total", figures.refused, help: "Messages refused (F1, F3): not stored")
+        for kind in FleetMessage.Refusal.Kind.allCases {
+            let made = r.makeCounter(descriptor: MetricNameDescriptor(metricName: "coinmech_fleet_refused_total", unitName: "",
+                                                                      helpText: "Messages refused, by kind: not stored (docs/FLEET.md, F1, F3, the fleet's bounds)"),
+                                     labels: [("kind", kind.rawValue)])
+            if let count = figures.refusedByKind[kind.rawValue], count > 0 { made.increment(by: Double(count)) }
+        }
+        gauge("coinmech_fleet_inbox_reading", figures.inboxReading ? 1 : 0, help: "The link reads from the broker (0: its inbox is full, the database slow or away)")
+        counter("coinmech_fleet_database_stalls_total", figures.databaseStalls, help: "Database calls that passed database.timeout_s")
+        gauge("coinmech_fleet_database_stranded", Double(figures.databaseStranded), help: "Calls given up at their deadline and never answered")
         counter("coinmech_fleet_conflicts_total", figures.conflicts, help: "Copies unlike the stored event (F5)")
         counter("coinmech_fleet_resends_asked_total", figures.resendsAsked, help: "cmd/resend sent for a gap (F8)")
         counter("coinmech_fleet_acks_sent_total", figures.acksSent, help: "Acks published (F6)")
@@ -35,7 +43,7 @@ public enum FleetMetrics {
             for state in ["online", "offline", "unknown"] {
                 gauge("coinmech_fleet_cabinets", Double(tallies.cabinets[state] ?? 0), [("state", state)], help: "Cabinets by their bridge's state")
             }
-            for kind in (AlertRules.kinds.union(["events_missing", "ledger_conflict"])).sorted() {
+            for kind in (AlertRules.kinds.union(["events_missing", "ledger_conflict", "refused_messages"])).sorted() {
                 gauge("coinmech_fleet_alerts_open", Double(tallies.openAlerts[kind] ?? 0), [("kind", kind)], help: "Open alerts by kind")
             }
         }

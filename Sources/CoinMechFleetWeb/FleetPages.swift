@@ -36,8 +36,14 @@ public enum FleetPages {
             b += "</tbody></table>\n"
         }
         b += "</section>\n<section id=\"alerts\"><h2>Open alerts</h2>\n"
-        b += alertsTable(page.openAlerts, now: page.now, onCabinetPage: false, next: "/") + "</section>\n"
+        b += alertsTable(page.openAlerts, now: page.now, onCabinetPage: false, next: "/", admin: admin) + "</section>\n"
         return document(title: "CoinMech fleet", user: (user, admin), body: b)
+    }
+
+    /// `2026-11-29` for a time (UTC).
+    static func isoDay(_ time: Double) -> String {
+        guard let c = civil(time) else { return "" }
+        return "\(c.y)-\(two(c.mo))-\(two(c.d))"
     }
 
     public static func cabinet(_ page: FleetViews.CabinetPage, user: String, admin: Bool, message: String?) -> String {
@@ -106,8 +112,24 @@ public enum FleetPages {
 
             """
 
+        // The EVA-DTS audit a vending-management system reads (docs/FLEET.md, "DEX export"):
+        // the last 7 days (UTC) at a click, or any period.
+        let day = (page.now / 86400).rounded(.down) * 86400
+        let weekAgo = isoDay(day - 6 * 86400), tomorrow = isoDay(day + 86400)
+        b += """
+            <section id="dex"><h2>Audit export (EVA-DTS)</h2>
+            <p><a id="dex-week" href="\(path)/dex?from=\(weekAgo)&amp;to=\(tomorrow)" download>DEX file of the last 7 days</a> (\(weekAgo) to \(isoDay(day)), UTC)</p>
+            <form method="get" action="\(path)/dex">
+            <p><label>From <input type="date" name="from" value="\(weekAgo)" required></label>
+            <label>To (not included) <input type="date" name="to" value="\(tomorrow)" required></label>
+            <button type="submit">Download DEX file</button></p>
+            </form>
+            </section>
+
+            """
+
         b += "<section id=\"cabinet-alerts\"><h2>Alerts</h2>\n"
-        b += alertsTable(page.alerts, now: page.now, onCabinetPage: true, next: path) + "</section>\n"
+        b += alertsTable(page.alerts, now: page.now, onCabinetPage: true, next: path, admin: admin) + "</section>\n"
 
         b += "<section id=\"events\"><h2>Recent events</h2>\n"
         if page.recentEvents.isEmpty {
@@ -193,7 +215,11 @@ public enum FleetPages {
 
         """
 
-    static func alertsTable(_ alerts: [FleetViews.Alert], now: Double, onCabinetPage: Bool, next: String) -> String {
+    /// Alerts only an admin may acknowledge: `ledger_conflict` releases the cabinet's ack hold
+    /// (F5), `events_missing` gives seqs up for good (F8).
+    public static let adminAcknowledged: Set<String> = ["ledger_conflict", "events_missing"]
+
+    static func alertsTable(_ alerts: [FleetViews.Alert], now: Double, onCabinetPage: Bool, next: String, admin: Bool) -> String {
         if alerts.isEmpty { return "<p>No alerts.</p>\n" }
         var b = "<table><thead><tr>\(onCabinetPage ? "" : "<th>Cabinet</th>")<th>Kind</th><th>Detail</th><th>Opened</th>"
         b += "\(onCabinetPage ? "<th>Closed</th>" : "")<th>Acknowledged</th></tr></thead><tbody>\n"
@@ -204,6 +230,8 @@ public enum FleetPages {
             if onCabinetPage { b += "<td>\(a.closed.map { time($0) } ?? "open")</td>" }
             if let by = a.ackedBy {
                 b += "<td>acked by \(escape(by))</td>"
+            } else if !admin && Self.adminAcknowledged.contains(a.kind) {
+                b += "<td>an admin's to acknowledge</td>"
             } else {
                 // `next` lets the server send the operator back to the page the form was on.
                 b += "<td><form class=\"inline\" method=\"post\" action=\"/alerts/\(a.id)/ack\"><input type=\"hidden\" name=\"next\" value=\"\(escape(next))\">"

@@ -29,6 +29,11 @@ public final class MQTTLink: @unchecked Sendable {
         case message(topic: String, payload: [UInt8], retained: Bool)
         /// A connection attempt failed (the reason); retried after the back-off.
         case connectFailed(String)
+        /// A message longer than `maxPayload`, dropped unread (only its topic and size are kept).
+        case oversized(topic: String, bytes: Int)
+        /// The inbox reached `inboxBytes` and the link stopped reading from the broker (false),
+        /// or it drained to half and the link reads again (true).
+        case reading(Bool)
     }
 
     public struct Options: Sendable {
@@ -46,9 +51,16 @@ public final class MQTTLink: @unchecked Sendable {
         /// A clean session forgets the client at each disconnect; a persistent one (false) has
         /// the broker queue QoS 1 messages for it while it is away (F9).
         public var cleanSession: Bool
+        /// A message longer than this is dropped in libmosquitto's callback, never copied.
+        public var maxPayload: Int
+        /// The most the inbox holds (payloads and topics, bytes) before the link stops reading
+        /// from the broker; it reads again once the owner has taken it down to half. Nothing
+        /// is lost: the broker holds what is not read, and a persistent session keeps it.
+        public var inboxBytes: Int
 
         public init(clientID: String, host: String, port: Int, keepalive: Int, maxInflight: Int, username: String? = nil, password: String? = nil,
-                    will: (topic: String, payload: String)?, subscriptions: [String], tls: MQTTTLS?, cleanSession: Bool = true) {
+                    will: (topic: String, payload: String)?, subscriptions: [String], tls: MQTTTLS?, cleanSession: Bool = true,
+                    maxPayload: Int = 1 << 20, inboxBytes: Int = 8 << 20) {
             self.clientID = clientID
             self.host = host
             self.port = port
@@ -60,14 +72,16 @@ public final class MQTTLink: @unchecked Sendable {
             self.subscriptions = subscriptions
             self.tls = tls
             self.cleanSession = cleanSession
+            self.maxPayload = maxPayload
+            self.inboxBytes = inboxBytes
         }
     }
 
     private let handle: OpaquePointer
     private let options: Options
     private let client = Mutex<Void>(())
-    /// What arrived, each with when it arrived (`takeArrivals`).
-    private let inbox = Mutex<[(item: Incoming, arrived: Instant)]>([])
+    /// What arrived, each with when it arrived (`takeArrivals`), and its size in bytes.
+    private let inbox = Mutex<(items: [(item: Incoming, arrived: Instant)], bytes: Int)>(([], 0))
     private let stopping = Atomic<Bool>(false)
     private let ended = Atomic<Bool>(false)
     /// A connection is up (CONNACK accepted) and not yet lost.
@@ -79,6 +93,8 @@ public final class MQTTLink: @unchecked Sendable {
     private let admitted = Atomic<Int>(-1)
     /// A clean stop was asked: no reconnecting; the loop runs until the DISCONNECT is out.
     private let stopRequested = Atomic<Bool>(false)
+    /// The network thread reads from the broker (false while the inbox is full).
+    private let reading = Atomic<Bool>(true)
     public var host: String { options.host }
     public var port: Int { options.port }
 
@@ -101,9 +117,10 @@ public final class MQTTLink: @unchecked Sendable {
         if let username = options.username { try Self.check(mosquitto_username_pw_set(handle, username, options.password), "username") }
         if let tls = options.tls {
             // The broker's certificate is checked against the CA and its host name; TLS 1.2 at least.
-            let code = mosquitto_tls_set(handle, tls.caFile, nil, tls.certFile, tls.keyFile, nil)
+            let code = mosquitto_tls_set(handle, tls.caFile, tls.caPath, tls.certFile, tls.keyFile, nil)
             guard code == MOSQ_ERR_SUCCESS.rawValue else {
-                throw MQTTError("mqtt.tls: cannot use ca_file \(tls.caFile)\(tls.certFile.map { ", cert_file \($0), key_file \(tls.keyFile ?? "")" } ?? ""): \(String(cString: mosquitto_strerror(code))) (are they readable PEM files?)")
+                let cas = tls.caFile.map { "ca_file \($0)" } ?? "ca_path \(tls.caPath ?? "")"
+                throw MQTTError("mqtt.tls: cannot use \(cas)\(tls.certFile.map { ", cert_file \($0), key_file \(tls.keyFile ?? "")" } ?? ""): \(String(cString: mosquitto_strerror(code))) (are they readable PEM files?)")
             }
             try Self.check(mosquitto_tls_opts_set(handle, 1, "tlsv1.2", nil), "mqtt.tls")
         }
@@ -136,9 +153,15 @@ public final class MQTTLink: @unchecked Sendable {
         }
         mosquitto_message_callback_set(handle) { _, object, message in
             guard let object, let message else { return }
+            let link = Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue()
             let topic = String(cString: message.pointee.topic)
-            let payload = message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(message.pointee.payloadlen))) } ?? []
-            Unmanaged<MQTTLink>.fromOpaque(object).takeUnretainedValue().queue(.message(topic: topic, payload: payload, retained: message.pointee.retain))
+            let length = Int(message.pointee.payloadlen)
+            guard length <= link.options.maxPayload else {
+                link.queue(.oversized(topic: String(topic.prefix(512)), bytes: length), bytes: 512)
+                return
+            }
+            let payload = message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
+            link.queue(.message(topic: topic, payload: payload, retained: message.pointee.retain), bytes: length + topic.utf8.count)
         }
     }
 
@@ -150,13 +173,24 @@ public final class MQTTLink: @unchecked Sendable {
             var delay = 1.0
             var configured = true
             while !stopRequested.load(ordering: .acquiring) {
+                // A full inbox is not read more of, on this connection or the next.
+                while isFull() && !stopRequested.load(ordering: .acquiring) { usleep(20_000) }
                 let acceptedBefore = accepted.load(ordering: .acquiring)
                 let code = configured ? mosquitto_connect(handle, options.host, Int32(options.port), Int32(options.keepalive)) : MOSQ_ERR_INVAL.rawValue
                 if code == MOSQ_ERR_SUCCESS.rawValue {
                     var result = MOSQ_ERR_SUCCESS.rawValue
                     // Until the connection is lost or, after a clean stop's DISCONNECT, closed.
                     while !stopping.load(ordering: .relaxed) && result == MOSQ_ERR_SUCCESS.rawValue {
-                        result = mosquitto_loop(handle, 100, 1)
+                        if isFull() {
+                            // Not read, still written: the owner's publishes (acks) go out and
+                            // keepalive pings are sent. Held longer than the keepalive, the
+                            // unanswered ping ends the connection; the next waits for room.
+                            if mosquitto_want_write(handle) { result = mosquitto_loop_write(handle, 1) }
+                            if result == MOSQ_ERR_SUCCESS.rawValue { result = mosquitto_loop_misc(handle) }
+                            usleep(20_000)
+                        } else {
+                            result = mosquitto_loop(handle, 100, 1)
+                        }
                     }
                     // The disconnect callback has said it, unless the loop ended without it.
                     if up.exchange(false, ordering: .acquiringAndReleasing) {
@@ -229,14 +263,31 @@ public final class MQTTLink: @unchecked Sendable {
     /// message came.
     public func takeArrivals() -> [(item: Incoming, arrived: Instant)] {
         inbox.withLock { queued in
-            defer { queued.removeAll() }
-            return queued
+            defer {
+                queued.items.removeAll()
+                queued.bytes = 0
+            }
+            return queued.items
         }
     }
 
-    private func queue(_ item: Incoming) {
+    /// Whether the inbox is full: from `inboxBytes` until it is taken down to half.
+    private func isFull() -> Bool {
+        let bytes = inbox.withLock { $0.bytes }
+        let full = reading.load(ordering: .relaxed) ? bytes >= options.inboxBytes : bytes > options.inboxBytes / 2
+        if full == reading.load(ordering: .relaxed) {
+            reading.store(!full, ordering: .relaxed)
+            queue(.reading(!full))
+        }
+        return full
+    }
+
+    private func queue(_ item: Incoming, bytes: Int = 64) {
         let arrived = Instant.now
-        inbox.withLock { $0.append((item, arrived)) }
+        inbox.withLock {
+            $0.items.append((item, arrived))
+            $0.bytes += bytes + 64
+        }
     }
 
     /// A clean disconnect (no last will), and the network thread's end awaited for up to

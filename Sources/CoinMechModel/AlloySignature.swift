@@ -22,6 +22,9 @@ public struct AlloySignature: Sendable, Hashable, Codable {
     public static let iacsRange = 0.0...150.0
     /// Mu-metal reaches about 10⁵; nothing reads 0.
     public static let permeabilityLimit = 100_000.0
+    /// The smallest permeability the line carries: its three decimals would send anything below
+    /// as 0.000, which nothing reads, so a reading accepted here would change on the way on.
+    public static let permeabilityMinimum = 0.001
 
     /// Checks the figures a mech sent: none at all is no alloy axis (nil); a figure that cannot be
     /// a measurement, or one frequency without the other, is a fault naming the field.
@@ -35,8 +38,8 @@ public struct AlloySignature: Sendable, Hashable, Codable {
         for (field, value) in [(AlloyFault.Field.conductivityLow, low), (.conductivityHigh, high)] where !(value.isFinite && iacsRange.contains(value)) {
             return .failure(AlloyFault(field, "\(field.rawValue) \(value) % IACS is not a measurement (0 to \(Int(iacsRange.upperBound)))"))
         }
-        if let permeability, !(permeability.isFinite && permeability > 0 && permeability <= permeabilityLimit) {
-            return .failure(AlloyFault(.permeability, "permeability \(permeability) is not a measurement (above 0, at most \(Int(permeabilityLimit)))"))
+        if let permeability, !(permeability.isFinite && permeability >= permeabilityMinimum && permeability <= permeabilityLimit) {
+            return .failure(AlloyFault(.permeability, "permeability \(permeability) is not a measurement (\(permeabilityMinimum) to \(Int(permeabilityLimit)))"))
         }
         return .success(AlloySignature(lowIACS: low, highIACS: high, permeability: permeability))
     }

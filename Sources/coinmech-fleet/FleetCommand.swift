@@ -4,6 +4,7 @@ import CoinMechFleetWeb
 import Foundation
 import Hummingbird
 import HummingbirdBcrypt
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 
@@ -14,7 +15,7 @@ struct FleetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coinmech-fleet",
         abstract: "Store every cabinet's ledger events from the fleet's MQTT broker in PostgreSQL, once each, and serve the fleet's dashboard (docs/FLEET.md).",
-        subcommands: [Run.self, Migrate.self, SetOperator.self],
+        subcommands: [Run.self, Migrate.self, SetOperator.self, Export.self],
         defaultSubcommand: Run.self)
 
     struct Options: ParsableArguments {
@@ -57,21 +58,37 @@ struct FleetCommand: AsyncParsableCommand {
                 logger.critical("\(error)")
                 throw ExitCode(1)
             }
-            let ingest = FleetIngest(configuration: c, store: store, logger: logger, outbox: CommandOutbox(), figures: FleetFigures())
+            let watchdog = FleetWatchdog(logger: logger)
+            let figures = FleetFigures()
+            let ingest = FleetIngest(configuration: c, store: store, logger: logger, outbox: CommandOutbox(), figures: figures, watchdog: watchdog)
             let ingestService = IngestService(ingest: ingest)
+            let database = store.database
+            watchdog.start(healthy: { database.stranded <= FleetDatabase.maxStranded }) {
+                let f = figures.snapshot
+                return "\(f.eventsStored) event(s) stored; broker \(f.brokerConnected ? "connected" : "away"); database \(f.databaseUp ? "up" : "away")\(f.inboxReading ? "" : "; inbox full")"
+            }
+            defer { watchdog.stop() }
+            let databaseService = DatabaseService(database: store.database)
             // One group owns every lifetime: the database pool, the ingest and the dashboard;
-            // SIGTERM or SIGINT stops them all.
+            // SIGTERM or SIGINT stops them all, the dashboard first and the pool last, within
+            // 10 s whatever a call in flight does (TimeoutStopSec is 20 s).
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: databaseService), .init(service: ingestService)]
             if let listen = c.httpListen {
-                let router = FleetWeb.router(store: store, sessions: OperatorSessions(), outbox: ingest.outbox, figures: ingest.figures, instance: c.instance, logger: logger)
-                let app = Application(router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "coinmech-fleet"),
-                                      services: [store.client, ingestService],
+                let router = FleetWeb.router(store: store, sessions: OperatorSessions(), outbox: ingest.outbox, figures: ingest.figures, instance: c.instance,
+                                             settings: .init(trustedProxies: Set(c.http.trustedProxies)), logger: logger)
+                // An idle connection, or one whose request never finishes its head, is closed;
+                // at most max_connections are served at once.
+                let app = Application(router: router, server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(c.http.idleTimeoutSeconds * 1e9)))),
+                                      configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "coinmech-fleet",
+                                                           availableConnectionsDelegate: MaximumAvailableConnections(c.http.maxConnections)),
                                       onServerRunning: { channel in logger.info("dashboard on http://\(channel.localAddress?.description ?? "?")") },
                                       logger: logger)
-                try await app.runService()
-            } else {
-                let group = ServiceGroup(services: [store.client, ingestService], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-                try await group.run()
+                services.append(.init(service: app))
             }
+            var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            group.maximumGracefulShutdownDuration = .seconds(7)
+            group.maximumCancellationDuration = .seconds(2)
+            try await ServiceGroup(configuration: group).run()
         }
     }
 
@@ -117,19 +134,83 @@ struct FleetCommand: AsyncParsableCommand {
     }
 }
 
+extension FleetCommand {
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Export a cabinet's audit for a period from the fleet's database.", subcommands: [DEX.self])
+    }
+
+    /// `export dex`: one cabinet's EVA-DTS audit file (docs/FLEET.md, "DEX export").
+    struct DEX: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "dex",
+            abstract: "Write one cabinet's EVA-DTS (DEX/UCS) audit for a period: from ≤ event time < to (UTC).")
+        @OptionGroup var options: Options
+        @Option(help: "The cabinet's id.") var cabinet: String
+        @Option(help: "The period's start: 2026-11-01 (midnight UTC) or 2026-11-01T06:00:00Z.") var from: String
+        @Option(help: "The period's end, not included.") var to: String
+        @Option(help: "The currency (ISO 4217), when the cabinet's ledger holds several.") var currency: String?
+        @Option(help: "Write the file here instead of standard output.") var output: String?
+
+        func run() async throws {
+            func fail(_ message: String) -> ExitCode {
+                FileHandle.standardError.write(Data("coinmech-fleet export dex: \(message)\n".utf8))
+                return ExitCode(1)
+            }
+            let period: ExportPeriod
+            do { period = try ExportPeriod(from: from, to: to) } catch { throw fail(error.description) }
+            if let currency, !DEXAudit.isCurrencyCode(currency) {
+                throw fail("--currency '\(currency)' is not an ISO 4217 code such as USD")
+            }
+            let c = try options.load()
+            let store: FleetStore
+            // Standard output is the file: the pool's own complaints go to standard error.
+            var logger = FleetCommand.logger()
+            logger.logLevel = .error
+            do { store = try FleetStore(c.database, logger: logger) } catch { throw fail("\(error)") }
+            defer { store.database.shutdown() }
+            let text: String
+            do {
+                guard let audit = try await store.dexAudit(cabinet: cabinet, from: period.from, to: period.to, currency: currency) else {
+                    throw fail("the fleet has never heard of cabinet '\(cabinet)'")
+                }
+                text = try audit.file()
+            } catch let exit as ExitCode {
+                throw exit
+            } catch let refused as DEXError {
+                throw fail(refused.description)
+            } catch {
+                throw fail("cannot read the database \(c.database.name): \(FleetStore.reason(error))")
+            }
+            if let output {
+                do { try text.write(toFile: output, atomically: true, encoding: .ascii) } catch { throw fail("cannot write \(output): \(error.localizedDescription)") }
+            } else {
+                FileHandle.standardOutput.write(Data(text.utf8))
+            }
+        }
+    }
+}
+
 /// The ingest as a service of the group: cancelled at the graceful shutdown.
 struct IngestService: Service {
     let ingest: FleetIngest
     func run() async throws {
+        defer { ingest.watchdog.stop() }
         try await cancelWhenGracefulShutdown { try await ingest.run() }
     }
 }
 
-/// Runs `body` with the store's pool running, then stops the pool.
-func withStore(_ store: FleetStore, _ body: @Sendable () async throws -> Void) async throws {
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await store.client.run() }
-        defer { group.cancelAll() }
-        try await body()
+/// The database's pools as a service of the group: stopped at the graceful shutdown, without
+/// waiting for a pool that cannot finish (`FleetDatabase`).
+struct DatabaseService: Service {
+    let database: FleetDatabase
+    func run() async throws {
+        try? await gracefulShutdown()
+        database.shutdown()
     }
+}
+
+/// Runs `body` with the store's pool, then stops the pool.
+func withStore(_ store: FleetStore, _ body: @Sendable () async throws -> Void) async throws {
+    defer { store.database.shutdown() }
+    try await body()
 }

@@ -86,7 +86,7 @@ struct CoinMechDaemonCommand: AsyncParsableCommand {
         if let explainReading {
             LifecycleSignals.unblock()
             guard let reading = ReadingExplanation.reading(figures: explainReading) else {
-                Self.fail("--explain-reading: '\(explainReading)' is not DIAMETER,WEIGHT[,THICKNESS] in mm, g, mm (e.g. 23.8,7.62,2.36)", code: 1)
+                Self.fail("--explain-reading: '\(explainReading)' is not DIAMETER,WEIGHT[,THICKNESS[,LOW,HIGH[,PERMEABILITY]]]: mm, g, mm, then the alloy's conductivity in % IACS at the low and the high frequency and its relative permeability (e.g. 23.8,7.62,2.36)", code: 1)
             }
             do {
                 print(ReadingExplanation(reading: reading, chain: try Daemon.buildChain(configuration, generation: 0, logger: nil)).text)

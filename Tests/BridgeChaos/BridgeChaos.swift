@@ -37,6 +37,8 @@ struct BridgeChaos: ParsableCommand {
     var acksOff = false
     @Flag(help: "Keep the scratch directory (ledger, logs, broker) and print its path.")
     var keep = false
+    @Option(help: "The tests' CA (make test-ca): the broker speaks TLS with a certificate it signed, as shipped; none: plaintext.")
+    var ca = ".build/test-ca"
 
     func run() throws {
         let seed = seed ?? UInt64.random(in: 1...999_999)
@@ -45,7 +47,9 @@ struct BridgeChaos: ParsableCommand {
         do {
             let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
             let chaos = try ChaosRun(bin: bin ?? (exe as NSString).deletingLastPathComponent, seed: seed)
-            var verdict = try chaos.play(bridgeKills: bridgeKills, brokerKills: brokerKills, brokerDown: brokerDown, subscriberKills: subscriberKills, acksOff: acksOff)
+            let tls: TestCA?
+            do { tls = ca == "none" ? nil : try TestCA(dir: ca) } catch { throw ChaosError("\(error)") }
+            var verdict = try chaos.play(bridgeKills: bridgeKills, brokerKills: brokerKills, brokerDown: brokerDown, subscriberKills: subscriberKills, acksOff: acksOff, tls: tls)
             verdict.seed = seed
             if keep { print("kept: \(chaos.dir)") } else { try? FileManager.default.removeItem(atPath: chaos.dir) }
             if !verdict.isClean { print("an event was lost, doubled or out of order; repeat the run with: \(repeatIt) --keep") }

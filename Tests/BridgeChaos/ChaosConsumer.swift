@@ -80,7 +80,7 @@ final class ChaosConsumer {
         runs += 1
         highestThisRun = nil
         trace("# subscriber \(runs)")
-        subscriber = try ChildProcess(path: "/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-c", "-i", "fleet-chaos",
+        subscriber = try ChildProcess(path: "/usr/bin/mosquitto_sub", broker.clientArguments + ["-q", "1", "-c", "-i", "fleet-chaos",
                                                                       "-t", "\(prefix)event"], stderrPath: "\(dir)/subscriber.log")
     }
 
@@ -119,7 +119,7 @@ final class ChaosConsumer {
         let now = Date().timeIntervalSince1970
         guard unackedBatch, now - lastAck >= 0.3 else { return }
         while stored[acked + 1] != nil { acked += 1 }
-        let ack = try ChildProcess(path: "/usr/bin/mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-r", "-t", "\(prefix)ack",
+        let ack = try ChildProcess(path: "/usr/bin/mosquitto_pub", broker.clientArguments + ["-q", "1", "-r", "-t", "\(prefix)ack",
                                                                    "-m", #"{"v":1,"cabinet":"\#(cabinet)","seq":\#(acked),"time":\#(now),"by":"chaos"}"#],
                                    stderrPath: "\(dir)/acks.log")
         // A broker that is down refuses it: the ack goes again after the next batch.

@@ -50,9 +50,9 @@ final class ChaosRun {
             """.write(toFile: "\(dir)/chaos.yaml", atomically: true, encoding: .utf8)
     }
 
-    func play(bridgeKills: Int, brokerKills: Int, brokerDown: Double, subscriberKills: Int, acksOff: Bool) throws -> ChaosVerdict {
+    func play(bridgeKills: Int, brokerKills: Int, brokerDown: Double, subscriberKills: Int, acksOff: Bool, tls: TestCA?) throws -> ChaosVerdict {
         let broker: MosquittoBroker
-        do { broker = try MosquittoBroker(dir: dir) } catch { throw ChaosError("\(error)") }
+        do { broker = try MosquittoBroker(dir: dir, tls: tls) } catch { throw ChaosError("\(error)") }
         // An ack timeout of 3 s: what a consumer's crash loses comes back within seconds (B7).
         try """
             cabinet: \(cabinet)
@@ -60,7 +60,7 @@ final class ChaosRun {
             socket: {path: \(socket)}
             state_dir: \(dir)/bridge
             metrics: {listen: "127.0.0.1:0"}
-            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}
+            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, \(broker.tlsSetting)}
             delivery: {window: 64, ack_timeout_s: 3, acks: \(acksOff ? "off" : "required")}
             """.write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)
         let consumer = ChaosConsumer(broker: broker, dir: dir, cabinet: cabinet, prefix: prefix)

@@ -58,7 +58,7 @@ struct BridgeCommandsEndToEndTests {
     func commands() throws {
         let harness = try DaemonHarness()
         let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
-        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}", "metrics: {listen: \"127.0.0.1:0\"}", "delivery: {acks: off}", "commands: {allow: [status, totals, resend, inhibit]}")
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, tls: off}", "metrics: {listen: \"127.0.0.1:0\"}", "delivery: {acks: off}", "commands: {allow: [status, totals, resend, inhibit]}")
         try harness.startSimulator("coins: 6\nrate_per_s: 20\nseed: 3\nmix: {quarter: 1}\n")
         try harness.startDaemon()
         _ = try harness.simulatorTruth()

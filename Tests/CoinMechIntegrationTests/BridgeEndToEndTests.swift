@@ -93,7 +93,7 @@ struct BridgeEndToEndTests {
         // An ack timeout far beyond the test: what comes back after a crash comes from the
         // resend the contract says (from the cursor after a bridge start or a broker reconnect),
         // not from the timeout's.
-        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}", "metrics: {listen: \"127.0.0.1:0\"}", "delivery: {window: \(window), ack_timeout_s: 300}")
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, tls: off}", "metrics: {listen: \"127.0.0.1:0\"}", "delivery: {window: \(window), ack_timeout_s: 300}")
         try harness.startSimulator("coins: 100\nrate_per_s: 8\nseed: 5\nmix: {quarter: 2, dime: 1, nickel: 1}\n")
         try harness.startDaemon()
         var bridge = try ChildProcess("coinmech-bridge", bridgeArguments)

@@ -37,7 +37,7 @@ struct BridgeMetricsEndToEndTests {
         let harness = try DaemonHarness()
         let broker = try Broker(dir: TestSupport.temporaryDirectory("mosquitto"), autosave: 1)
         let port = try Loopback.freePort()
-        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5}", "delivery: {acks: off}", "status: {poll_s: 0.5}", "metrics: {listen: \"127.0.0.1:\(port)\"}")
+        let bridgeArguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, tls: off}", "delivery: {acks: off}", "status: {poll_s: 0.5}", "metrics: {listen: \"127.0.0.1:\(port)\"}")
         try harness.startSimulator("coins: 14\nrate_per_s: 10\nseed: 8\nmix: {quarter: 2, dime: 1, nickel: 1}\n")
         try harness.startDaemon()
         let bridge = try ChildProcess("coinmech-bridge", bridgeArguments)
@@ -110,5 +110,43 @@ struct BridgeMetricsEndToEndTests {
         try TestSupport.waitUntil("/metrics showing the broker lost", timeout: 20) {
             Self.value((try? Self.get(port, "/metrics").body) ?? "", "coinmech_bridge_broker_connected") == 0
         }
+    }
+
+    @Test("/metrics closes a connection idle past metrics.idle_timeout_s, half a request included, and holds at most metrics.max_connections; SIGTERM stops the bridge through its service group")
+    func metricsBounded() throws {
+        let harness = try DaemonHarness()
+        let port = try Loopback.freePort(), nowhere = try Loopback.freePort()
+        // No daemon and no broker: /metrics is served from the start, whatever the bridge waits for.
+        let arguments = try harness.bridgeConfiguration(mqtt: "{host: 127.0.0.1, port: \(nowhere), keepalive_s: 5, tls: off}",
+                                                        "metrics: {listen: \"127.0.0.1:\(port)\", idle_timeout_s: 1, max_connections: 2}")
+        let bridge = try ChildProcess("coinmech-bridge", arguments)
+        defer {
+            bridge.signal(SIGKILL)
+            _ = bridge.wait(timeout: 10)
+        }
+        try TestSupport.waitUntil("/metrics served", timeout: 20) { (try? Self.get(port, "/metrics").code) == 200 }
+        /// Whether the server closes `fd` within `seconds` (recv sees the end).
+        func closed(_ fd: Int32, within seconds: Int) -> Bool {
+            var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 256)
+            return recv(fd, &buffer, buffer.count, 0) == 0
+        }
+        let first = try #require(Loopback.connect(port)), second = try #require(Loopback.connect(port))
+        defer {
+            close(first)
+            close(second)
+        }
+        let half = Array("GET /metrics HTTP/1.1\r\nHost: x\r\n".utf8)
+        _ = send(second, half, half.count, Int32(MSG_NOSIGNAL))
+        // Both held: a third is closed at once, and served again once they are gone.
+        let third = try #require(Loopback.connect(port))
+        #expect(closed(third, within: 2), "a third connection beyond max_connections was kept")
+        close(third)
+        #expect(closed(first, within: 5) && closed(second, within: 5), "idle connections kept past the idle timeout")
+        try TestSupport.waitUntil("/metrics served again", timeout: 10) { (try? Self.get(port, "/metrics").code) == 200 }
+        bridge.signal(SIGTERM)
+        #expect(bridge.wait(timeout: 15) == 0, "SIGTERM: \(bridge.stderr.suffix(1000))")
+        #expect(bridge.stderr.contains("stopped; cursor"))
     }
 }

@@ -138,7 +138,7 @@ struct BridgeSecurityEndToEndTests {
                 socket: {path: \(harness.dir)/run/coinmechd.sock}
                 state_dir: \(harness.dir)/bridge-\(name)
                 metrics: {listen: off}
-                mqtt: {host: 127.0.0.1, port: \(port), keepalive_s: 5, client_id: bridge-\(name), username: c-0042, password_file: \(dir)/\(name).password}
+                mqtt: {host: 127.0.0.1, port: \(port), keepalive_s: 5, client_id: bridge-\(name), username: c-0042, password_file: \(dir)/\(name).password, tls: off}
                 """.write(toFile: "\(harness.dir)/\(name).yaml", atomically: true, encoding: .utf8)
             bridges.append(try ChildProcess("coinmech-bridge", ["--config", "\(harness.dir)/\(name).yaml"]))
         }

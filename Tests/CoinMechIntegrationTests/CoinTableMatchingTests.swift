@@ -351,9 +351,12 @@ struct ExplainTests {
         #expect(out.hasSuffix("decision: reject (ambiguous) by eur"))
         let (accepted, acceptOut, _) = try run("24.25,7.8")
         #expect(accepted == 0 && acceptOut.hasSuffix("decision: accept EUR EUR_50c (50) by eur"))
+        // The alloy's figures after the size's: read and shown, whatever the chain makes of them.
+        let (alloyStatus, alloyOut, _) = try run("23.75,7.65,2.355,9.5,9.8,1.02")
+        #expect(alloyStatus == 0 && alloyOut.hasPrefix("reading: diameter 23.75 mm, weight 7.65 g, thickness 2.355 mm, conductivity 9.5 / 9.8 % IACS, permeability 1.02\n"), "\(alloyOut)")
         let (bad, _, stderr) = try run("24.25")
         #expect(bad == 1)
-        #expect(stderr == "coinmechd: --explain-reading: '24.25' is not DIAMETER,WEIGHT[,THICKNESS] in mm, g, mm (e.g. 23.8,7.62,2.36)\n")
+        #expect(stderr == "coinmechd: --explain-reading: '24.25' is not DIAMETER,WEIGHT[,THICKNESS[,LOW,HIGH[,PERMEABILITY]]]: mm, g, mm, then the alloy's conductivity in % IACS at the low and the high frequency and its relative permeability (e.g. 23.8,7.62,2.36)\n")
     }
 }
 

@@ -1,6 +1,7 @@
 import CoinMechHarness
 import CoinMechClient
 import CoinMechDaemon
+import CoinMechSupport
 @testable import CoinMechTestSupport
 import Foundation
 import Testing

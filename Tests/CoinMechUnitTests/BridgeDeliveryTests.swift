@@ -1,4 +1,5 @@
 import CoinMechBridge
+import CoinMechMQTT
 import CoinMechProtocol
 import CoinMechSettings
 @testable import CoinMechTestSupport
@@ -182,7 +183,8 @@ struct BridgeDeliveryTests {
     func defaults() throws {
         let c = try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c-0042\nsite: paris-nord\nmqtt: {host: broker}\n", file: "b.yaml"))
         #expect(c.topic("event") == "coinmech/v1/paris-nord/c-0042/event")
-        #expect(c.mqtt.port == 1883 && c.mqtt.clientID == "coinmech-bridge-c-0042" && c.mqtt.keepaliveSeconds == 30 && c.mqtt.maxInflight == 20)
+        #expect(c.mqtt.port == 8883 && c.mqtt.clientID == "coinmech-bridge-c-0042" && c.mqtt.keepaliveSeconds == 30 && c.mqtt.maxInflight == 20)
+        #expect(c.mqtt.tls == MQTTTLS(caPath: "/etc/ssl/certs"), "TLS by default, the broker checked against the system's CAs")
         #expect(c.delivery.acksRequired && c.delivery.window == 256 && c.delivery.ackTimeoutSeconds == 30)
         #expect(c.socketPath == "/run/coinmech/coinmechd.sock" && c.stateDirectory == "/var/lib/coinmech-bridge")
         #expect(c.commands.allow == [.status, .totals, .resend] && c.commands.maxAheadSeconds == 600 && c.commands.answerTimeoutSeconds == 60,
@@ -190,6 +192,11 @@ struct BridgeDeliveryTests {
         #expect(c.metricsListen?.host == "127.0.0.1" && c.metricsListen?.port == 9786, "loopback by default")
         let off = try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c1\nsite: s\nmqtt: {host: b}\nmetrics: {listen: off}\n", file: "b.yaml"))
         #expect(off.metricsListen == nil)
+        let plain = try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c1\nsite: s\nmqtt: {host: b, tls: off}\n", file: "b.yaml"))
+        #expect(plain.mqtt.tls == nil && plain.mqtt.port == 1883, "plaintext only when the file says so")
+        let ca = try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c1\nsite: s\nmqtt: {host: b, tls: {ca_file: /etc/coinmech/ca.pem}}\n", file: "b.yaml"))
+        #expect(ca.mqtt.tls == MQTTTLS(caFile: "/etc/coinmech/ca.pem") && ca.mqtt.port == 8883)
+        #expect(throws: SettingsError.self) { try BridgeConfiguration.parse(try SettingsTable.parse("cabinet: c1\nsite: s\nmqtt: {host: b, tls: maybe}\n", file: "b.yaml")) }
     }
 }
 

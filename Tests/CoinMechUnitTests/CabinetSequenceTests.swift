@@ -96,6 +96,55 @@ struct CabinetSequenceTests {
         #expect(asked == [nil, 4...4])
     }
 
+    @Test("no seq can make it overflow: Int64.max stored, or loaded from a database that kept it, and every hole below it declared missing")
+    func noOverflow() {
+        var s = CabinetSequence()
+        let beyond = s.stored(.max, now: 0)
+        #expect(!beyond, "beyond the contract: not held")
+        s.stored(FleetLimits.maxSeq, now: 0)
+        s.declareMissing(1...(Int64.max - 1), now: 1)
+        #expect(s.contiguous == FleetLimits.maxSeq && s.firstHole == nil)
+        // A database from before the fleet refused such seqs.
+        var loaded = CabinetSequence(contiguous: 0, above: [.max, FleetLimits.maxSeq], missing: [1...(Int64.max - 1)], now: 0)
+        #expect(loaded.contiguous == FleetLimits.maxSeq && loaded.firstHole == nil)
+        let again = loaded.stored(.max, now: 2)
+        #expect(!again)
+        let atEnd = CabinetSequence(contiguous: .max, now: 0)
+        #expect(atEnd.contiguous == FleetLimits.maxSeq)
+    }
+
+    @Test("a seq heard beyond the window is not held, but the hole below it is asked for, and it is forgotten once the feed passes it")
+    func heardBeyond() {
+        var s = CabinetSequence(contiguous: 10)
+        s.heard(beyond: 50_000, now: 5)
+        #expect(s.above.isEmpty && s.firstHole == 11...49_999 && s.holeSince == 5)
+        s.declareMissing(11...50_000, now: 6)
+        #expect(s.contiguous == 50_000 && s.firstHole == nil && s.heardBeyond == nil)
+    }
+
+    @Test("every other seq of 20,000: held in order above the hole; filling the hole carries the contiguous seq over them all at once")
+    func sparse() {
+        var s = CabinetSequence()
+        for seq in stride(from: Int64(2), through: 20_000, by: 2) { s.stored(seq, now: 0) }
+        #expect(s.contiguous == 0 && s.above.count == 10_000 && s.firstHole == 1...1)
+        #expect(s.above == Array(stride(from: Int64(2), through: 20_000, by: 2)))
+        for seq in stride(from: Int64(1), through: 19_999, by: 2) { s.stored(seq, now: 1) }
+        #expect(s.contiguous == 20_000 && s.above.isEmpty && s.firstHole == nil)
+    }
+
+    @Test("missing ranges are merged; a seq stored inside one declared later is passed over")
+    func mergedMissing() {
+        var s = CabinetSequence()
+        s.stored(8, now: 0)
+        s.declareMissing(5...6, now: 0)
+        s.declareMissing(3...4, now: 0)
+        s.declareMissing(6...9, now: 0)
+        #expect(s.missing == [3...9] && s.firstHole == 1...2)
+        s.stored(1, now: 1)
+        s.stored(2, now: 1)
+        #expect(s.contiguous == 9 && s.missing.isEmpty && s.above.isEmpty)
+    }
+
     @Test("F5: a conflict holds the ack where it was while the contiguous seq moves on; thawed, the ack catches up")
     func frozen() {
         var s = CabinetSequence(contiguous: 4)

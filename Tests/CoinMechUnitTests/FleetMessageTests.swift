@@ -1,6 +1,7 @@
 import CoinMechFleet
 import CoinMechSettings
 import CoinMechModel
+import CoinMechSupport
 import Testing
 
 /// What the fleet reads from a cabinet's topics (docs/FLEET.md F1–F3), with the contract's own
@@ -29,7 +30,7 @@ struct FleetMessageTests {
     func refusals() {
         let cases: [(String, String, String)] = [
             ("s/c-1/event", #"{"v":2,"cabinet":"c-1","seq":1,"event":{"seq":1,"kind":"coin","time":1}}"#, "contract version 2"),
-            ("s/c-1/event", #"{"v":1,"cabinet":"c-2","seq":1,"event":{"seq":1,"kind":"coin","time":1}}"#, "names cabinet 'c-2'"),
+            ("s/c-1/event", #"{"v":1,"cabinet":"c-2","seq":1,"event":{"seq":1,"kind":"coin","time":1}}"#, #"names cabinet "c-2""#),
             ("s/c-1/event", #"{"v":1,"cabinet":"c-1","event":{"seq":1,"kind":"coin","time":1}}"#, "no seq"),
             ("s/c-1/event", #"{"v":1,"cabinet":"c-1","seq":true,"event":{"seq":1,"kind":"coin","time":1}}"#, "no seq"),
             ("s/c-1/event", #"{"v":1,"cabinet":"c-1","seq":2,"event":{"seq":1,"kind":"coin","time":1}}"#, "differs"),
@@ -41,6 +42,76 @@ struct FleetMessageTests {
             #expect(throws: FleetMessage.Refusal.self) { try Self.read(topic, payload) }
             do { _ = try Self.read(topic, payload) } catch { #expect(error.reason.contains(reason), "\(error.reason)") }
         }
+    }
+
+    @Test("seqs beyond the contract's range (2^53 and up, Int64.max) are refused, in an event and in a reply's missing ranges; 2^53 − 1 is the last one taken")
+    func seqRange() throws {
+        func event(_ seq: String) -> String { #"{"v":1,"cabinet":"c-1","seq":\#(seq),"event":{"seq":\#(seq),"kind":"decision","time":1}}"# }
+        for seq in ["9007199254740992", "9007199254740993", "9223372036854775807"] {
+            do {
+                _ = try Self.read("s/c-1/event", event(seq))
+                Issue.record("seq \(seq) taken")
+            } catch {
+                #expect(error.reason.contains("beyond the contract's range"), "\(error.reason)")
+            }
+        }
+        guard case .event(let last)? = try Self.read("s/c-1/event", event("9007199254740991")) else { Issue.record("2^53 − 1 refused"); return }
+        #expect(last.seq == FleetLimits.maxSeq)
+        let reply = #"{"v":1,"cabinet":"c-1","id":"g","cmd":"resend","ok":true,"result":{"missing":[[1,9223372036854775806]]}}"#
+        #expect(throws: FleetMessage.Refusal.self) { try Self.read("s/c-1/reply/g", reply) }
+    }
+
+    @Test("a coin's value_minor is one coin's worth (0 … 10,000,000); a collection's rows are sums below 2^53")
+    func valueRange() throws {
+        func coin(_ value: String) -> String { #"{"v":1,"cabinet":"c-1","seq":1,"event":{"seq":1,"kind":"coin","time":1,"value_minor":\#(value)}}"# }
+        for value in ["-1", "10000001", "9000000000000000000"] {
+            do {
+                _ = try Self.read("s/c-1/event", coin(value))
+                Issue.record("value_minor \(value) taken")
+            } catch {
+                #expect(error.reason.contains("not one coin's value"), "\(error.reason)")
+            }
+        }
+        #expect(try Self.read("s/c-1/event", coin("10000000")) != nil)
+        #expect(try Self.read("s/c-1/event", coin("0")) != nil)
+        let collect = #"{"v":1,"cabinet":"c-1","seq":2,"event":{"seq":2,"kind":"collect","time":1,"collected":[{"currency":"USD","value_minor":"lots"}]}}"#
+        #expect(throws: FleetMessage.Refusal.self) { try Self.read("s/c-1/event", collect) }
+    }
+
+    @Test("each refusal says its kind; a payload over the cap is refused unread; a topic whose levels are no ids, or a reply whose id is not its topic's, is malformed")
+    func kinds() {
+        let event = #"{"v":1,"cabinet":"c-1","seq":1,"event":{"seq":1,"kind":"coin","time":1}}"#
+        let cases: [(String, String, Int, FleetMessage.Refusal.Kind)] = [
+            ("s/c-1/event", event, 30, .tooLarge),
+            ("s/C-1/event", event, .max, .malformed),
+            ("s/c-1\n/event", event, .max, .malformed),
+            ("s/c-1/event", #"{"v":2,"cabinet":"c-1"}"#, .max, .version),
+            ("s/c-1/event", #"{"v":1,"cabinet":"c-2"}"#, .max, .wrongCabinet),
+            ("s/c-1/event", "[[[[", .max, .malformed),
+            ("s/c-1/reply/a", #"{"v":1,"cabinet":"c-1","id":"b","cmd":"status","ok":true}"#, .max, .malformed),
+        ]
+        for (topic, payload, limit, kind) in cases {
+            do {
+                _ = try FleetMessage.read(topic: Self.prefix + topic, payload: Array(payload.utf8), prefix: Self.prefix, maxBytes: limit)
+                Issue.record("taken: \(topic) \(payload)")
+            } catch {
+                #expect(error.kind == kind, "\(topic): \(error.kind) \(error.reason)")
+                #expect(error.cabinet == (topic.hasPrefix("s/c-1/") ? "c-1" : nil))
+            }
+        }
+        #expect(FleetMessage.cabinet(in: Self.prefix + "s/c-1/event", prefix: Self.prefix) == "c-1")
+        #expect(FleetMessage.cabinet(in: Self.prefix + "s/coinmech-fleet/event", prefix: Self.prefix) == nil)
+        #expect(FleetMessage.cabinet(in: Self.prefix + "s/Bad Id/event", prefix: Self.prefix) == nil)
+        // A payload nested past what a decoder takes is refused, never a crash.
+        let deep = String(repeating: "[", count: 100_000)
+        #expect(throws: FleetMessage.Refusal.self) { try Self.read("s/c-1/event", deep) }
+    }
+
+    @Test("a log line cannot be forged or flooded from outside: control characters escaped, quotes escaped, the text cut")
+    func logText() {
+        #expect(LogText.quoted("alice") == #""alice""#)
+        #expect(LogText.quoted("a\nb\"c\\d\u{1b}[31m\u{202e}") == #""a\nb\"c\\d\u{1b}[31m\u{202e}""#)
+        #expect(LogText.quoted(String(repeating: "x", count: 1000), limit: 5) == #""xxxxx…""#)
     }
 
     @Test("the fleet's own users' topics, acks, commands and empty retained payloads are no cabinet's message")
@@ -72,7 +143,7 @@ struct FleetMessageTests {
     @Test("the configuration: defaults, opening hours, and errors that name the key")
     func configuration() throws {
         let c = try FleetConfiguration.parse(try SettingsTable.parse("mqtt: {host: broker}\nalerts: {opening_hours: '07:00-22:30'}\n", file: "fleet.yaml"))
-        #expect(c.mqtt.port == 1883 && c.mqtt.prefix == "coinmech/v1/" && c.mqtt.clientID == "coinmech-fleet")
+        #expect(c.mqtt.port == 8883 && c.mqtt.tls != nil && c.mqtt.prefix == "coinmech/v1/" && c.mqtt.clientID == "coinmech-fleet")
         #expect(c.database.socketDirectory == "/run/postgresql" && c.ingest.gapGraceSeconds == 30)
         #expect(c.alerts.openingHours == 420..<1350)
         #expect(c.subscriptions.first == "coinmech/v1/+/+/event" && c.subscriptions.count == 5)

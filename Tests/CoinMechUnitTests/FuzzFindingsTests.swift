@@ -1,13 +1,40 @@
 import CoinMechConfiguration
 import CoinMechDaemon
+import CoinMechModel
 import CoinMechProtocol
+import CoinMechSerial
 import CoinMechSettings
 import Testing
 
 /// What the long fuzz runs found (each also under `Fuzz/regressions/`), as plain checks with
 /// the message a person sees.
-@Suite("Fuzz findings: base-60 numbers, GPIO line offsets, whole numbers in JSON")
+@Suite("Fuzz findings: base-60 numbers, GPIO line offsets, whole numbers in JSON, permeabilities")
 struct FuzzFindingsTests {
+    // A permeability of 0.0001 was taken as a measurement, then sent on with the line's three
+    // decimals as 0.000, which reads back as no measurement: the reading changed on its way.
+    @Test("a permeability below what the line's three decimals carry is a fault naming the field, as 0 is")
+    func permeabilityBelowThreeDecimals() throws {
+        for (figure, measured) in [("0.0001", false), ("0.0009", false), ("0.001", true), ("0.0014", true)] {
+            let body = "CMR,12,24.260,5.670,1.750,1042337,70.987,6.535,\(figure)"
+            let sum = body.utf8.reduce(UInt8(0), ^)
+            let digits = Array("0123456789ABCDEF")
+            var parser = FrameParser()
+            var events: [FrameEvent] = []
+            parser.feed(Array("$\(body)*\(String([digits[Int(sum >> 4)], digits[Int(sum & 0xF)]]))\r\n".utf8)) { events.append($0) }
+            guard events.count == 1, case .frame(.reading(let reading)) = events[0] else {
+                Issue.record("\(figure): \(events)")
+                continue
+            }
+            if measured {
+                #expect(reading.alloy?.permeability == Double(figure), "\(figure)")
+                #expect(reading.alloyFault == nil, "\(figure)")
+            } else {
+                #expect(reading.alloy == nil, "\(figure)")
+                #expect(reading.alloyFault?.description == "permeability \(Double(figure)!) is not a measurement (0.001 to 100000)", "\(figure)")
+            }
+        }
+    }
+
     // Yams reads YAML 1.1's base-60 integers (`1:30`) with unchecked arithmetic: a long one
     // stopped coinsim (scenario) and coinmechd (configuration) instead of being refused.
     @Test("a base-60 number is refused as a whole number, not a crash", arguments: ["66666666666666222:+22262:2:+2:+226", "1:30"])

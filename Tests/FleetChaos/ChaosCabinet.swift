@@ -24,13 +24,19 @@ final class ChaosCabinet {
     private(set) var bridge: ChildProcess?
     private var starts: [String: Int] = [:]
     var socket: String { "\(dir)/run/coinmechd.sock" }
+    /// The bridge's `/metrics` (the series check reads it).
+    let metricsPort: Int
 
-    init(name: String, site: String, kind: Kind, root: String, bin: String, brokerPort: Int, seed: UInt64) throws {
+    /// `powerLossAt`: the insertions (a serial mech's) during which the mech loses power, so
+    /// that the cabinet holds an unconfirmed coin, as a real one sometimes does (an insertion
+    /// the daemon returned loses nothing: several make one sure).
+    init(name: String, site: String, kind: Kind, root: String, bin: String, broker: MosquittoBroker, seed: UInt64, powerLossAt: [Int] = []) throws {
         self.name = name
         self.site = site
         self.kind = kind
         self.bin = bin
         dir = "\(root)/\(name)"
+        do { metricsPort = try Loopback.freePort() } catch { throw FleetChaosError("\(error)") }
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let source = kind == .serial
             ? "{kind: serial, device: mech, baud: 115200}"
@@ -39,7 +45,7 @@ final class ChaosCabinet {
             .write(toFile: "\(dir)/coinmechd.yaml", atomically: true, encoding: .utf8)
         // Coins without end, about 3 a second, until coinsim is told to stop.
         let scenario = kind == .serial
-            ? "baud: 115200\ncurrency: USD\nmix: {quarter: 3, dime: 2, nickel: 1}"
+            ? "baud: 115200\ncurrency: USD\nmix: {quarter: 3, dime: 2, nickel: 1}" + (powerLossAt.isEmpty ? "" : "\nfaults: {power_loss_at: \(powerLossAt)}")
             : """
               currency: EUR
               mix: {EUR_10c: 2, EUR_20c: 3, EUR_50c: 3, EUR_1: 4, EUR_2: 3}
@@ -55,8 +61,8 @@ final class ChaosCabinet {
             site: \(site)
             socket: {path: \(socket)}
             state_dir: \(dir)/bridge
-            metrics: {listen: off}
-            mqtt: {host: 127.0.0.1, port: \(brokerPort), keepalive_s: 5}
+            metrics: {listen: "127.0.0.1:\(metricsPort)"}
+            mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, \(broker.tlsSetting)}
             delivery: {window: 128, ack_timeout_s: 3}
             status: {refresh_s: 5}
             """.write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)

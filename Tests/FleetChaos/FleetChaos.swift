@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoinMechHarness
 import Foundation
 
 /// `make test-fleet`: PostgreSQL and mosquitto started by the test, coinmech-fleet, and three
@@ -23,19 +24,31 @@ struct FleetChaos: ParsableCommand {
     @Option(help: "Cabinets (the third is a ccTalk acceptor).") var cabinets = 3
     @Option(help: "SIGKILLs of coinmech-fleet at random moments, each followed by a new one at once.") var fleetKills = 10
     @Option(help: "Seconds one cabinet stays off line while its coins keep coming.") var offline = 60.0
+    @Flag(inversion: .prefixedNo, help: "A fourth cabinet in hostile hands: seqs out of range, oversized and malformed payloads, sparse seqs, forged replies, floods.")
+    var hostile = true
+    @Option(help: "Seconds PostgreSQL stays down under the hostile cabinet's flood (the fleet's memory is measured then).") var databaseDown = 20.0
+    @Option(help: "Copies of the hostile cabinet's 2,000-event window of 1 kB events in its flood.") var floodCopies = 15
     @Option(help: "Seed of the random moments (default: a new one, printed).") var seed: UInt64?
     @Option(help: "Where the dashboard's screenshots go.") var screenshots = ".build/fleet-screenshots"
     @Flag(help: "Keep the scratch directory (ledgers, database, logs) and print its path.") var keep = false
+    @Option(help: "The tests' CA (make test-ca): the broker speaks TLS with a certificate it signed, as shipped; none: plaintext.")
+    var ca = ".build/test-ca"
+    @Option(help: "The package's packaging folder: the Prometheus rules and Grafana dashboard whose series are checked against the run's /metrics.")
+    var packaging = "packaging"
 
     func run() throws {
         let seed = seed ?? UInt64.random(in: 1...999_999)
         let repeatIt = "coinmech-fleet-chaos --seed \(seed) --cabinets \(cabinets) --fleet-kills \(fleetKills) --offline \(offline)"
+            + (hostile ? " --database-down \(databaseDown) --flood-copies \(floodCopies)" : " --no-hostile")
         print("coinmech-fleet-chaos: seed \(seed) (\(repeatIt) repeats this run)")
         do {
             let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
             let binDir = bin ?? (exe as NSString).deletingLastPathComponent
-            let chaos = try FleetChaosRun(bin: binDir, seed: seed)
-            var verdict = try chaos.play(cabinetCount: cabinets, fleetKills: fleetKills, offlineSeconds: offline) { verdict in
+            let tls: TestCA?
+            do { tls = ca == "none" ? nil : try TestCA(dir: ca) } catch { throw FleetChaosError("\(error)") }
+            let chaos = try FleetChaosRun(bin: binDir, seed: seed, tls: tls, packaging: packaging)
+            let part = FleetChaosRun.Hostile(enabled: hostile, databaseDownSeconds: databaseDown, floodCopies: floodCopies)
+            var verdict = try chaos.play(cabinetCount: cabinets, fleetKills: fleetKills, offlineSeconds: offline, hostile: part) { verdict in
                 let ledgers = try chaos.cabinets.map { cabinet in
                     (name: cabinet.name, cashBox: verdict.cashBoxes[cabinet.name] ?? [:], credited: try cabinet.ledger().filter { $0.kind == "coin" }.count)
                 }
@@ -45,7 +58,8 @@ struct FleetChaos: ParsableCommand {
             verdict.seed = seed
             if keep { print("kept: \(chaos.dir)") } else { try? FileManager.default.removeItem(atPath: chaos.dir) }
             print("screenshots: \(screenshots)")
-            if !verdict.isClean { print("an event was lost or doubled, a total differs, or the dashboard failed; repeat with: \(repeatIt) --keep") }
+            for problem in verdict.hostileProblems { print("HOSTILE: \(problem)") }
+            if !verdict.isClean { print("an event was lost or doubled, a total differs, the fleet exited, the hostile cabinet went unseen, the dashboard failed or a shipped rule reads no exported series; repeat with: \(repeatIt) --keep") }
             print(verdict.json)
             if !verdict.isClean { throw ExitCode(1) }
         } catch let error as FleetChaosError {

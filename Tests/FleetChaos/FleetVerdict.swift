@@ -28,9 +28,49 @@ struct FleetVerdict {
     /// The dashboard's pages loaded in Chromium with the right figures and no console error.
     var dashboardPages = 0
     var dashboardErrors = 0
+    /// Times coinmech-fleet exited without being killed by the run: none may.
+    var fleetExits = 0
+    /// The hostile cabinet: messages it published, resends it answered "missing", its alerts,
+    /// and what the fleet refused, by kind (the most one run of the fleet counted).
+    var hostile = false
+    var hostilePublished = 0
+    var hostileAnswered = 0
+    var hostileAlerts: [String] = []
+    var refused: [String: Int] = [:]
+    /// The fleet's resident memory before PostgreSQL went away, and at most while it was away
+    /// for `databaseDownSeconds` under the hostile cabinet's flood, bytes.
+    var residentBefore = 0
+    var residentPeakDown = 0
+    var databaseDownSeconds = 0.0
+    /// The honest cabinets' lag (the one kept off line left out), its ledger's commit to the
+    /// fleet's, seconds.
+    var lagP50 = 0.0
+    var lagP99 = 0.0
+    var lagMax = 0.0
+    /// The shipped rules' and dashboard's expressions checked against the run's /metrics, and
+    /// what was wrong (a series not exported, a label or value no sample has).
+    var seriesChecked = 0
+    var seriesProblems = 0
+
+    /// Every kind the hostile cabinet's rounds and flood produce.
+    static let hostileKinds = ["seq_range", "too_large", "malformed", "version", "wrong_cabinet", "value_range", "ahead", "forged_reply", "flood"]
+    /// What the fleet may grow by while the database is away: its inbox (8 MiB) and queues
+    /// (16 MiB, and one take beyond), with room for the allocator.
+    static let residentBound = 96 << 20
+
+    var hostileProblems: [String] {
+        guard hostile else { return [] }
+        var problems = Self.hostileKinds.filter { (refused[$0] ?? 0) == 0 }.map { "nothing refused as \($0)" }
+        if !hostileAlerts.contains("refused_messages") { problems.append("no refused_messages alert for h-1") }
+        if residentPeakDown - residentBefore > Self.residentBound { problems.append("the fleet grew by \((residentPeakDown - residentBefore) >> 20) MB while the database was away") }
+        if lagP99 > databaseDownSeconds + 60 { problems.append("the honest cabinets' lag p99 \(lagP99) s") }
+        return problems
+    }
 
     var isClean: Bool {
-        lost == 0 && doubled == 0 && gapsLeft == 0 && totalsDiffer == 0 && events > 0 && offlineAlert && dashboardErrors == 0
+        lost == 0 && doubled == 0 && gapsLeft == 0 && totalsDiffer == 0 && events > 0 && offlineAlert && dashboardErrors == 0 && fleetExits == 0
+            && seriesChecked > 0 && seriesProblems == 0
+            && hostileProblems.isEmpty
     }
 
     var json: String {
@@ -39,8 +79,17 @@ struct FleetVerdict {
             "postgres_restarts": .int(Int64(postgresRestarts)), "broker_restarts": .int(Int64(brokerRestarts)), "offline_s": .double(offlineSeconds),
             "offline_alert": .bool(offlineAlert), "lost": .int(Int64(lost)), "doubled": .int(Int64(doubled)), "gaps_left": .int(Int64(gapsLeft)),
             "totals_differ": .int(Int64(totalsDiffer)), "resends_asked": .int(Int64(resendsAsked)),
-            "dashboard_pages": .int(Int64(dashboardPages)), "dashboard_errors": .int(Int64(dashboardErrors)),
+            "dashboard_pages": .int(Int64(dashboardPages)), "dashboard_errors": .int(Int64(dashboardErrors)), "fleet_exits": .int(Int64(fleetExits)),
+            "lag_s": ["p50": .double(lagP50), "p99": .double(lagP99), "max": .double(lagMax)],
+            "series_checked": .int(Int64(seriesChecked)), "series_problems": .int(Int64(seriesProblems)),
         ]
-        return object.description
+        guard hostile else { return object.description }
+        var withHostile = object.object ?? [:]
+        withHostile["hostile"] = [
+            "published": .int(Int64(hostilePublished)), "resends_answered_missing": .int(Int64(hostileAnswered)),
+            "alerts": .array(hostileAlerts.map(JSON.string)), "refused": .object(refused.mapValues { .int(Int64($0)) }),
+            "database_down_s": .double(databaseDownSeconds), "resident_mb_before": .int(Int64(residentBefore >> 20)), "resident_mb_peak_down": .int(Int64(residentPeakDown >> 20)),
+        ]
+        return JSON.object(withHostile).description
     }
 }

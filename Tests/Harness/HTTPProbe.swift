@@ -9,7 +9,12 @@ import Glibc
 /// of the bridge's `/metrics` and of the fleet's dashboard.
 public struct HTTPProbe {
     public let port: Int
-    public init(port: Int) { self.port = port }
+    /// The loopback address requests come from (127.0.0.1 when nil).
+    public let source: String?
+    public init(port: Int, from source: String? = nil) {
+        self.port = port
+        self.source = source
+    }
 
     public struct Response {
         public var status: Int
@@ -21,7 +26,7 @@ public struct HTTPProbe {
     }
 
     public func request(_ method: String, _ path: String, form: String? = nil, cookie: String? = nil, headers extra: [(String, String)] = []) throws -> Response {
-        guard let fd = Loopback.connect(port) else { throw HTTPProbeError("nothing listens on 127.0.0.1:\(port)") }
+        guard let fd = Loopback.connect(port, from: source) else { throw HTTPProbeError("nothing listens on 127.0.0.1:\(port)") }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -13,8 +13,20 @@ public enum Loopback {
     }
 
     /// A TCP connection to 127.0.0.1:`port`, its descriptor the caller's to close; nil if refused.
-    public static func connect(_ port: Int) -> Int32? {
+    /// `source` (another address of 127/8, all loopback on Linux) is the address it comes from:
+    /// a server sees as many clients as the test needs, each with an address of its own.
+    public static func connect(_ port: Int, from source: String? = nil) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard bound == 0 else {
+                close(fd)
+                return nil
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -10,15 +10,19 @@ import Glibc
 public final class MosquittoBroker {
     public let dir: String
     public let port: Int
+    /// The CA its TLS listener's certificate comes from; nil: plaintext.
+    public let tls: TestCA?
     public private(set) var process: ChildProcess?
     private var starts = 0
 
-    public init(dir: String, autosave: Int = 2) throws(BrokerError) {
+    public init(dir: String, autosave: Int = 2, tls: TestCA? = nil) throws(BrokerError) {
         self.dir = dir
+        self.tls = tls
         do { port = try Loopback.freePort() } catch { throw BrokerError("\(error)") }
+        let listenerTLS = tls.map { "\ncafile \($0.caFile)\ncertfile \($0.brokerCertificate)\nkeyfile \($0.brokerKey)\ntls_version tlsv1.2" } ?? ""
         do {
             try """
-                listener \(port) 127.0.0.1
+                listener \(port) 127.0.0.1\(listenerTLS)
                 allow_anonymous true
                 # Started as root it would switch to the mosquitto user, who cannot write this folder.
                 user root
@@ -47,6 +51,12 @@ public final class MosquittoBroker {
             usleep(20_000)
         }
     }
+
+    /// What a bridge's or the fleet's `mqtt` table says of TLS for this broker.
+    public var tlsSetting: String { tls.map { "tls: {ca_file: \($0.caFile)}" } ?? "tls: off" }
+
+    /// What mosquitto_pub and mosquitto_sub need to reach it (the CA to check it against).
+    public var clientArguments: [String] { ["-h", "127.0.0.1", "-p", "\(port)"] + (tls.map { ["--cafile", $0.caFile] } ?? []) }
 
     public func kill() {
         process?.signal(SIGKILL)

@@ -49,6 +49,7 @@ final class SoakRun {
             currency: USD
             mix: {quarter: 3, dime: 2, nickel: 1}
             others: {slug: 0.02}
+            alloy: {noise: 0.01}
             faults: {bounce: 0.01, lost_confirmation: 0.02}
             """.write(toFile: "\(dir)/soak.yaml", atomically: true, encoding: .utf8)
     }

@@ -59,6 +59,8 @@ final class AlloyTable {
     /// Figures beyond these are not measurements: silver, the best conductor, is 108 % IACS.
     static let iacsLimit = 150.0
     static let permeabilityLimit = 100_000.0
+    /// The host's: the smallest the serial line's three decimals carry.
+    static let permeabilityMinimum = 0.001
 
     init(_ list: CandidateList, _ alloy: AlloyCandidateList) {
         let all = alloy.all
@@ -115,7 +117,7 @@ final class AlloyTable {
     static func fault(low: Double, high: Double, permeability: Double?) -> Int? {
         if !(low.isFinite && low >= 0 && low <= iacsLimit) { return 0 }
         if !(high.isFinite && high >= 0 && high <= iacsLimit) { return 1 }
-        if let permeability, !(permeability.isFinite && permeability > 0 && permeability <= permeabilityLimit) { return 2 }
+        if let permeability, !(permeability.isFinite && permeability >= permeabilityMinimum && permeability <= permeabilityLimit) { return 2 }
         return nil
     }
 

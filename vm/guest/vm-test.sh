@@ -509,7 +509,7 @@ check_usb_tty() {
 check_bridge() {
     systemctl -q is-enabled coinmech-bridge.service 2> /dev/null && { no "coinmech-bridge.service is enabled as shipped: it must wait for its configuration"; return; }
     is_active mosquitto.service || systemctl start mosquitto.service || no "the guest's mosquitto did not start" || return
-    printf 'cabinet: vm-1\nsite: vm\nmqtt: {host: 127.0.0.1, port: 1883}\ndelivery: {acks: off}\nstatus: {poll_s: 1}\n' > /etc/coinmech/coinmech-bridge.yaml
+    printf 'cabinet: vm-1\nsite: vm\nmqtt: {host: 127.0.0.1, port: 1883, tls: off}\ndelivery: {acks: off}\nstatus: {poll_s: 1}\n' > /etc/coinmech/coinmech-bridge.yaml
     systemctl start coinmech-bridge.service || no "coinmech-bridge.service did not start" || return
     local status pid listed
     status=$(timeout 40 mosquitto_sub -h 127.0.0.1 -C 1 -W 30 -t coinmech/v1/vm/vm-1/status 2> /dev/null) \
