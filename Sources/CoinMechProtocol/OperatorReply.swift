@@ -21,42 +21,78 @@ struct ReplyFields {
     let object: [String: JSON]
     let what: String
 
+    /// "a" or "an", as `what` begins.
+    var article: String { Self.article(what) }
+
+    static func article(_ what: String) -> String { what.first.map { "aeiou".contains($0) } == true ? "an" : "a" }
+
     init(_ json: JSON, _ what: String) throws(ReplyError) {
-        guard let object = json.object else { throw ReplyError("a \(what) reply is not an object: \(json)") }
+        guard let object = json.object else { throw ReplyError("\(Self.article(what)) \(what) reply is not an object: \(json)") }
         self.object = object
         self.what = what
     }
 
     func int(_ key: String) throws(ReplyError) -> Int64 {
-        guard let value = object[key]?.int else { throw ReplyError("a \(what) reply has no whole number \"\(key)\"") }
+        guard let value = object[key]?.int else { throw ReplyError("\(article) \(what) reply has no whole number \"\(key)\"") }
         return value
     }
 
     func string(_ key: String) throws(ReplyError) -> String {
-        guard let value = object[key]?.string else { throw ReplyError("a \(what) reply has no string \"\(key)\"") }
+        guard let value = object[key]?.string else { throw ReplyError("\(article) \(what) reply has no string \"\(key)\"") }
         return value
     }
 
     func bool(_ key: String) throws(ReplyError) -> Bool {
-        guard let value = object[key]?.bool else { throw ReplyError("a \(what) reply has no true or false \"\(key)\"") }
+        guard let value = object[key]?.bool else { throw ReplyError("\(article) \(what) reply has no true or false \"\(key)\"") }
         return value
     }
 
     func array(_ key: String) throws(ReplyError) -> [JSON] {
-        guard let value = object[key]?.array else { throw ReplyError("a \(what) reply has no list \"\(key)\"") }
+        guard let value = object[key]?.array else { throw ReplyError("\(article) \(what) reply has no list \"\(key)\"") }
         return value
+    }
+
+    func double(_ key: String) throws(ReplyError) -> Double {
+        guard let value = object[key]?.double else { throw ReplyError("\(article) \(what) reply has no number \"\(key)\"") }
+        return value
+    }
+
+    func object(_ key: String) throws(ReplyError) -> JSON {
+        guard let value = object[key], value.object != nil else { throw ReplyError("\(article) \(what) reply has no object \"\(key)\"") }
+        return value
+    }
+
+    func strings(_ key: String) throws(ReplyError) -> [String] {
+        let values = try array(key)
+        let strings = values.compactMap(\.string)
+        guard strings.count == values.count else { throw ReplyError("\(article) \(what) reply's \"\(key)\" is not a list of strings") }
+        return strings
+    }
+
+    /// Absent or null is nil; anything else must be a number.
+    func optionalDouble(_ key: String) throws(ReplyError) -> Double? {
+        guard let field = object[key], field != .null else { return nil }
+        guard let value = field.double else { throw ReplyError("\(article) \(what) reply's \"\(key)\" is not a number") }
+        return value
+    }
+
+    /// Absent or null is nil; anything else must be an object.
+    func optionalObject(_ key: String) throws(ReplyError) -> JSON? {
+        guard let field = object[key], field != .null else { return nil }
+        guard field.object != nil else { throw ReplyError("\(article) \(what) reply's \"\(key)\" is not an object") }
+        return field
     }
 
     /// Absent or null is nil; anything else must be a whole number.
     func optionalInt(_ key: String) throws(ReplyError) -> Int64? {
         guard let field = object[key], field != .null else { return nil }
-        guard let value = field.int else { throw ReplyError("a \(what) reply's \"\(key)\" is not a whole number") }
+        guard let value = field.int else { throw ReplyError("\(article) \(what) reply's \"\(key)\" is not a whole number") }
         return value
     }
 
     func optionalString(_ key: String) throws(ReplyError) -> String? {
         guard let field = object[key], field != .null else { return nil }
-        guard let value = field.string else { throw ReplyError("a \(what) reply's \"\(key)\" is not a string") }
+        guard let value = field.string else { throw ReplyError("\(article) \(what) reply's \"\(key)\" is not a string") }
         return value
     }
 }
