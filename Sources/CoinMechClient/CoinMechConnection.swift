@@ -139,6 +139,16 @@ public final class CoinMechConnection {
         }
     }
 
+    /// The next subscription message, read into its type (after `subscribe`); nil on timeout.
+    public func nextMessage(timeout: Double) throws(ClientError) -> SubscriptionMessage? {
+        guard let message = try nextEvent(timeout: timeout) else { return nil }
+        do {
+            return try SubscriptionMessage(json: message)
+        } catch {
+            throw .protocolViolation("\(error)")
+        }
+    }
+
     /// Sends raw text as one line (for testing the daemon's error handling).
     public func sendLine(_ text: String) throws(ClientError) {
         let bytes = Array((text + "\n").utf8)

@@ -230,7 +230,7 @@ extension CoinCtl {
     struct Chain: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "The validator chain with statistics.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.chain) { Format.chain($0) } }
+        func run() throws { try common.run(.chain, as: ChainReply.self) { Format.chain($0) } }
     }
 
     struct Explain: ParsableCommand {
@@ -247,7 +247,7 @@ extension CoinCtl {
             }
             return .explain(diameter: parts[0]!, weight: parts.count > 1 ? parts[1]! : nil, thickness: parts.count > 2 ? parts[2]! : nil)
         }
-        func run() throws { try common.run(try parsed()) { Format.explanation($0) } }
+        func run() throws { try common.run(try parsed(), as: ExplainReply.self) { Format.explanation($0) } }
     }
 
     struct Events: ParsableCommand {
@@ -256,8 +256,8 @@ extension CoinCtl {
         @Option(help: "Show events after this seq.") var since: Int64 = 0
         @Option(help: "At most this many (1–1000).") var limit: Int64 = 50
         func run() throws {
-            try common.run(.events(since: since, limit: limit)) { result in
-                (result["events"]?.array ?? []).map { Format.event($0) }.joined(separator: "\n")
+            try common.run(.events(since: since, limit: limit), as: EventsReply.self) { result in
+                result.events.map { Format.event($0) }.joined(separator: "\n")
             }
         }
     }

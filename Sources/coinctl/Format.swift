@@ -185,44 +185,40 @@ enum Format {
     }
 
     /// The running chain's explanation of a reading: each link's own lines, indented under it.
-    static func explanation(_ e: JSON) -> String {
-        let r = e["reading"]
-        var figures = ["diameter \(r?["diameter"]?.double ?? 0) mm"]
-        if let weight = r?["weight"]?.double { figures.append("weight \(weight) g") }
-        if let thickness = r?["thickness"]?.double { figures.append("thickness \(thickness) mm") }
-        var lines = ["reading: \(figures.joined(separator: ", ")) (chain generation \(e["generation"]?.int ?? 0); nothing decided or recorded)"]
-        for (index, link) in (e["links"]?.array ?? []).enumerated() {
-            let head = "\(index + 1) \(link["name"]?.string ?? "?") (\(link["plugin"]?.string ?? "?") \(link["version"]?.string ?? "?"))"
-            if let why = link["not_asked"]?.string {
+    static func explanation(_ e: ExplainReply) -> String {
+        var figures = ["diameter \(e.diameter) mm"]
+        if let weight = e.weight { figures.append("weight \(weight) g") }
+        if let thickness = e.thickness { figures.append("thickness \(thickness) mm") }
+        var lines = ["reading: \(figures.joined(separator: ", ")) (chain generation \(e.generation); nothing decided or recorded)"]
+        for (index, link) in e.links.enumerated() {
+            let head = "\(index + 1) \(link.name) (\(link.plugin) \(link.version))"
+            if case .notAsked(let why) = link.answer {
                 lines.append("\(head): not asked: \(why)")
                 continue
             }
-            let details = link["explanation"]
-            lines.append("\(head): \(details?["decision"]?.string ?? "explained")")
-            lines += (details?["lines"]?.array ?? []).compactMap(\.string).map { "    " + $0 }
+            lines.append("\(head): \(link.answer.decision ?? "explained")")
+            lines += link.answer.lines.map { "    " + $0 }
         }
         return lines.joined(separator: "\n")
     }
 
-    static func chain(_ c: JSON) -> String {
-        var lines = ["chain generation \(c["generation"]?.int ?? 0)",
+    static func chain(_ c: ChainReply) -> String {
+        var lines = ["chain generation \(c.generation)",
                      "\(pad("#", 3))\(pad("link", 14))\(pad("plugin", 14))\(pad("version", 13))\(pad("sha256", 14))\(pad("state", 12))\(pad("calls", 8, right: true))\(pad("accept", 8, right: true))\(pad("reject", 8, right: true))\(pad("pass", 8, right: true))\(pad("mean ns", 9, right: true))"]
-        for (index, link) in (c["links"]?.array ?? []).enumerated() {
-            let stats = link["statistics"]
-            lines.append("\(pad("\(index + 1)", 3))\(pad(link["name"]?.string ?? "?", 14))\(pad(link["plugin"]?.string ?? "?", 14))\(pad(link["version"]?.string ?? "?", 13))\(pad(String((link["sha256"]?.string ?? "").prefix(12)), 14))\(pad(link["state"]?.string ?? "?", 12))\(pad("\(stats?["calls"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["accepts"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["rejects"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["passes"]?.int ?? 0)", 8, right: true))\(pad(String(format: "%.0f", stats?["mean_ns"]?.double ?? 0), 9, right: true))")
+        for (index, link) in c.links.enumerated() {
+            let stats = link.statistics
+            lines.append("\(pad("\(index + 1)", 3))\(pad(link.name, 14))\(pad(link.plugin, 14))\(pad(link.version, 13))\(pad(String(link.sha256.prefix(12)), 14))\(pad(link.state, 12))\(pad("\(stats.calls)", 8, right: true))\(pad("\(stats.accepts)", 8, right: true))\(pad("\(stats.rejects)", 8, right: true))\(pad("\(stats.passes)", 8, right: true))\(pad(String(format: "%.0f", stats.meanNanoseconds), 9, right: true))")
             // How it runs and what it is, from the plugin's own metadata.
-            let kinds = (link["reading_kinds"]?.array ?? []).compactMap(\.string).joined(separator: ", ")
-            lines.append("   \(link["isolation"]?.string ?? "?"), budget \(String(format: "%g", link["budget_ms"]?.double ?? 0)) ms, ABI \(link["abi"]?.string ?? "?"), \(kinds) readings, \(link["license"]?.string ?? "?"): \(link["summary"]?.string ?? "")")
-            if let sandbox = link["sandbox"] {
-                let missing = (sandbox["missing"]?.array ?? []).compactMap(\.string)
-                lines.append("   sandbox (\(sandbox["required"]?.bool == true ? "required" : "warn"), \(sandbox["memory_mb"]?.int ?? 0) MiB): \(sandbox["layers"]?.string ?? "?")"
-                    + (missing.isEmpty ? "" : "; missing: " + missing.joined(separator: "; ")))
+            lines.append("   \(link.isolation), budget \(String(format: "%g", link.budgetMilliseconds)) ms, ABI \(link.abi), \(link.readingKinds.joined(separator: ", ")) readings, \(link.license): \(link.summary)")
+            if let sandbox = link.sandbox {
+                lines.append("   sandbox (\(sandbox.required ? "required" : "warn"), \(sandbox.memoryMiB) MiB): \(sandbox.layers)"
+                    + (sandbox.missing.isEmpty ? "" : "; missing: " + sandbox.missing.joined(separator: "; ")))
             }
-            if let problem = link["problem"] {
-                lines.append("   \((problem["state"]?.string ?? "?").uppercased()) (\(problem["cause"]?.string ?? "?")): \(problem["reason"]?.string ?? "")")
+            if let problem = link.problem {
+                lines.append("   \(problem.state.uppercased()) (\(problem.cause)): \(problem.reason)")
             }
         }
-        if let terminal = c["terminal"] { lines.append("\(pad("", 3))\(pad("unrecognized", 14))(host)\(pad("", 37))\(pad("\(terminal["rejects"]?.int ?? 0)", 24, right: true))") }
+        lines.append("\(pad("", 3))\(pad("unrecognized", 14))(host)\(pad("", 37))\(pad("\(c.terminalRejects)", 24, right: true))")
         return lines.joined(separator: "\n")
     }
 
@@ -233,36 +229,36 @@ enum Format {
     }()
 
     /// One line per event; credited coins show the running totals.
-    static func event(_ e: JSON, totals: [String: Int64]? = nil) -> String {
-        let seq = e["seq"]?.int ?? 0
-        let time = clock.string(from: Date(timeIntervalSince1970: e["time"]?.double ?? 0))
-        let head = "#\(seq) \(time)"
+    static func event(_ e: LedgerEvent, totals: [String: Int64]? = nil) -> String {
+        let time = clock.string(from: Date(timeIntervalSince1970: e.time))
+        let head = "#\(e.seq) \(time)"
+        let detail = e.detailJSON
         // A coin acceptor's coin is named by its coin id and position, not measured.
-        let named = e["detail"]?["coin_id"]?.string.map { "\($0) position \(e["detail"]?["position"]?.string ?? "?")" }
-        let measured = named ?? [e["diameter_mm"]?.double.map { String(format: "%.2f mm", $0) }, e["weight_g"]?.double.map { String(format: "%.2f g", $0) }]
+        let named = detail?["coin_id"]?.string.map { "\($0) position \(detail?["position"]?.string ?? "?")" }
+        let measured = named ?? [e.diameterMM.map { String(format: "%.2f mm", $0) }, e.weightG.map { String(format: "%.2f g", $0) }]
             .compactMap { $0 }.joined(separator: " ")
-        let currency = e["currency"]?.string ?? "?"
-        let coin = "\(pad(currency + " " + (e["denomination"]?.string ?? "?"), 16)) \(pad(money(e["value_minor"]?.int ?? 0, currency), 7, right: true))"
-        switch e["kind"]?.string {
-        case "decision":
-            if e["verdict"]?.string == "accept" {
-                let settled = e["state"]?.string == "pending" || e["state"] == nil ? "pending the mech's confirmation" : e["state"]?.string ?? ""
-                return "\(head) ACCEPT \(coin)  [\(measured)] by \(e["link"]?.string ?? "?"), \(settled)"
+        let currency = e.currency ?? "?"
+        let coin = "\(pad(currency + " " + (e.denomination ?? "?"), 16)) \(pad(money(e.valueMinor ?? 0, currency), 7, right: true))"
+        switch EventKind(rawValue: e.kind) {
+        case .decision:
+            if e.verdict == "accept" {
+                let settled = e.state == nil || e.state == "pending" ? "pending the mech's confirmation" : e.state ?? ""
+                return "\(head) ACCEPT \(coin)  [\(measured)] by \(e.link ?? "?"), \(settled)"
             }
-            return "\(head) RETURN \(e["reason"]?.string ?? "?"): \(e["message"]?.string ?? "")  [\(measured)] by \(e["link"]?.string ?? "?")"
-        case "coin":
-            let stored = e["detail"]?["routing"]?.string == "tube" ? "kept in its change tube" : "stored in the cash box"
+            return "\(head) RETURN \(e.reason ?? "?"): \(e.message ?? "")  [\(measured)] by \(e.link ?? "?")"
+        case .coin:
+            let stored = detail?["routing"]?.string == "tube" ? "kept in its change tube" : "stored in the cash box"
             let line = "\(head) CREDIT \(coin)  [\(measured)] \(stored)"
             return totals.map { "\(line)   total \(values($0))" } ?? line
-        case "coin_returned":
-            return "\(head) RETURNED AFTER ACCEPT \(coin): \(e["message"]?.string ?? "")"
-        case "coin_unconfirmed":
-            return "\(head) UNCONFIRMED \(coin) (not credit): \(e["message"]?.string ?? "")"
+        case .coinReturned:
+            return "\(head) RETURNED AFTER ACCEPT \(coin): \(e.message ?? "")"
+        case .coinUnconfirmed:
+            return "\(head) UNCONFIRMED \(coin) (not credit): \(e.message ?? "")"
         default:
-            let fields = e["detail"]?.object ?? [:]
-            let detail = fields.keys.sorted().filter { $0 != "collected" && $0 != "unconfirmed" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }
+            let fields = detail?.object ?? [:]
+            let shown = fields.keys.sorted().filter { $0 != "collected" && $0 != "unconfirmed" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }
                 .joined(separator: " ")
-            return "\(head) \(e["kind"]?.string ?? "?") \(detail)"
+            return "\(head) \(e.kind) \(shown)"
         }
     }
 }

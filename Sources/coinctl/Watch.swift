@@ -31,25 +31,26 @@ extension CoinCtl {
                         value = CoinMechModel.Totals.value(of: totals.current)
                         if !common.json { print("totals since the last collection: \(Format.values(value))") }
                     }
-                    let reply = try connection.request(.subscribe(since: last, pending: pending))
-                    if last == nil { last = reply["since"]?.int }
+                    let reply = try connection.request(.subscribe(since: last, pending: pending), as: SubscribeReply.self)
+                    if last == nil { last = reply.since }
                     first = false
                     while true {
-                        guard let message = try connection.nextEvent(timeout: 3600) else { continue }
-                        if message["type"]?.string == "overflow" {
-                            FileHandle.standardError.write(Data("coinctl: fell behind; resuming after #\(message["resume_from"]?.int ?? 0)\n".utf8))
-                            last = message["resume_from"]?.int ?? last
+                        guard let message = try connection.nextMessage(timeout: 3600) else { continue }
+                        guard case .event(let event) = message else {
+                            if case .overflow(let resumeFrom) = message {
+                                FileHandle.standardError.write(Data("coinctl: fell behind; resuming after #\(resumeFrom)\n".utf8))
+                                last = resumeFrom
+                            }
                             break
                         }
-                        guard let event = message["event"], let seq = event["seq"]?.int else { continue }
-                        last = seq
+                        last = event.seq
                         // Money is what the mech stored: `coin` events.
-                        if event["kind"]?.string == "coin", let currency = event["currency"]?.string, let amount = event["value_minor"]?.int {
+                        if event.kind == EventKind.coin.rawValue, let currency = event.currency, let amount = event.valueMinor {
                             value[currency, default: 0] += amount
                         }
-                        if event["kind"]?.string == "collect" { value = [:] }
+                        if event.kind == EventKind.collect.rawValue { value = [:] }
                         if common.json {
-                            print(event.description)
+                            print(event.json.description)
                         } else {
                             print(Format.event(event, totals: value))
                         }
