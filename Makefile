@@ -58,13 +58,17 @@ build: bootstrap
 ## sync on a shared two-core machine would break without any fault of the code. The syncs
 ## are still made there (the strace test checks them); what they cost on a disk is
 ## `coinmech-bench commit`, and whether they survive a power cut is `make test-vm`.
+## Each run's scratch is one directory under that root (scripts/with-scratch), removed when the run
+## passes and kept, with its path printed, when it fails; the rigs below keep theirs under TMPDIR.
 TEST_TMPDIR ?= $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm || echo /tmp)
+SCRATCH := scripts/with-scratch
+RIG_TMPDIR ?= $(or $(TMPDIR),/tmp)
 test: bootstrap
 	SWIFT=$(SWIFT) scripts/module-graph --check
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory demo-check
-	TMPDIR=$(TEST_TMPDIR) COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --filter CoinMechUnitTests
-	TMPDIR=$(TEST_TMPDIR) COINMECH_BIN_DIR=$(BIN) $(SWIFT) test --skip-build --no-parallel --filter CoinMechIntegrationTests
+	COINMECH_BIN_DIR=$(BIN) $(SCRATCH) $(TEST_TMPDIR) $(SWIFT) test --skip-build --filter CoinMechUnitTests
+	COINMECH_BIN_DIR=$(BIN) $(SCRATCH) $(TEST_TMPDIR) $(SWIFT) test --skip-build --no-parallel --filter CoinMechIntegrationTests
 
 ## coinsim + coinmechd with the shipped demo configuration, watched with coinctl.
 ## DEMO_SECONDS=N stops it by itself after N seconds.
@@ -88,9 +92,9 @@ demo-check:
 CRASH_SEED ?=
 test-crash: bootstrap
 	$(SWIFT) build
-	$(BIN)/coinmech-crash --bin $(BIN) $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
-	$(BIN)/coinmech-crash --bin $(BIN) --protocol cctalk $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
-	$(BIN)/coinmech-crash --bin $(BIN) --protocol mdb $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
+	$(SCRATCH) $(RIG_TMPDIR) $(BIN)/coinmech-crash --bin $(BIN) $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
+	$(SCRATCH) $(RIG_TMPDIR) $(BIN)/coinmech-crash --bin $(BIN) --protocol cctalk $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
+	$(SCRATCH) $(RIG_TMPDIR) $(BIN)/coinmech-crash --bin $(BIN) --protocol mdb $(if $(CRASH_SEED),--seed $(CRASH_SEED)) $(CRASH_ARGS)
 
 ## The fleet feed under fire (docs/FLEET.md, "Delivery"): coinsim, coinmechd, coinmech-bridge and
 ## a real mosquitto with persistence, and a consumer that stores by (cabinet, seq) and acks, as the
@@ -102,7 +106,7 @@ test-crash: bootstrap
 BRIDGE_SEED ?=
 test-bridge: bootstrap test-ca
 	$(SWIFT) build
-	$(BIN)/coinmech-bridge-chaos --bin $(BIN) --ca $(TEST_CA) $(if $(BRIDGE_SEED),--seed $(BRIDGE_SEED)) $(BRIDGE_ARGS)
+	$(SCRATCH) $(RIG_TMPDIR) $(BIN)/coinmech-bridge-chaos --bin $(BIN) --ca $(TEST_CA) $(if $(BRIDGE_SEED),--seed $(BRIDGE_SEED)) $(BRIDGE_ARGS)
 
 ## The tests' certificate authority and a broker certificate for 127.0.0.1 it signed (openssl,
 ## scripts/test-ca), in $(TEST_CA): the chaos runs speak TLS to their broker, as shipped.
@@ -132,7 +136,7 @@ test-fleet: bootstrap test-ca
 	@SWIFT=$(SWIFT) scripts/bootstrap --fleet
 	scripts/check-prometheus-rules
 	$(SWIFT) build
-	$(BIN)/coinmech-fleet-chaos --bin $(BIN) --ca $(TEST_CA) --screenshots $(OUT) $(if $(FLEET_SEED),--seed $(FLEET_SEED)) $(FLEET_ARGS)
+	$(SCRATCH) $(RIG_TMPDIR) $(BIN)/coinmech-fleet-chaos --bin $(BIN) --ca $(TEST_CA) --screenshots $(OUT) $(if $(FLEET_SEED),--seed $(FLEET_SEED)) $(FLEET_ARGS)
 
 ## The long form: PostgreSQL down 60 s under a 200 MB flood from the hostile cabinet (the
 ## figure of docs/PERFORMANCE.md, "The fleet under a flood").
@@ -234,7 +238,7 @@ SOAK_ARGS ?=
 soak: bootstrap
 	$(SWIFT) build --product coinmech-soak
 	$(SWIFT) build
-	TMPDIR=$(TEST_TMPDIR) $(BIN)/coinmech-soak --bin $(BIN) $(SOAK_ARGS)
+	$(SCRATCH) $(TEST_TMPDIR) $(BIN)/coinmech-soak --bin $(BIN) $(SOAK_ARGS)
 
 ## The fraud bench's long form (docs/PERFORMANCE.md, "Fraud"): 10^6 attempts of each attack class
 ## per currency and noise level (1, 2, 3 %), with and without the alloy axis, nominal and taught

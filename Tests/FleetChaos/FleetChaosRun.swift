@@ -9,9 +9,10 @@ import Foundation
 import Glibc
 #endif
 
-/// One run: PostgreSQL, mosquitto, coinmech-fleet and the cabinets in a scratch directory; the
-/// faults at random moments while coins keep coming; then every ledger against the fleet's
-/// database, event for event, and the totals to the cent.
+/// One run: PostgreSQL, mosquitto, the coinmech-fleet instances (one per group of sites) and the
+/// cabinets in a scratch directory; the faults at random moments while coins keep coming; then
+/// every ledger against the fleet's database, event for event, and the totals to the cent, and
+/// each instance against the sites it takes.
 final class FleetChaosRun {
     let bin: String
     let dir: String
@@ -20,10 +21,13 @@ final class FleetChaosRun {
     private(set) var cabinets: [ChaosCabinet] = []
     private(set) var database: PostgresCluster!
     private(set) var broker: MosquittoBroker!
-    private var fleet: ChildProcess?
-    private var fleetStarts = 0
-    let httpPort: Int
+    /// The instances, one per group of sites, against the one database and broker.
+    private(set) var fleets: [ChaosFleet] = []
+    let siteGroups: [[String]]
     static let databaseName = "coinmech_fleet"
+    /// Kinds of refusal only the hostile cabinet causes (an honest bridge never sends them): an
+    /// instance that does not take its site must count none.
+    static let hostileOnlyKinds = ["seq_range", "too_large", "version", "wrong_cabinet", "value_range"]
 
     /// The CA of the broker's TLS; nil: plaintext.
     let tls: TestCA?
@@ -31,7 +35,9 @@ final class FleetChaosRun {
     /// against this run's /metrics.
     let packaging: String
 
-    init(bin: String, seed: UInt64, tls: TestCA?, packaging: String) throws {
+    init(bin: String, seed: UInt64, tls: TestCA?, packaging: String, siteGroups: [[String]]) throws {
+        guard !siteGroups.isEmpty, siteGroups.allSatisfy({ !$0.isEmpty }) else { throw FleetChaosError("every instance takes at least one site") }
+        self.siteGroups = siteGroups
         self.bin = bin
         self.seed = seed
         self.tls = tls
@@ -45,19 +51,17 @@ final class FleetChaosRun {
         for tool in ["coinmechd", "coinsim", "coinmech-bridge", "coinmech-fleet", "libcoin-table.so", "libcoin-id.so"] where !FileManager.default.fileExists(atPath: "\(bin)/\(tool)") {
             throw FleetChaosError("\(bin)/\(tool) not found: build first (swift build), or pass --bin")
         }
-        do { httpPort = try Loopback.freePort() } catch { throw FleetChaosError("\(error)") }
     }
 
-    var fleetConfiguration: String {
-        """
-        instance: fleet-chaos
-        mqtt: {host: 127.0.0.1, port: \(broker.port), keepalive_s: 5, client_id: coinmech-fleet-chaos, \(broker.tlsSetting)}
-        database: {socket_dir: \(database.socketDirectory), port: \(database.port), user: postgres, name: \(Self.databaseName)}
-        http: {listen: "127.0.0.1:\(httpPort)"}
-        ingest: {gap_grace_s: 2}
-        alerts: {check_s: 1, offline_after_s: 20}
-        """
-    }
+    /// The site of the cabinet at `index`: two sites, in turn.
+    static func site(ofCabinet index: Int) -> String { index % 2 == 0 ? "north" : "south" }
+
+    /// The instance whose sites take `site` (the first, should two take it: the run then finds
+    /// the other writing cabinets it does not own).
+    func owner(of site: String) -> ChaosFleet? { fleets.first { $0.owns(site: site) } }
+
+    /// The instance the dashboard and the operator's commands go through.
+    var dashboardFleet: ChaosFleet { fleets[0] }
 
     /// The hostile cabinet's part: whether it plays, how long PostgreSQL stays down under its
     /// flood, and how many copies of its 2,000-seq window of 1 kB events that flood is.
@@ -80,19 +84,28 @@ final class FleetChaosRun {
         var intruder: HostileCabinet?
         defer {
             try? intruder?.stop()
-            fleet?.signal(SIGKILL)
-            _ = fleet?.wait(timeout: 10)
+            for fleet in fleets { fleet.kill() }
             for cabinet in cabinets { cabinet.stop() }
             broker?.kill()
             database?.stop()
         }
-        try fleetConfiguration.write(toFile: "\(dir)/fleet.yaml", atomically: true, encoding: .utf8)
-        try startFleet()
+        // One instance per group of sites, each with its own session, port and listening clock.
+        // The offline cabinet's instance waits offline_after_s 20 before its alert, the others
+        // 10: an alert for it opened sooner was opened by an instance that does not own it.
+        let offlineSite = Self.site(ofCabinet: min(1, cabinetCount - 1))
+        for (index, sites) in siteGroups.enumerated() {
+            let ownsOffline = sites.contains(offlineSite) && owner(of: offlineSite) == nil
+            let fleet = try ChaosFleet(name: "fleet-\(index + 1)", sites: sites, offlineAfter: ownsOffline ? 20 : 10, dir: dir)
+            try fleet.writeConfiguration(broker: broker, database: database, databaseName: Self.databaseName)
+            try fleet.start(bin: bin)
+            fleets.append(fleet)
+            print("\(fleet.name): sites \(sites.joined(separator: ", ")), offline_after_s \(Int(fleet.offlineAfter)), http 127.0.0.1:\(fleet.httpPort)")
+        }
         // Two serial cabinets and one ccTalk acceptor, on two sites. c-2's mech loses power
         // during its 20th, 40th and 60th coins: it holds unconfirmed coins (never collected:
         // c-1 is), whose series the alert rules read.
         for index in 0..<cabinetCount {
-            let cabinet = try ChaosCabinet(name: "c-\(index + 1)", site: index % 2 == 0 ? "north" : "south", kind: index == 2 ? .cctalk : .serial,
+            let cabinet = try ChaosCabinet(name: "c-\(index + 1)", site: Self.site(ofCabinet: index), kind: index == 2 ? .cctalk : .serial,
                                            root: dir, bin: bin, broker: broker, seed: seed &+ UInt64(index), powerLossAt: index == 1 ? [20, 40, 60] : [])
             try cabinet.start()
             cabinets.append(cabinet)
@@ -102,8 +115,10 @@ final class FleetChaosRun {
             return Int(stored) == cabinetCount
         }
         // The fourth cabinet, in someone else's hands, from now to the end of the faults.
+        let hostileSite = Self.site(ofCabinet: 0)
+        let hostileFleet = owner(of: hostileSite) ?? fleets[0]
         if hostile.enabled {
-            let made = try HostileCabinet(name: "h-1", site: "north", root: dir, broker: broker.clientArguments)
+            let made = try HostileCabinet(name: "h-1", site: hostileSite, root: dir, broker: broker.clientArguments)
             try made.start(every: 3)
             intruder = made
         }
@@ -128,30 +143,36 @@ final class FleetChaosRun {
         faults.append((5 + offlineSeconds, .cabinetOnline))
         faults.sort { $0.at < $1.at }
         let began = Date()
+        // When the offline cabinet went away and came back (wall clock, as the alerts' rows).
+        var offlineAt = 0.0, onlineAt = 0.0
         for (at, fault) in faults {
             // The schedule's pace, not a wait for anything: coins keep coming meanwhile.
             let wait = at - Date().timeIntervalSince(began)
             if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+            var which = ""
             switch fault {
             case .fleetKill:
+                // The instances in turn.
                 noteExit(&verdict)
-                fleet?.signal(SIGKILL)
-                _ = fleet?.wait(timeout: 10)
-                try startFleet()
+                let fleet = fleets[verdict.fleetKills % fleets.count]
+                fleet.kill()
+                try fleet.start(bin: bin)
+                fleet.kills += 1
                 verdict.fleetKills += 1
+                which = " (\(fleet.name))"
             case .countRefusals:
                 countRefusals(&verdict)
             case .postgresDownUnderFlood:
                 guard let intruder else { break }
                 noteExit(&verdict)
-                verdict.residentBefore = resident()
+                verdict.residentBefore = hostileFleet.resident()
                 database.stop()
                 let flooding = Thread { intruder.flood(copies: hostile.floodCopies, pad: 900) }
                 flooding.start()
                 var peak = verdict.residentBefore
                 let end = Date().addingTimeInterval(hostile.databaseDownSeconds)
                 while Date() < end {
-                    peak = max(peak, resident())
+                    peak = max(peak, hostileFleet.resident())
                     usleep(250_000)  // the sampling's pace
                 }
                 verdict.residentPeakDown = peak
@@ -170,18 +191,21 @@ final class FleetChaosRun {
             case .collect:
                 _ = try cabinets[0].request("collect")
             case .cabinetOffline:
+                offlineAt = Date().timeIntervalSince1970
                 offline.killBridge()
             case .cabinetOnline:
+                onlineAt = Date().timeIntervalSince1970
                 try offline.startBridge()
                 verdict.offlineSeconds = offlineSeconds
             }
-            print(String(format: "%6.1f s  %@", Date().timeIntervalSince(began), fault.rawValue))
+            print(String(format: "%6.1f s  %@%@", Date().timeIntervalSince(began), fault.rawValue, which))
         }
         // The offline cabinet's alert was raised while it was away, and closes now it is back.
         try waitUntil("the offline alert of \(offline.name) raised and closed", timeout: 60) {
             try self.query("SELECT count(*) FROM alerts WHERE cabinet = '\(offline.name)' AND kind = 'offline' AND closed IS NOT NULL") != "0"
         }
         verdict.offlineAlert = true
+        checkOfflineAlert(&verdict, of: offline, away: offlineAt, back: onlineAt)
 
         countRefusals(&verdict)
         try intruder?.stop()
@@ -199,8 +223,15 @@ final class FleetChaosRun {
             }
             return done
         }
+        verdict.instances = fleets.map { fleet in
+            var part = FleetVerdict.Instance()
+            (part.name, part.sites, part.kills, part.othersAlerts) = (fleet.name, fleet.sites, fleet.kills, fleet.othersAlerts)
+            part.cabinets = cabinets.filter { owner(of: $0.site) === fleet }.map(\.name) + (hostile.enabled && hostileFleet === fleet ? ["h-1"] : [])
+            return part
+        }
         for cabinet in cabinets {
             let events = ledgers[cabinet.name] ?? []
+            let counted = (events: verdict.events, lost: verdict.lost, doubled: verdict.doubled, gaps: verdict.gapsLeft)
             verdict.events += events.count
             var stored: [Int64: (kind: String, time: Double)] = [:]
             for row in try query("SELECT seq, kind, time FROM events WHERE cabinet = '\(cabinet.name)' ORDER BY seq").split(separator: "\n") {
@@ -226,6 +257,12 @@ final class FleetChaosRun {
             }
             let maxStored = stored.keys.max() ?? 0
             verdict.gapsLeft += Int(maxStored) - stored.count
+            if let index = fleets.firstIndex(where: { $0.owns(site: cabinet.site) }) {
+                verdict.instances[index].events += verdict.events - counted.events
+                verdict.instances[index].lost += verdict.lost - counted.lost
+                verdict.instances[index].doubled += verdict.doubled - counted.doubled
+                verdict.instances[index].gapsLeft += verdict.gapsLeft - counted.gaps
+            }
             // The totals to the cent: the fleet's sums of `coin` events against the daemon's own
             // totals table (kept by the ledger's writer, not from these events' rows).
             let totals = try cabinet.request("totals")
@@ -260,12 +297,14 @@ final class FleetChaosRun {
             let alerts = try query("SELECT kind FROM alerts WHERE cabinet = 'h-1' ORDER BY kind").split(separator: "\n").map(String.init)
             verdict.hostileAlerts = Array(Set(alerts)).sorted()
             countRefusals(&verdict)
-            print("h-1: \(intruder.published) message(s) published, \(intruder.answered) resend(s) answered 'missing'; alerts \(verdict.hostileAlerts); refused by this run of the fleet: \(verdict.refused)")
+            print("h-1: \(intruder.published) message(s) published, \(intruder.answered) resend(s) answered 'missing'; alerts \(verdict.hostileAlerts); refused by the fleets: \(verdict.refused)")
         }
-        print(String(format: "fleet resident: %.0f MB before PostgreSQL went away, %.0f MB at most in its %.0f s away under the flood",
+        print(String(format: "\(hostileFleet.name) resident: %.0f MB before PostgreSQL went away, %.0f MB at most in its %.0f s away under the flood",
                      Double(verdict.residentBefore) / 1_048_576, Double(verdict.residentPeakDown) / 1_048_576, verdict.databaseDownSeconds))
-        // The shipped rules and Grafana dashboard against what this fleet and these bridges
-        // export, while everything still runs.
+        // Each instance against the sites it takes, while everything still runs.
+        try checkInstances(&verdict, ledgers: ledgers, hostileSite: hostile.enabled ? hostileSite : nil)
+        // The shipped rules and Grafana dashboard against what these fleets and bridges export,
+        // while everything still runs.
         checkSeries(&verdict)
         // The dashboard, while everything still runs.
         (verdict.dashboardPages, verdict.dashboardErrors) = try dashboard(verdict)
@@ -283,13 +322,70 @@ final class FleetChaosRun {
         case countRefusals = "the fleet's refusals counted"
     }
 
-    /// What the running fleet has refused, by kind, from its `/metrics`: the most any run of it
-    /// counted is kept (each restart counts from nothing).
+    /// What the running instances have refused, by kind, from their `/metrics`: the most any
+    /// run of each counted is kept (each restart counts from nothing), summed over the instances.
     func countRefusals(_ verdict: inout FleetVerdict) {
-        let metrics = (try? HTTPProbe(port: httpPort).request("GET", "/metrics").body) ?? ""
-        for line in metrics.split(separator: "\n") where line.hasPrefix("coinmech_fleet_refused_total{") {
-            guard let kind = line.split(separator: "\"").dropFirst().first, let count = Double(line.split(separator: " ").last ?? "") else { continue }
-            verdict.refused[String(kind)] = max(verdict.refused[String(kind)] ?? 0, Int(count))
+        for fleet in fleets { fleet.countRefusals() }
+        verdict.refused = fleets.reduce(into: [String: Int]()) { sum, fleet in sum.merge(fleet.refused, uniquingKeysWith: +) }
+    }
+
+    /// The offline cabinet's `offline` alerts: each opened by the instance that takes its site,
+    /// told by that instance's own `offline_after_s` (the others' is shorter): an alert opened
+    /// sooner after the cabinet went away was opened by an instance that does not own it.
+    func checkOfflineAlert(_ verdict: inout FleetVerdict, of cabinet: ChaosCabinet, away: Double, back: Double) {
+        guard let owner = owner(of: cabinet.site) else { return }
+        let opened = ((try? query("SELECT opened FROM alerts WHERE cabinet = '\(cabinet.name)' AND kind = 'offline' ORDER BY opened")) ?? "")
+            .split(separator: "\n").compactMap { Double($0) }
+        for at in opened {
+            let after = at - away
+            print(String(format: "offline alert of %@ opened %.1f s after it went away (%@ waits %.0f s, the others %.0f s)", cabinet.name, after, owner.name,
+                         owner.offlineAfter, fleets.filter { $0 !== owner }.map(\.offlineAfter).max() ?? 0))
+            // A second early: the will reaches the fleet after the kill, never before.
+            guard after < owner.offlineAfter - 1 else { continue }
+            let others = fleets.filter { $0 !== owner && $0.offlineAfter - 1 <= after }
+            for other in others { other.othersAlerts += 1 }
+            if others.isEmpty { verdict.partitionProblems.append("the offline alert of \(cabinet.name) opened \(Int(after)) s after it went away: sooner than any instance's offline_after_s") }
+        }
+        if opened.isEmpty || opened.allSatisfy({ $0 >= back }) { verdict.partitionProblems.append("no offline alert of \(cabinet.name) opened while it was away") }
+    }
+
+    /// Each instance against the sites it takes: its own row in `listening` (its listening
+    /// clock), the `hearing` row of each of its cabinets naming it, the cabinets its `/metrics`
+    /// gives a contiguous seq exactly its own, each at its ledger's last seq, and no refusal of
+    /// the hostile cabinet's kinds by an instance that does not take its site. Read until it
+    /// holds or 20 s pass: an instance killed last may still be starting.
+    func checkInstances(_ verdict: inout FleetVerdict, ledgers: [String: [LedgerEvent]], hostileSite: String?) throws {
+        let deadline = Date().addingTimeInterval(20)
+        var problems: [String] = []
+        repeat {
+            if !problems.isEmpty { usleep(500_000) }  // the pace of reading again
+            let listening = Set(try query("SELECT instance FROM listening").split(separator: "\n").map(String.init))
+            verdict.listeningRows = listening.count
+            var hearing: [String: String] = [:]
+            for row in try query("SELECT cabinet, instance FROM hearing").split(separator: "\n") {
+                let fields = row.split(separator: "|").map(String.init)
+                if fields.count == 2 { hearing[fields[0]] = fields[1] }
+            }
+            for (index, fleet) in fleets.enumerated() {
+                var part = verdict.instances[index]
+                part.exits = fleet.exits
+                part.listening = listening.contains(fleet.name)
+                let honest = cabinets.filter { owner(of: $0.site) === fleet }
+                part.hearingOthers = honest.filter { hearing[$0.name] != fleet.name }.map(\.name)
+                let written = fleet.contiguous()
+                let mine = part.cabinets
+                part.writesOthers = written.keys.filter { !mine.contains($0) }.sorted()
+                part.ledgerBehind = honest.filter { written[$0.name] != ledgers[$0.name]?.last?.seq }.map(\.name)
+                fleet.countRefusals()
+                let takesHostile = hostileSite.map { owner(of: $0) === fleet } ?? true
+                part.othersRefused = takesHostile ? 0 : Self.hostileOnlyKinds.reduce(0) { $0 + (fleet.refused[$1] ?? 0) }
+                verdict.instances[index] = part
+            }
+            problems = verdict.instanceProblems
+        } while !problems.isEmpty && Date() < deadline
+        for part in verdict.instances {
+            print("\(part.name) (\(part.sites.joined(separator: ", "))): cabinets \(part.cabinets), \(part.kills) kill(s), \(part.events) event(s): "
+                  + "\(part.lost) lost, \(part.doubled) doubled, \(part.gapsLeft) gap(s) left; listening row \(part.listening)")
         }
     }
 
@@ -309,11 +405,11 @@ final class FleetChaosRun {
             let deadline = Date().addingTimeInterval(30)
             repeat {
                 var text = ""
-                for port in [httpPort] + cabinets.map(\.metricsPort) { text += ((try? HTTPProbe(port: port).request("GET", "/metrics").body) ?? "") + "\n" }
+                for port in fleets.map(\.httpPort) + cabinets.map(\.metricsPort) { text += ((try? HTTPProbe(port: port).request("GET", "/metrics").body) ?? "") + "\n" }
                 problems = SeriesCheck.problems(expressions, exported: SeriesCheck.exported(text))
                 if !problems.isEmpty { usleep(500_000) }  // the pace of reading again
             } while !problems.isEmpty && Date() < deadline
-            print("series: \(expressions.count) expressions of \((rules + dashboards).map { ($0 as NSString).lastPathComponent }.joined(separator: ", ")) against the fleet's and \(cabinets.count) bridges' /metrics: \(problems.count) problem(s)")
+            print("series: \(expressions.count) expressions of \((rules + dashboards).map { ($0 as NSString).lastPathComponent }.joined(separator: ", ")) against \(fleets.count) fleets' and \(cabinets.count) bridges' /metrics: \(problems.count) problem(s)")
         } catch {
             problems = ["\(error)"]
         }
@@ -321,24 +417,10 @@ final class FleetChaosRun {
         verdict.seriesProblems = problems.count
     }
 
-    /// A fleet that is not running when the run did not kill it exited by itself: what no
+    /// An instance that is not running when the run did not kill it exited by itself: what no
     /// cabinet may cause.
     func noteExit(_ verdict: inout FleetVerdict) {
-        guard let fleet, !fleet.isRunning else { return }
-        verdict.fleetExits += 1
-        print("EXITED: coinmech-fleet exited by itself (status \(fleet.exitStatus.map(String.init) ?? "?")): see \(fleet.stderrPath)")
-    }
-
-    /// The running fleet's resident memory, bytes (0 if none runs).
-    func resident() -> Int {
-        guard let fleet, fleet.isRunning, let status = try? String(contentsOfFile: "/proc/\(fleet.pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
-        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
-    }
-
-    func startFleet() throws {
-        fleetStarts += 1
-        fleet = try ChildProcess(path: "\(bin)/coinmech-fleet", ["run", "--config", "\(dir)/fleet.yaml"], stderrPath: "\(dir)/coinmech-fleet-\(fleetStarts).log")
+        for fleet in fleets where fleet.exitedByItself() { verdict.fleetExits += 1 }
     }
 
     func query(_ sql: String) throws -> String {

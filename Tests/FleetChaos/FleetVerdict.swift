@@ -51,6 +51,72 @@ struct FleetVerdict {
     /// what was wrong (a series not exported, a label or value no sample has).
     var seriesChecked = 0
     var seriesProblems = 0
+    /// Each fleet instance's part, against the ground truth of which sites it takes.
+    var instances: [Instance] = []
+
+    /// One instance's part: its cabinets' ledgers against the database, and whether it kept to
+    /// its sites (docs/FLEET.md, "Partition by site").
+    struct Instance {
+        var name = ""
+        var sites: [String] = []
+        /// The cabinets on its sites (the hostile one among them if its site is one).
+        var cabinets: [String] = []
+        var kills = 0
+        var exits = 0
+        /// Its cabinets' ledger events, and of those: lost, doubled, seqs missing below the
+        /// highest stored.
+        var events = 0
+        var lost = 0
+        var doubled = 0
+        var gapsLeft = 0
+        /// Its own row in `listening` (its listening clock).
+        var listening = false
+        /// Its honest cabinets whose `hearing` row names another instance, or that have none.
+        var hearingOthers: [String] = []
+        /// Cabinets its `/metrics` gives a contiguous seq that are not on its sites, and cabinets
+        /// of its sites it gives none or another seq than their ledger's last.
+        var writesOthers: [String] = []
+        var ledgerBehind: [String] = []
+        /// Refusals of kinds only the hostile cabinet causes, counted by an instance that does
+        /// not take its site.
+        var othersRefused = 0
+        /// `offline` alerts it opened for a cabinet of another's sites (told by its own
+        /// `offline_after_s`, which no other instance has).
+        var othersAlerts = 0
+
+        var problems: [String] {
+            var out: [String] = []
+            if cabinets.filter({ !$0.hasPrefix("h-") }).isEmpty { out.append("\(name) takes no honest cabinet") }
+            if !listening { out.append("\(name) has no row in listening") }
+            if !hearingOthers.isEmpty { out.append("hearing of \(hearingOthers) does not name \(name)") }
+            if !writesOthers.isEmpty { out.append("\(name) writes \(writesOthers), not on its sites") }
+            if !ledgerBehind.isEmpty { out.append("\(name)'s contiguous seq of \(ledgerBehind) is not the ledger's last") }
+            if othersRefused > 0 { out.append("\(name) refused \(othersRefused) message(s) of a cabinet not on its sites") }
+            if othersAlerts > 0 { out.append("\(name) opened \(othersAlerts) offline alert(s) for a cabinet not on its sites") }
+            return out
+        }
+
+        var json: JSON {
+            [
+                "name": .string(name), "sites": .array(sites.map(JSON.string)), "cabinets": .array(cabinets.map(JSON.string)),
+                "kills": .int(Int64(kills)), "exits": .int(Int64(exits)), "events": .int(Int64(events)),
+                "lost": .int(Int64(lost)), "doubled": .int(Int64(doubled)), "gaps_left": .int(Int64(gapsLeft)), "listening": .bool(listening),
+                "hearing_others": .int(Int64(hearingOthers.count)), "writes_others": .int(Int64(writesOthers.count)),
+                "ledger_behind": .int(Int64(ledgerBehind.count)), "others_refused": .int(Int64(othersRefused)), "others_alerts": .int(Int64(othersAlerts)),
+            ]
+        }
+    }
+    /// Rows of `listening`: one per instance, no more.
+    var listeningRows = 0
+    /// Problems of no one instance: no offline alert opened while the cabinet was away, or one
+    /// opened sooner than any instance's `offline_after_s`.
+    var partitionProblems: [String] = []
+
+    var instanceProblems: [String] {
+        var out = partitionProblems + instances.flatMap(\.problems)
+        if listeningRows != instances.count { out.append("listening has \(listeningRows) row(s) for \(instances.count) instance(s)") }
+        return out
+    }
 
     /// Every kind the hostile cabinet's rounds and flood produce.
     static let hostileKinds = ["seq_range", "too_large", "malformed", "version", "wrong_cabinet", "value_range", "ahead", "forged_reply", "flood"]
@@ -70,7 +136,7 @@ struct FleetVerdict {
     var isClean: Bool {
         lost == 0 && doubled == 0 && gapsLeft == 0 && totalsDiffer == 0 && events > 0 && offlineAlert && dashboardErrors == 0 && fleetExits == 0
             && seriesChecked > 0 && seriesProblems == 0
-            && hostileProblems.isEmpty
+            && hostileProblems.isEmpty && instanceProblems.isEmpty
     }
 
     var json: String {
@@ -82,6 +148,8 @@ struct FleetVerdict {
             "dashboard_pages": .int(Int64(dashboardPages)), "dashboard_errors": .int(Int64(dashboardErrors)), "fleet_exits": .int(Int64(fleetExits)),
             "lag_s": ["p50": .double(lagP50), "p99": .double(lagP99), "max": .double(lagMax)],
             "series_checked": .int(Int64(seriesChecked)), "series_problems": .int(Int64(seriesProblems)),
+            "instances": .array(instances.map(\.json)), "listening_rows": .int(Int64(listeningRows)),
+            "instance_problems": .int(Int64(instanceProblems.count)),
         ]
         guard hostile else { return object.description }
         var withHostile = object.object ?? [:]
