@@ -57,16 +57,6 @@ struct Common: ParsableArguments {
         }
     }
 
-    /// Runs one request and prints its result with `table`, or as JSON.
-    func run(_ command: OperatorCommand, timeout: Double = 10, table: (JSON) -> String) throws {
-        let connection = try connect()
-        do {
-            let result = try connection.request(command, timeout: timeout)
-            print(json ? result.description : table(result))
-        } catch {
-            throw fail(error)
-        }
-    }
 }
 
 /// Prints the error and turns it into coinctl's exit status.

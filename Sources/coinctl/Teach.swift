@@ -46,7 +46,7 @@ extension CoinCtl.Teach {
         func validate() throws {
             guard (20...200).contains(width) else { throw ValidationError("--width must be from 20 to 200") }
         }
-        func run() throws { try common.run(.teachStatus) { TeachFormat.status($0, width: width) } }
+        func run() throws { try common.run(.teachStatus, as: TeachStatusReply.self) { TeachFormat.status($0, width: width) } }
     }
 
     struct Commit: ParsableCommand {
