@@ -91,12 +91,7 @@ public final class CoinMechConnection {
     /// Sends `command` and reads its reply as `Reply`, the typed reply its command answers with
     /// (`OperatorReply`); a reply of another shape is a protocol violation.
     public func request<Reply: OperatorReply>(_ command: OperatorCommand, as reply: Reply.Type, timeout: Double = 10) throws(ClientError) -> Reply {
-        let json = try request(command, timeout: timeout)
-        do throws(ReplyError) {
-            return try Reply(json: json)
-        } catch {
-            throw .protocolViolation("\(error)")
-        }
+        try Reply.read(try request(command, timeout: timeout))
     }
 
     /// Sends `cmd` with `arguments` as they are, unchecked: for probing the daemon with
@@ -141,12 +136,7 @@ public final class CoinMechConnection {
 
     /// The next subscription message, read into its type (after `subscribe`); nil on timeout.
     public func nextMessage(timeout: Double) throws(ClientError) -> SubscriptionMessage? {
-        guard let message = try nextEvent(timeout: timeout) else { return nil }
-        do {
-            return try SubscriptionMessage(json: message)
-        } catch {
-            throw .protocolViolation("\(error)")
-        }
+        try nextEvent(timeout: timeout).map(SubscriptionMessage.read)
     }
 
     /// Sends raw text as one line (for testing the daemon's error handling).
@@ -178,6 +168,28 @@ public final class CoinMechConnection {
             let n = recv(fd, &chunk, chunk.count, 0)
             guard n > 0 else { throw .closed }
             buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+}
+
+extension OperatorReply {
+    /// Reads a reply the daemon sent; one of another shape is a protocol violation.
+    public static func read(_ json: JSON) throws(ClientError) -> Self {
+        do throws(ReplyError) {
+            return try Self(json: json)
+        } catch {
+            throw .protocolViolation("\(error)")
+        }
+    }
+}
+
+extension SubscriptionMessage {
+    /// Reads a message the daemon sent; one of another shape is a protocol violation.
+    public static func read(_ json: JSON) throws(ClientError) -> Self {
+        do throws(ReplyError) {
+            return try Self(json: json)
+        } catch {
+            throw .protocolViolation("\(error)")
         }
     }
 }

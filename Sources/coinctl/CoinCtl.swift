@@ -46,12 +46,14 @@ struct Common: ParsableArguments {
         }
     }
 
-    /// Runs one request, reads its typed reply, and prints it with `table`, or as JSON.
+    /// Runs one request, reads its typed reply, and prints it with `table`, or as JSON: the
+    /// daemon's own text, which a newer daemon may extend, once it has read as the type.
     func run<Reply: OperatorReply>(_ command: OperatorCommand, as reply: Reply.Type, timeout: Double = 10, table: (Reply) -> String) throws {
         let connection = try connect()
         do {
-            let result = try connection.request(command, as: reply, timeout: timeout)
-            print(json ? result.json.description : table(result))
+            let text = try connection.request(command, timeout: timeout)
+            let result = try Reply.read(text)
+            print(json ? text.description : table(result))
         } catch {
             throw fail(error)
         }

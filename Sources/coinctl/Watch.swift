@@ -34,14 +34,17 @@ extension CoinCtl {
                     let reply = try connection.request(.subscribe(since: last, pending: pending), as: SubscribeReply.self)
                     if last == nil { last = reply.since }
                     first = false
-                    while true {
-                        guard let message = try connection.nextMessage(timeout: 3600) else { continue }
-                        guard case .event(let event) = message else {
-                            if case .overflow(let resumeFrom) = message {
-                                FileHandle.standardError.write(Data("coinctl: fell behind; resuming after #\(resumeFrom)\n".utf8))
-                                last = resumeFrom
-                            }
-                            break
+                    reading: while true {
+                        // Read as its type; printed with --json as the daemon wrote it.
+                        guard let text = try connection.nextEvent(timeout: 3600) else { continue }
+                        let event: LedgerEvent
+                        switch try SubscriptionMessage.read(text) {
+                        case .event(let read):
+                            event = read
+                        case .overflow(let resumeFrom):
+                            FileHandle.standardError.write(Data("coinctl: fell behind; resuming after #\(resumeFrom)\n".utf8))
+                            last = resumeFrom
+                            break reading
                         }
                         last = event.seq
                         // Money is what the mech stored: `coin` events.
@@ -50,7 +53,7 @@ extension CoinCtl {
                         }
                         if event.kind == EventKind.collect.rawValue { value = [:] }
                         if common.json {
-                            print(event.json.description)
+                            print((text["event"] ?? event.json).description)
                         } else {
                             print(Format.event(event, totals: value))
                         }
