@@ -16,9 +16,10 @@ import Testing
         let root = TestSupport.temporaryDirectory("scratch-root")
         defer { try? FileManager.default.removeItem(atPath: root) }
         // What a test does: a directory of its own under TMPDIR, with a file in it.
-        // The run's TMPDIR must be a fresh directory under the root, or the removal proves nothing.
+        // The run's TMPDIR must be a fresh directory under the root, or the removal proves nothing;
+        // and open to every user, as /tmp is (PostgreSQL makes its directories there as postgres).
         let run = try TestSupport.run([
-            script, root, "sh", "-c", #"d=$(mktemp -d) && echo ledger > "$d/coins" && test "${d#"$1"/coinmech-scratch-}" != "$d""#, "sh", root,
+            script, root, "sh", "-c", #"d=$(mktemp -d) && echo ledger > "$d/coins" && test "${d#"$1"/coinmech-scratch-}" != "$d" && test "$(stat -c %a "$TMPDIR")" = 1777"#, "sh", root,
         ])
         #expect(run.status == 0, "with-scratch: \(run.errors)")
         let left = try entries(root)
