@@ -143,8 +143,9 @@ test-fleet: bootstrap test-ca
 test-fleet-long:
 	$(MAKE) --no-print-directory test-fleet FLEET_ARGS="--database-down 60 --flood-copies 100 $(FLEET_ARGS)"
 
-## The credit protocol model-checked with spin (model/README.md): the windows of the code
-## before 0.5.0 must be found as counterexamples, the fixed design must pass; about a minute.
+## The credit protocol and money out model-checked with spin (model/README.md): the windows of
+## the code before 0.5.0 and the holes of the money-out shell before PayoutCore must be found as
+## counterexamples, the fixed designs must pass; about a minute.
 model-check:
 	@SWIFT=$(SWIFT) scripts/bootstrap --model
 	model/check.sh

@@ -182,7 +182,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "coinctl",
-            dependencies: ["CoinMechClient", "CoinMechProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CoinMechClient", "CoinMechProtocol", "CoinMechModel", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The driver table: one driver per kind of mech (serial, gpio, gpio-replay, cctalk, mdb), each
         // with its configuration section's parser, how it makes the mech, its credit rule, its

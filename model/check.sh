@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs the spin checks of model/credit.pml (see README.md).
+# Runs the spin checks of model/credit.pml (money in) and model/payout.pml (money out); see
+# README.md.
 #
 #   model/check.sh            run every check; one line per check, then "N passed, N failed"
 #   model/check.sh --trails   also rewrite model/counterexamples/*.trail.txt from the runs
 #
-# The code before 0.5.0: spin MUST find each documented window (the check fails if it does not:
-# those counterexamples document bugs of the code as it is).  -DFIXED: spin must find no
-# error.  Everything is built and run in a temporary directory, removed at the end.
+# The code before 0.5.0, and the money-out shell before PayoutCore: spin MUST find each
+# documented window (the check fails if it does not: those counterexamples document bugs of
+# the code as it was).  -DFIXED: spin must find no error.  Everything is built and run in a temporary directory, removed at the end.
 # Needs spin (Debian: apt-get install -y spin) and gcc.  Takes about a minute on 2 cores.
 
 set -u -o pipefail
@@ -132,6 +133,46 @@ EOF
 # twice under two identities (once as coin 0's copy, once as coin 1).
 EOF
       ;;
+    payout-lag) cat <<'EOF'
+# Money out, the shell before PayoutCore: a tube count short of its DISPENSE believed as it is.
+#
+# check:    spin -a -DLAGS=1 payout.pml     (a changer; bounds: 1 count read a coin high after a
+#           DISPENSE, 1 jam, 1 lost DISPENSE, 1 failed commit, 1 daemon restart); property P3:
+#           the payout is settled and paid + owed is its amount.
+# What happens: a DISPENSE jams one coin short and the count read right after it lags one more
+# coin behind, so the step looks as if it paid nothing.  A jam explains a short step, so the rest
+# is planned again from the same tube: the next steps ask for coins the first already paid.  The
+# changer pays more than the amount, and the settlement (the tubes' fall, after a restart) says
+# so.  Fixed: a count short of its DISPENSE is counted again before it is believed
+# (PayoutCore, "recounting").
+EOF
+      ;;
+    payout-refill) cat <<'EOF'
+# Money out, the shell before PayoutCore: a refill without a request id counted twice.
+#
+# check:    spin -a -DHOPPER -DREFILLS=1 payout.pml   (hoppers; bounds: 1 refill, 1 failed commit,
+#           1 restart); property P4: the ledger's level is the coins the hopper holds.
+# What happens: the operator loads a coin and records the refill; its commit lands but reports a
+# failure, so the operator is told it was not recorded and asks again.  Without a request id the
+# second ask is a new refill: the level rises twice for one coin.  Fixed: refill and float
+# require a request id, and a repeat is answered from the ledger (PayoutCore, inventory).
+EOF
+      ;;
+    payout-exchange) cat <<'EOF'
+# Money out, the shell before PayoutCore: a hopper exchanged mid-payout makes its own step unknown.
+#
+# check:    spin -a -DHOPPER -DEXCHANGES=1 payout.pml (hoppers; bounds: 1 exchange, 1 restart, 1 jam,
+#           1 lost DISPENSE, 1 failed commit); property P2: the coins that left are the coins the
+#           settlement says were paid, unless the hopper that paid is gone.
+# What happens: a step is paid and counted; between it and the next step the hopper is exchanged
+# for another (the daemon reads the new one's serial number).  The next step is paid by the new
+# hopper, and the daemon dies before counting it.  The next start asks the hopper there what the
+# last step paid, but the journal names the hoppers of the payout's start: the new hopper is "not
+# the one that paid", its step counts as nothing paid, and coins that left are off the ledger
+# although the hopper that paid them is right there.  Fixed: each step is journalled with the
+# hopper that was to pay it (payout_steps.device), and only that one must answer.
+EOF
+      ;;
     late-evidence) cat <<'EOF'
 # Late evidence (the code before 0.5.0): "unconfirmed" is final, even when the mech knows.
 #
@@ -154,10 +195,12 @@ run() {
   local name="$1" expect="$2"; shift 2
   local defs="$*"
   local dir="$WORK/$(echo "$name" | tr '/' '_')"
+  local file
+  file="$(basename "$MODEL")"
   mkdir -p "$dir"
-  cp "$MODEL" "$dir/credit.pml"
+  cp "$MODEL" "$dir/$file"
   local result detail
-  if ! (cd "$dir" && spin -a $defs credit.pml >spin.out 2>&1); then
+  if ! (cd "$dir" && spin -a $defs "$file" >spin.out 2>&1); then
     result=FAIL; detail="spin could not generate the verifier: $(head -c 300 "$dir/spin.out" | tr '\n' ' ')"
   elif ! (cd "$dir" && gcc "${OPT:--O0}" $PAN_CFLAGS -o pan pan.c >gcc.out 2>&1); then
     result=FAIL; detail="gcc failed: $(head -c 300 "$dir/gcc.out" | tr '\n' ' ')"
@@ -188,12 +231,12 @@ run() {
           mkdir -p "$HERE/counterexamples"
           { trail_header "$tname"
             echo "#"
-            echo "# Made by model/check.sh --trails from: spin -t -p -s -r $defs credit.pml"
+            echo "# Made by model/check.sh --trails from: spin -t -p -s -r $defs $file"
             echo "# (trimmed: the model's narration with its step and source line, the sentences"
             echo "# sent and received, the failed assertion and the final global state)"
             echo "#"
             echo "#  step  process source           what happens"
-            (cd "$dir" && spin -t -p -s -r $defs credit.pml 2>&1) | trim_trail
+            (cd "$dir" && spin -t -p -s -r $defs "$file" 2>&1) | trim_trail
           } >"$HERE/counterexamples/$tname.trail.txt"
         fi
       elif [ "$errors" = 0 ]; then
@@ -207,7 +250,7 @@ run() {
   if [ "$result" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 }
 
-echo "spin: $(spin -V 2>&1 | head -1); model: $MODEL"
+echo "spin: $(spin -V 2>&1 | head -1); models: $MODEL, $HERE/payout.pml"
 
 # (a) the code before 0.5.0: the windows must be found
 run before/window2          fail:p5_stored_heard_by_daemon_so_credited   -DWINDOW2
@@ -227,6 +270,17 @@ OPT=-O2 run fixed/full     pass -DFIXED
 # (c) sanity: the fixed model does credit coins, and does credit one on late evidence
 run sanity/fixed-credits   fail:witness -DFIXED -DWITNESS_CREDIT
 run sanity/fixed-late-credit fail:witness -DFIXED -DWITNESS_LATE
+
+# (d) money out (payout.pml): the shell before PayoutCore must show its holes; PayoutCore's
+# design must pass, a changer and hoppers, with every fault at once
+MODEL="$HERE/payout.pml"
+run before/payout-lag       fail:p3_owed_is_recorded          -DLAGS=1
+run before/payout-refill    fail:p4_request_id_one_action     -DHOPPER -DREFILLS=1
+run before/payout-exchange  fail:p2_every_coin_out_on_ledger  -DHOPPER -DEXCHANGES=1
+run fixed/payout-changer    pass -DFIXED -DLAGS=2 -DRESTARTS=2 -DFAILS=2 -DLOSSES=2 -DJAMS=2
+run fixed/payout-hoppers    pass -DFIXED -DHOPPER -DEXCHANGES=1 -DREFILLS=1 -DRESTARTS=2 -DFAILS=2 -DLOSSES=2 -DJAMS=2
+run sanity/payout-pays      fail:witness -DFIXED -DWITNESS_PAID
+run sanity/payout-hoppers-pay fail:witness -DFIXED -DHOPPER -DWITNESS_PAID
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

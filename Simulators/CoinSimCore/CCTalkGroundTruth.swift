@@ -62,6 +62,13 @@ public struct CCTalkGroundTruth: Codable, Sendable {
         public var powerDowns: Int
         public var jams: Int
         public var empties: Int
+        /// The line's faults (its replies lost after it acted, requests refused with NAK or
+        /// BUSY), serial number requests it refused, and times it was exchanged for another.
+        public var lostReplies: Int
+        public var naks: Int
+        public var busies: Int
+        public var hiddenSerials: Int
+        public var exchanges: Int
         public var dispenses: [Dispense]
     }
 

@@ -34,6 +34,9 @@ public struct CCTalkHopper: Sendable {
         /// lost (once), for `powerOffNanoseconds`.
         public var powerDownAfter: Int?
         public var powerOffNanoseconds: UInt64 = 300_000_000
+        /// After each power-up, reset or exchange, the first this many requests for its serial
+        /// number (242) are refused with NAK: a hopper that does not say who it is at once.
+        public var hideSerialAsks = 0
 
         public init() {}
     }
@@ -105,6 +108,15 @@ public struct CCTalkHopper: Sendable {
     public private(set) var poweredOffUntil: UInt64?
     /// Coins that dropped in the session: each counted once, when it leaves the hopper.
     public private(set) var paidCoins = 0
+    /// Its serial number: the settings' until it is exchanged for another hopper.
+    public private(set) var serialNumber: UInt32
+    /// Times it was exchanged for another hopper, and serial number requests it refused.
+    public private(set) var exchanges = 0
+    public private(set) var hiddenSerials = 0
+    /// Serial number requests refused since its last power-up.
+    private var serialAsksRefused = 0
+    /// Where this hopper's own payouts begin in `payouts` (an exchanged one knows none before).
+    private var firstPayout = 0
     public private(set) var jams = 0
     public private(set) var empties = 0
     public private(set) var powerDowns = 0
@@ -115,6 +127,7 @@ public struct CCTalkHopper: Sendable {
     public init(settings: Settings) {
         self.settings = settings
         level = settings.coins
+        serialNumber = settings.serialNumber
     }
 
     /// The payout under way, if any.
@@ -126,7 +139,7 @@ public struct CCTalkHopper: Sendable {
     /// Header 166's four bytes: event counter, coins remaining, the last payout's paid and
     /// unpaid counts.
     public var status: [UInt8] {
-        let last = payouts.last
+        let last = payouts.count > firstPayout ? payouts.last : nil
         return [eventCounter, UInt8(clamping: payout.map { $0.asked - $0.paid } ?? 0), UInt8(clamping: last?.paid ?? 0),
                 UInt8(clamping: last?.unpaid ?? 0)]
     }
@@ -174,7 +187,12 @@ public struct CCTalkHopper: Sendable {
         case .requestProductCode?: return reply(Array(settings.productCode.utf8))
         case .requestSoftwareRevision?: return reply(Array(settings.softwareRevision.utf8))
         case .requestSerialNumber?:
-            let serial = settings.serialNumber
+            if serialAsksRefused < settings.hideSerialAsks {
+                serialAsksRefused += 1
+                hiddenSerials += 1
+                return nak
+            }
+            let serial = serialNumber
             return reply([UInt8(serial & 0xFF), UInt8(serial >> 8 & 0xFF), UInt8(serial >> 16 & 0xFF)])
         case .requestCommsRevision?: return reply([1, 4, 6])
         case .requestHopperCoin?: return reply(Array(settings.coinID.text.utf8))
@@ -209,6 +227,26 @@ public struct CCTalkHopper: Sendable {
         eventCounter = 0
         enabled = false
         flags = [Self.powerUpDetected, 0, 0]
+        serialAsksRefused = 0
+    }
+
+    /// An operator takes it out and puts another hopper at its address: another serial number,
+    /// its counter from 0 and no payout of its own yet, as at power-up; it holds the same coins
+    /// (a spare loaded alike). Only while it is not paying.
+    public mutating func exchange() {
+        guard payout == nil, poweredOffUntil == nil else { return }
+        exchanges += 1
+        serialNumber = settings.serialNumber &+ 0x01_00_00 &* UInt32(exchanges)
+        firstPayout = payouts.count
+        eventCounter = 0
+        enabled = false
+        flags = [Self.powerUpDetected, 0, 0]
+        serialAsksRefused = 0
+    }
+
+    /// An operator loads `coins` into it.
+    public mutating func load(_ coins: Int) {
+        level += coins
     }
 
     /// The count of a dispense in the configured form; nil for the other form, a wrong
@@ -220,7 +258,7 @@ public struct CCTalkHopper: Sendable {
         case .serial:
             guard data.count == 4 else { return nil }
             let serial = UInt32(data[0]) | UInt32(data[1]) << 8 | UInt32(data[2]) << 16
-            return serial == settings.serialNumber ? data[3] : nil
+            return serial == serialNumber & 0xFF_FFFF ? data[3] : nil
         }
     }
 
@@ -282,5 +320,6 @@ public struct CCTalkHopper: Sendable {
         eventCounter = 0
         enabled = false
         flags = [Self.powerUpDetected, 0, Self.powerDownDuringPayout]
+        serialAsksRefused = 0
     }
 }

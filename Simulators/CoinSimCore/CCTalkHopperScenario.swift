@@ -8,6 +8,8 @@ import CoinMechSettings
 ///       hoppers:
 ///         - {address: 3, coin: EU200A, value_minor: 200, coins: 20}
 ///         - {address: 4, coin: EU050A, value_minor: 50, dispense: serial, faults: {jam_after: 7}}
+///         - {address: 5, coin: EU010A, value_minor: 10, faults: {lost_reply: 0.03, nak: 0.01, busy: 0.02,
+///            hide_serial: 2, exchange_after: 3}}
 public struct CCTalkHopperScenario: Sendable, Hashable {
     public var address: UInt8
     /// The coin it pays (header 171's answer).
@@ -30,6 +32,18 @@ public struct CCTalkHopperScenario: Sendable, Hashable {
         /// for `powerOffMilliseconds`.
         public var powerDownAfter: Int?
         public var powerOffMilliseconds = 300.0
+        /// The line: the chance that its reply to a request is lost (it acted on the request),
+        /// that it refuses one with NAK, or answers BUSY (it did nothing of it).
+        public var lostReply = 0.0
+        public var nak = 0.0
+        public var busy = 0.0
+        /// After each power-up, reset or exchange, the first this many serial number requests
+        /// are refused: the host must wait to know who it is.
+        public var hideSerial = 0
+        /// After its Nth dispense has ended and the host has moved on (a dispense to any hopper,
+        /// or payouts disabled again once the payout is settled), it is exchanged for another
+        /// hopper holding the same coins: another serial number, its counter from 0.
+        public var exchangeAfter: Int?
 
         public init() {}
     }
@@ -56,6 +70,7 @@ public struct CCTalkHopperScenario: Sendable, Hashable {
         device.jamAfter = faults.jamAfter
         device.powerDownAfter = faults.powerDownAfter
         device.powerOffNanoseconds = UInt64(faults.powerOffMilliseconds * 1e6)
+        device.hideSerialAsks = faults.hideSerial
         return device
     }
 
@@ -101,7 +116,18 @@ public struct CCTalkHopperScenario: Sendable, Hashable {
             s.dispense = variant
         }
         if let faults = try table.table("faults") {
-            try faults.rejectUnknownKeys(["jam_after", "power_down_after", "power_off_ms"])
+            try faults.rejectUnknownKeys(["jam_after", "power_down_after", "power_off_ms", "lost_reply", "nak", "busy", "hide_serial", "exchange_after"])
+            for (key, path) in [("lost_reply", \Faults.lostReply), ("nak", \Faults.nak), ("busy", \Faults.busy)] {
+                guard let chance = try faults.double(key) else { continue }
+                guard (0...1).contains(chance) else { throw faults.error(key, "must be a chance from 0 to 1") }
+                s.faults[keyPath: path] = chance
+            }
+            guard s.faults.lostReply + s.faults.nak + s.faults.busy <= 1 else { throw faults.error("lost_reply", "lost_reply, nak and busy add up to more than 1") }
+            s.faults.hideSerial = try faults.int("hide_serial", in: 0...100) ?? 0
+            if let after = try faults.int("exchange_after") {
+                guard after >= 1 else { throw faults.error("exchange_after", "must be a number of dispenses, 1 or more") }
+                s.faults.exchangeAfter = after
+            }
             for (key, path) in [("jam_after", \Faults.jamAfter), ("power_down_after", \Faults.powerDownAfter)] {
                 guard let count = try faults.int(key) else { continue }
                 guard count >= 0 else { throw faults.error(key, "must be a number of coins paid, 0 or more") }

@@ -62,6 +62,19 @@ public final class CCTalkSimulator {
     private var lastRequestAt: UInt64?
     /// Insertion numbers whose reset or power cycle was already played.
     private var played: Set<Int> = []
+    /// Per hopper: the line's faults played (lost replies, NAK, BUSY), and where its exchange
+    /// stands (`faults.exchange_after`).
+    private var hopperLine: [(lostReplies: Int, naks: Int, busies: Int)]
+    private var exchange: [Exchange]
+
+    private enum Exchange {
+        /// Waits for the hopper's Nth dispense to end.
+        case waiting(after: Int)
+        /// Its dispense has ended: exchanged once the host moves on (a dispense to another
+        /// hopper, or payouts disabled a second time: the payout settled and let go).
+        case armed(disables: Int)
+        case done
+    }
     private var recorder: TraceWriter?
     private let start: UInt64
 
@@ -84,6 +97,8 @@ public final class CCTalkSimulator {
         acceptor = settings.counter > 0 ? CCTalkAcceptor(settings: device, runningWithCounter: settings.counter) : CCTalkAcceptor(settings: device)
         positions = Dictionary(device.coinIDs.map { ($0.value, $0.key) }, uniquingKeysWith: min)
         hoppers = settings.hoppers.map { CCTalkHopper(settings: $0.device) }
+        hopperLine = settings.hoppers.map { _ in (0, 0, 0) }
+        exchange = settings.hoppers.map { $0.faults.exchangeAfter.map { Exchange.waiting(after: $0) } ?? .done }
         hopperIndex = Dictionary(uniqueKeysWithValues: settings.hoppers.enumerated().map { ($0.element.address, $0.offset) })
         parser = CCTalkParser(checksum: settings.checksum,
                               destinations: Set([settings.address, CCTalkFrame.broadcastAddress] + settings.hoppers.map(\.address)))
@@ -312,10 +327,30 @@ public final class CCTalkSimulator {
         outgoing.append(Outgoing(deliverAt: deliverAt, bytes: out, reported: reported, resets: handling.resets))
     }
 
-    /// Queues a hopper's reply to `frame`: none while it has no power.
+    /// Queues a hopper's reply to `frame`: none while it has no power; refused, or lost on the
+    /// line, as its faults say.
     private func answerHopper(_ index: Int, _ frame: CCTalkFrame, at now: UInt64, arrival: UInt64) {
+        watchExchanges(frame)
+        let faults = settings.hoppers[index].faults
+        let roll = faults.lostReply + faults.nak + faults.busy > 0 ? Double.random(in: 0..<1, using: &faultRandom) : 1
         var reply: CCTalkFrame?
-        playHopper(index) { reply = $0.handle(frame, at: now) }
+        if roll < faults.nak + faults.busy, hoppers[index].poweredOffUntil == nil {
+            // Refused: it did nothing of the request.
+            let nak = roll < faults.nak
+            if nak { hopperLine[index].naks += 1 } else { hopperLine[index].busies += 1 }
+            reply = CCTalkFrame(destination: frame.source ?? CCTalkFrame.hostAddress, source: frame.destination,
+                                header: (nak ? CCTalkHeader.nak : .busy).rawValue)
+        } else {
+            playHopper(index) { reply = $0.handle(frame, at: now) }
+            if let done = reply, roll < faults.nak + faults.busy + faults.lostReply {
+                // It acted; its reply never reaches the host.
+                hopperLine[index].lostReplies += 1
+                if frame.header == CCTalkHeader.resetDevice.rawValue, done.header == CCTalkHeader.reply.rawValue {
+                    playHopper(index) { $0.restart(at: now) }
+                }
+                return
+            }
+        }
         guard let reply else { return }
         let out = reply.encoded(settings.checksum)
         let deliverAt = max(arrival &+ UInt64(settings.replyMilliseconds * 1e6), lineFreeAt) &+ transit(out.count)
@@ -325,6 +360,33 @@ public final class CCTalkSimulator {
     }
 
     // MARK: Hoppers
+
+    /// The host moves on from an armed hopper's last dispense: it is exchanged then, when
+    /// nothing of it is waiting to be recorded (the next step's journal, or the settlement,
+    /// carried its account).
+    private func watchExchanges(_ frame: CCTalkFrame) {
+        for index in hoppers.indices {
+            switch exchange[index] {
+            case .waiting(let after):
+                let own = hoppers[index].payouts
+                if own.count >= after, own.last?.ended != nil { exchange[index] = .armed(disables: 0) } else { continue }
+            case .armed, .done:
+                break
+            }
+            guard case .armed(let disables) = exchange[index], hoppers[index].payout == nil else { continue }
+            let toIt = frame.destination == settings.hoppers[index].address
+            if frame.header == CCTalkHeader.dispenseHopperCoins.rawValue, !toIt {
+                exchangeHopper(index)
+            } else if toIt, frame.header == CCTalkHeader.enableHopper.rawValue, frame.data.first != 0xA5 {
+                if disables + 1 >= 2 { exchangeHopper(index) } else { exchange[index] = .armed(disables: disables + 1) }
+            }
+        }
+    }
+
+    private func exchangeHopper(_ index: Int) {
+        playHopper(index) { $0.exchange() }
+        exchange[index] = .done
+    }
 
     /// Every hopper plays what is due by `now`: coins drop, payouts stop short, power goes and
     /// comes back.
@@ -341,11 +403,14 @@ public final class CCTalkSimulator {
 
     /// What each hopper paid, for the truth.
     private func hopperTruth() -> [CCTalkGroundTruth.Hopper] {
-        zip(settings.hoppers, hoppers).map { scenario, hopper in
-            CCTalkGroundTruth.Hopper(
+        zip(settings.hoppers, hoppers).enumerated().map { index, pair in
+            let (scenario, hopper) = pair
+            return CCTalkGroundTruth.Hopper(
                 address: scenario.address, coinId: scenario.coin.text, valueMinor: scenario.valueMinor, serialNumber: scenario.serialNumber,
                 coinsStart: scenario.coins, coinsEnd: hopper.level, paidCoins: hopper.paidCoins, paidMinor: Int64(hopper.paidCoins) * scenario.valueMinor,
                 powerDowns: hopper.powerDowns, jams: hopper.jams, empties: hopper.empties,
+                lostReplies: hopperLine[index].lostReplies, naks: hopperLine[index].naks, busies: hopperLine[index].busies,
+                hiddenSerials: hopper.hiddenSerials, exchanges: hopper.exchanges,
                 dispenses: hopper.payouts.map { payout in
                     // One still paying: what it had yet to pay counts as unpaid, so asked = paid + unpaid.
                     CCTalkGroundTruth.Dispense(counter: payout.counter, asked: payout.asked, paid: payout.paid, unpaid: payout.asked - payout.paid,

@@ -98,6 +98,10 @@ public struct MDBChangerDevice: Sendable {
     /// How many bytes its TUBE STATUS replies carry (nil: all 18); fewer plays a changer that
     /// counts only its first tubes.
     public var tubeStatusBytes: Int?
+    /// The next TUBE STATUS counts this tube `coins` more than it holds, once: a level sensor
+    /// that has not caught up with the coins just paid (the count after a DISPENSE disagrees
+    /// with it; the next one is right).
+    public var tubeSensorLag: (type: Int, coins: Int)?
     /// Payouts ended since the last `takeEndedPayouts`, with how.
     private var endedPayouts: [(Payout, PayoutEnd)] = []
 
@@ -161,7 +165,10 @@ public struct MDBChangerDevice: Sendable {
             return .data([settings.level, UInt8(settings.countryCode >> 8), UInt8(settings.countryCode & 0xFF), settings.scalingFactor,
                                     settings.decimalPlaces, UInt8(settings.tubeRouting >> 8), UInt8(settings.tubeRouting & 0xFF)] + settings.credits)
         case 2:
-            return .data(Array(([0, 0] + tubes.map { UInt8(min($0, 255)) }).prefix(tubeStatusBytes ?? 18)))
+            var counted = tubes
+            if let lag = tubeSensorLag, counted.indices.contains(lag.type) { counted[lag.type] += lag.coins }
+            tubeSensorLag = nil
+            return .data(Array(([0, 0] + counted.map { UInt8(min($0, 255)) }).prefix(tubeStatusBytes ?? 18)))
         case 3:
             // Payout busy is a state, said in every reply while it lasts, not an event.
             var reply: [UInt8] = payout == nil ? [] : [MDBChangerStatus.payoutBusy.rawValue]

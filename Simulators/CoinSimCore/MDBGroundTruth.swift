@@ -25,6 +25,10 @@ public struct MDBGroundTruth: Codable, Sendable {
     /// changer reported (`mdb.faults.status_at`), as their codes.
     public var lostPollReplies = 0
     public var statusesReported: [Int] = []
+    /// Other replies the adapter lost (`mdb.faults.lost_reply`), and TUBE STATUS replies that
+    /// counted a tube a coin high after a payout (`mdb.faults.tube_lag`).
+    public var lostReplies = 0
+    public var tubeLags = 0
     /// Every DISPENSE the changer took, in order, with what it paid; and the value paid out
     /// per currency: what a correct host's payout journal records, coin for coin.
     public var payouts: [Payout] = []

@@ -9,6 +9,8 @@ import CoinMechSettings
 ///         status_at: {"8": 13}          # after coin 8 the changer reports status 0Dh
 ///         payout_jam_after: 3           # the 4th coin paid out sticks: tube jam, the rest unpaid
 ///         reset_during_payout_after: 2  # the changer resets (power cycle) after paying 2 coins
+///         lost_reply: 0.02              # a reply that carries no coin is lost (the changer acted)
+///         tube_lag: 0.3                 # after a payout, the next TUBE STATUS counts its tube a coin high
 ///       pay_interval_ms: 700          # a coin paid out every 700 ms (default 80)
 public struct MDBScenario: Sendable, Hashable {
     public var faults = Faults()
@@ -26,6 +28,12 @@ public struct MDBScenario: Sendable, Hashable {
         /// Coins paid out in the session after which the changer resets, as at a power cycle
         /// mid-payout: the payout stops, its tube counts stay.
         public var resetDuringPayoutAfter: Int?
+        /// The chance that the adapter loses a reply, after the changer acted on its line:
+        /// any reply but a POLL's that reports a coin kept (that one is `lost_poll_reply_at`'s).
+        public var lostReply = 0.0
+        /// The chance, each time a payout ends, that the next TUBE STATUS counts its tube one
+        /// coin high (a level sensor not caught up): the count disagrees with the DISPENSE.
+        public var tubeLag = 0.0
 
         public init() {}
     }
@@ -40,7 +48,12 @@ public struct MDBScenario: Sendable, Hashable {
         var s = MDBScenario()
         if let interval = try table.int("pay_interval_ms", in: 10...5_000) { s.payIntervalMilliseconds = interval }
         if let faults = try table.table("faults") {
-            try faults.rejectUnknownKeys(["lost_poll_reply_at", "status_at", "payout_jam_after", "reset_during_payout_after"])
+            try faults.rejectUnknownKeys(["lost_poll_reply_at", "status_at", "payout_jam_after", "reset_during_payout_after", "lost_reply", "tube_lag"])
+            for (key, path) in [("lost_reply", \Faults.lostReply), ("tube_lag", \Faults.tubeLag)] {
+                guard let chance = try faults.double(key) else { continue }
+                guard (0...1).contains(chance) else { throw faults.error(key, "must be a chance from 0 to 1") }
+                s.faults[keyPath: path] = chance
+            }
             for (key, path) in [("payout_jam_after", \Faults.payoutJamAfter), ("reset_during_payout_after", \Faults.resetDuringPayoutAfter)] {
                 guard let count = try faults.int(key) else { continue }
                 guard count >= 0 else { throw faults.error(key, "must be a number of coins paid out, 0 or more") }

@@ -48,6 +48,8 @@ public final class MDBSimulator {
     /// The scenario's payout faults, each fired once.
     private var jamAfter: Int?
     private var resetAfter: Int?
+    /// Draws the line's and the tubes' faults, from the scenario's seed.
+    private var faultRandom: SplitMix64
 
     public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) throws(SimulatorError) {
         guard let settings = MDBChangerDevice.Settings(currency: scenario.currency) else {
@@ -63,6 +65,7 @@ public final class MDBSimulator {
         start = Instant.now.nanoseconds
         jamAfter = scenario.mdb.faults.payoutJamAfter
         resetAfter = scenario.mdb.faults.resetDuringPayoutAfter
+        faultRandom = SplitMix64(seed: scenario.seed ^ 0x3DB0_C4A6_6E5F_0042)
     }
 
     /// Runs the session to its end (or SIGTERM/SIGINT) and returns the ground truth.
@@ -148,6 +151,10 @@ public final class MDBSimulator {
 
     private func recordEndedPayouts() {
         for (payout, how) in changer.takeEndedPayouts() {
+            if payout.paid > 0, scenario.mdb.faults.tubeLag > 0, Double.random(in: 0..<1, using: &faultRandom) < scenario.mdb.faults.tubeLag {
+                changer.tubeSensorLag = (payout.type, 1)
+                truth.tubeLags += 1
+            }
             let value = changer.settings.valueMinor(ofType: payout.type) ?? 0
             truth.payouts.append(MDBGroundTruth.Payout(type: payout.type, asked: payout.asked, paid: payout.paid, valueMinor: value, ended: how.rawValue))
             truth.paidOutValue[scenario.currency, default: 0] += Int64(payout.paid) * value
@@ -202,6 +209,10 @@ public final class MDBSimulator {
             if MDBAdapterCommand(line: line[...]) == nil { truth.unreadableLines += 1 }
             let reply = changer.handle(line[...])
             if reportsLostReply(reply, to: line) { continue }
+            if scenario.mdb.faults.lostReply > 0, !reportsCoins(reply, to: line), Double.random(in: 0..<1, using: &faultRandom) < scenario.mdb.faults.lostReply {
+                truth.lostReplies += 1
+                continue
+            }
             let after = max(now, outgoing.last?.deliverAt ?? 0) &+ UInt64(Self.replyMilliseconds * 1e6)
             outgoing.append((after, reply.text + "\r\n"))
         }
@@ -220,6 +231,13 @@ public final class MDBSimulator {
         for index in reported { truth.coins[index].replyLost = true }
         truth.lostPollReplies += 1
         return true
+    }
+
+    /// Whether `reply` is a POLL's that reports a coin the changer kept.
+    private func reportsCoins(_ reply: MDBAdapterReply, to line: String) -> Bool {
+        guard case .transaction(let transaction)? = MDBAdapterCommand(line: line[...]), transaction.address == MDBChangerCommand.address,
+              transaction.command & 0x07 == MDBChangerCommand.pollCode, case .peripheral(.data(let bytes)) = reply else { return false }
+        return MDBPollReply(data: bytes).events.contains { if case .deposited(_, let routing, _) = $0 { routing.isKept } else { false } }
     }
 
     private func deliverOutgoing() {

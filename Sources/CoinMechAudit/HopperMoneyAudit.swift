@@ -13,6 +13,13 @@ public struct HopperMoneyAudit: Sendable {
     public var jams = 0
     public var powerDowns = 0
     public var empties = 0
+    /// The hoppers' faults coinsim played: replies lost after the hopper acted, requests
+    /// refused with NAK or BUSY, serial number requests refused, hoppers exchanged mid-payout.
+    public var lostReplies = 0
+    public var naks = 0
+    public var busies = 0
+    public var hiddenSerials = 0
+    public var exchanges = 0
     /// Settlements that could not tell what a hopper paid (it restarted without its flag).
     public var unverifiable = 0
 
@@ -26,6 +33,11 @@ public struct HopperMoneyAudit: Sendable {
             jams += hopper.jams
             powerDowns += hopper.powerDowns
             empties += hopper.empties
+            lostReplies += hopper.lostReplies
+            naks += hopper.naks
+            busies += hopper.busies
+            hiddenSerials += hopper.hiddenSerials
+            exchanges += hopper.exchanges
         }
     }
 

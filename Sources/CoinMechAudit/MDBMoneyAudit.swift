@@ -27,6 +27,10 @@ public struct MDBMoneyAudit: Sendable {
     public var out: PayoutVerdict
     public var jams = 0
     public var resetsMidPayout = 0
+    /// The changer's faults coinsim played: replies the adapter lost (the changer had acted),
+    /// and tube counts that disagreed with a DISPENSE just paid.
+    public var lostReplies = 0
+    public var tubeLags = 0
 
     public init(truth: MDBGroundTruth, events: [LedgerEvent], payouts: [PayoutRecord], tubes: [UInt8]?, source: String) {
         let keptValues = truth.coins.filter { $0.fate != "rejected" }.map { $0.valueMinor ?? -1 }
@@ -55,6 +59,8 @@ public struct MDBMoneyAudit: Sendable {
                             inventoryMismatch: truth.tubesAtEnd.indices.filter { type in (recorded.indices.contains(type) ? recorded[type] : -1) != truth.tubesAtEnd[type] })
         jams = truth.payouts.filter { $0.ended == "jam" }.count
         resetsMidPayout = truth.payouts.filter { $0.ended == "reset" }.count
+        lostReplies = truth.lostReplies
+        tubeLags = truth.tubeLags
     }
 
     public subscript<T>(dynamicMember path: KeyPath<PayoutVerdict, T>) -> T { out[keyPath: path] }

@@ -30,6 +30,9 @@ public struct CCTalkHopperBank: Sendable {
         /// Its last status read failed (no reply, or not a status): its counter is not known
         /// to be current, so it is not dispensed from until it is read again.
         public var statusStale = false
+        /// Times its counter moved other than by a dispense (a restart, or an exchange): each
+        /// time its serial number is read again.
+        public var restartsSeen = 0
         public var responding: Bool { silentInARow < Self.silentLimit }
 
         static let silentLimit = 3
@@ -118,6 +121,14 @@ public struct CCTalkHopperBank: Sendable {
         return "hoppers " + hoppers.map { "\($0.unit.address):\($0.serialNumber.map(String.init) ?? "?"):\($0.unit.coinID)" }.joined(separator: ",")
     }
 
+    /// Who unit `index` is, as a step it pays is journalled with: its address, serial number and
+    /// coin; nil while its serial number is not read.
+    public func unitIdentity(_ index: Int) -> String? {
+        guard hoppers.indices.contains(index), let serial = hoppers[index].serialNumber else { return nil }
+        let unit = hoppers[index].unit
+        return "\(unit.address):\(serial):\(unit.coinID)"
+    }
+
     /// Whether unit `index` is the hopper a journalled `identity` names in its place.
     public enum SameHopper: Sendable, Hashable {
         case same
@@ -134,14 +145,24 @@ public struct CCTalkHopperBank: Sendable {
     /// this unit (its address and coin, so a reordered configuration is not taken for the same
     /// hoppers) with this hopper's serial number. An entry whose serial number was not read then
     /// cannot vouch for the hopper, which may have been read and paid later in the payout.
-    public func sameHopper(_ index: Int, as recorded: String?) -> SameHopper {
-        guard hoppers.indices.contains(index), let entries = Self.entries(recorded) else { return .unrecorded }
+    /// `step`: the identity the step itself was journalled with (`unitIdentity`), which names
+    /// the hopper that was to pay it even when another was put in its place earlier in the
+    /// payout; older journals name only the payout's.
+    public func sameHopper(_ index: Int, as recorded: String?, step: String? = nil) -> SameHopper {
+        guard hoppers.indices.contains(index) else { return .unrecorded }
+        let entry: (address: UInt8, serialNumber: UInt32?, coinID: String)?
+        if let step {
+            entry = Self.entry(step[...])
+        } else {
+            guard let entries = Self.entries(recorded) else { return .unrecorded }
+            entry = entries.indices.contains(index) ? entries[index] : nil
+        }
         let unit = hoppers[index].unit
-        guard entries.indices.contains(index), entries[index].address == unit.address, entries[index].coinID == unit.coinID else {
-            let was = entries.indices.contains(index) ? "address \(entries[index].address) paying \(entries[index].coinID)" : "not configured"
+        guard let entry, entry.address == unit.address, entry.coinID == unit.coinID else {
+            let was = entry.map { "address \($0.address) paying \($0.coinID)" } ?? "not configured"
             return .other("unit \(index) was \(was) when the payout was journalled, and is address \(unit.address) paying \(unit.coinID) now")
         }
-        guard let was = entries[index].serialNumber else { return .other("its serial number was not read when the payout was journalled") }
+        guard let was = entry.serialNumber else { return .other("its serial number was not read when the payout was journalled") }
         guard let now = hoppers[index].serialNumber else { return .unread }
         return now == was ? .same : .other("it is another hopper than the one that paid (serial number \(was) then, \(now) now)")
     }
@@ -151,11 +172,17 @@ public struct CCTalkHopperBank: Sendable {
         guard let identity, identity.hasPrefix("hoppers ") else { return nil }
         var entries: [(address: UInt8, serialNumber: UInt32?, coinID: String)] = []
         for part in identity.dropFirst("hoppers ".count).split(separator: ",") {
-            let fields = part.split(separator: ":", maxSplits: 2)
-            guard fields.count == 3, let address = UInt8(fields[0]) else { return nil }
-            entries.append((address, UInt32(fields[1]), String(fields[2])))
+            guard let entry = entry(part) else { return nil }
+            entries.append(entry)
         }
         return entries
+    }
+
+    /// One hopper as an identity names it: `address:serial:coin` (`?` for a serial not read).
+    static func entry(_ text: Substring) -> (address: UInt8, serialNumber: UInt32?, coinID: String)? {
+        let fields = text.split(separator: ":", maxSplits: 2)
+        guard fields.count == 3, let address = UInt8(fields[0]) else { return nil }
+        return (address, UInt32(fields[1]), String(fields[2]))
     }
 
     /// Whether hopper `index` can take a dispense when it is idle: known, paying the configured
@@ -274,9 +301,19 @@ public struct CCTalkHopperBank: Sendable {
             hoppers[index].registers = registers
             return registersRead(index, registers, now: now)
         case (.hopperStatus, .reply(.hopperStatus(let status))):
+            let before = hoppers[index].status
             hoppers[index].status = status
             hoppers[index].statusStale = false
-            return statusRead(index, status, now: now)
+            // A counter that moved other than by a dispense of ours: the hopper restarted, or
+            // another one was put at its address. Who it is is read again before it pays.
+            var asks: [Ask] = []
+            if let before, status.eventCounter != before.eventCounter, status.eventCounter != CCTalkHopperStatus.counter(before.eventCounter, after: 1) {
+                hoppers[index].serialNumber = nil
+                hoppers[index].reportedCoin = nil
+                hoppers[index].restartsSeen += 1
+                asks = ask(index, [.serialNumber, .hopperCoin])
+            }
+            return asks + statusRead(index, status, now: now)
         case (.dispenseHopperCoins, .reply(.dispenseTaken)):
             if case .sending(var dispense) = stage, dispense.index == index {
                 dispense.confirmed = true

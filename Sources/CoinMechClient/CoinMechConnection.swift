@@ -88,6 +88,12 @@ public final class CoinMechConnection {
         return try exchange(command.request(id: .int(id)), id: id, timeout: timeout)
     }
 
+    /// Sends `command` and reads its reply as `Reply`, the typed reply its command answers with
+    /// (`OperatorReply`); a reply of another shape is a protocol violation.
+    public func request<Reply: OperatorReply>(_ command: OperatorCommand, as reply: Reply.Type, timeout: Double = 10) throws(ClientError) -> Reply {
+        try Reply.read(try request(command, timeout: timeout))
+    }
+
     /// Sends `cmd` with `arguments` as they are, unchecked: for probing the daemon with
     /// requests no `OperatorCommand` makes (tests of its refusals).
     @discardableResult
@@ -128,6 +134,11 @@ public final class CoinMechConnection {
         }
     }
 
+    /// The next subscription message, read into its type (after `subscribe`); nil on timeout.
+    public func nextMessage(timeout: Double) throws(ClientError) -> SubscriptionMessage? {
+        try nextEvent(timeout: timeout).map(SubscriptionMessage.read)
+    }
+
     /// Sends raw text as one line (for testing the daemon's error handling).
     public func sendLine(_ text: String) throws(ClientError) {
         let bytes = Array((text + "\n").utf8)
@@ -157,6 +168,28 @@ public final class CoinMechConnection {
             let n = recv(fd, &chunk, chunk.count, 0)
             guard n > 0 else { throw .closed }
             buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+}
+
+extension OperatorReply {
+    /// Reads a reply the daemon sent; one of another shape is a protocol violation.
+    public static func read(_ json: JSON) throws(ClientError) -> Self {
+        do throws(ReplyError) {
+            return try Self(json: json)
+        } catch {
+            throw .protocolViolation("\(error)")
+        }
+    }
+}
+
+extension SubscriptionMessage {
+    /// Reads a message the daemon sent; one of another shape is a protocol violation.
+    public static func read(_ json: JSON) throws(ClientError) -> Self {
+        do throws(ReplyError) {
+            return try Self(json: json)
+        } catch {
+            throw .protocolViolation("\(error)")
         }
     }
 }

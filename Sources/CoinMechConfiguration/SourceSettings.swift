@@ -19,14 +19,15 @@ extension SourceConfiguration {
         guard !name.isEmpty, name.utf8.count <= SourceName.capacity else {
             throw sourceTable.error("name", "must be 1 to \(SourceName.capacity) bytes, got \(name.utf8.count)")
         }
-        let driver = MechDrivers.driver(kind: kindName)
-        // A key some kinds keep to themselves is refused by the others, naming the kinds it is for.
-        for key in Set(MechDrivers.table.flatMap { $0.exclusiveKeys }) where sourceTable.contains(key) && !(driver?.keys.contains(key) ?? false) {
-            let owners = MechDrivers.table.filter { $0.exclusiveKeys.contains(key) }.map { $0.kind }
-            throw sourceTable.error(key, "applies to \(owners.joined(separator: " and ")) sources only")
-        }
-        guard let driver else {
+        guard let driver = MechDrivers.driver(kind: kindName) else {
             throw sourceTable.error("kind", "unknown source kind '\(kindName)' (known: \(MechDrivers.kinds.joined(separator: ", ")))")
+        }
+        // Each driver lists only its own keys: one another kind reads is refused here, naming
+        // the kinds it is for (a serial mech's `confirmations` on a GPIO mech, a ccTalk bus's
+        // `hoppers` on a changer).
+        for key in sourceTable.keys.sorted() where !sharedKeys.contains(key) && !driver.keys.contains(key) {
+            let owners = MechDrivers.table.filter { $0.keys.contains(key) }.map { $0.kind }
+            throw sourceTable.error(key, "applies to \(owners.joined(separator: " and ")) sources only")
         }
         let mech = try driver.parse(sourceTable, resolve: resolve)
         var source = SourceConfiguration(name: name, kind: kindName, mech: mech)

@@ -1,9 +1,11 @@
 import CoinMechModel
 
-/// The money rules of a coin acceptor (ccTalk today), with no I/O: what its driver reports
-/// becomes ledger entries, and each buffer batch one transaction with the counter state that
-/// yielded it (`AcceptorCommit`). The shell writes it, and hands the outcome back before it
-/// publishes anything or lets the engine go on.
+/// The money rules of a coin acceptor (a ccTalk acceptor, an MDB changer), with no I/O, in the
+/// deciding core's shape: `step(input, at:)` returns what to do, and the shell steps each
+/// commit's outcome straight back in before anything else. What its driver reports becomes
+/// ledger entries, and each buffer batch one transaction with the counter state that yielded it
+/// (`AcceptorCommit`); nothing of a batch is published, and the engine does not go on, before
+/// the ledger holds it.
 ///
 /// - A credit event is passed through the chain as a coin id: an accept credits it (a
 ///   decision credited at once, named by its epoch and event number); anything else records
@@ -19,10 +21,48 @@ public struct AcceptorCore: Sendable {
     public private(set) var ledgerFailure: String?
     /// Events to record with the next commit.
     private var carried: [Occurrence] = []
+    /// Reported events not yet taken in (those after a batch wait for its outcome).
+    private var queue: [AcceptorEvent] = []
+    /// The commit whose outcome is awaited.
+    private var awaiting: AcceptorCommit?
+    private let logger: CoreLogger
 
-    public init(source: String, address: UInt8) {
+    public init(source: String, address: UInt8, logger: CoreLogger = .discarding) {
         self.source = source
         self.address = address
+        self.logger = logger
+    }
+
+    /// Takes one input at `now` and returns what to do, in order. `decide` asks the chain.
+    public mutating func step(_ input: AcceptorInput, at now: Instant, decide: (Coin) -> Decided) -> [AcceptorOutput] {
+        switch input {
+        case .reported(let events):
+            precondition(awaiting == nil, "a new report while a commit's outcome is awaited")
+            queue += events
+            return drain(decide: decide, notes: true)
+        case .committed(let outcome):
+            guard let commit = awaiting.take() else { preconditionFailure("a commit outcome with no commit awaited") }
+            return written(commit, outcome) + drain(decide: decide, notes: true)
+        case .commitFailed(let error):
+            guard let commit = awaiting.take() else { preconditionFailure("a commit outcome with no commit awaited") }
+            // What waits is tried again with the next report, not at once.
+            return failed(commit, error) + drain(decide: decide, notes: false)
+        }
+    }
+
+    /// Takes in the reported events until a commit is to be written; then the events not tied
+    /// to a batch, on their own (`notes`).
+    private mutating func drain(decide: (Coin) -> Decided, notes: Bool) -> [AcceptorOutput] {
+        while !queue.isEmpty {
+            if let commit = handle(queue.removeFirst(), decide: decide) { return write(commit) }
+        }
+        guard notes, let commit = pendingNotes() else { return [] }
+        return write(commit)
+    }
+
+    private mutating func write(_ commit: AcceptorCommit) -> [AcceptorOutput] {
+        awaiting = commit
+        return (commit.holdsMoney ? [.failpoint(.beforeCommit)] : []) + [.commit(commit)]
     }
 
     /// A coin the acceptor took, as the chain is asked about it.
@@ -36,7 +76,7 @@ public struct AcceptorCore: Sendable {
 
     /// Takes note of what the engine reported; a batch comes back as the commit to write (with
     /// whatever waited), anything else is kept for the next commit (nil then).
-    public mutating func handle(_ event: AcceptorEvent, decide: (Coin) -> Decided) -> AcceptorCommit? {
+    private mutating func handle(_ event: AcceptorEvent, decide: (Coin) -> Decided) -> AcceptorCommit? {
         switch event {
         case .batch(let batch):
             return commit(batch, decide: decide)
@@ -52,42 +92,37 @@ public struct AcceptorCore: Sendable {
     }
 
     /// The events waiting for a commit, as one to write on their own (no batch came).
-    public mutating func pendingNotes() -> AcceptorCommit? {
+    private mutating func pendingNotes() -> AcceptorCommit? {
         guard !carried.isEmpty else { return nil }
         defer { carried = [] }
         return AcceptorCommit(entries: carried.map { .note($0) }, change: nil, batch: nil, carried: carried)
     }
 
-    /// What the shell must do after writing `commit`.
-    public enum Next: Sendable, Equatable {
-        /// Stored: hand these events to clients; the engine goes on.
-        case publish([LedgerEvent])
-        /// The ledger had moved the counter already (the batch was applied before, or another
-        /// writer moved it): nothing was written; tell the engine where the ledger stands.
-        case rewind(to: AcceptorCounter?)
-        /// Nothing was written: tell the engine (`notRecorded`) so it holds the acceptor
-        /// inhibited and offers the batch again.
-        case retry(AcceptorBatch?)
-    }
-
     /// `commit` was written (or found the counter moved).
-    public mutating func written(_ commit: AcceptorCommit, _ outcome: AcceptorAppend) -> Next {
+    private mutating func written(_ commit: AcceptorCommit, _ outcome: AcceptorAppend) -> [AcceptorOutput] {
+        if ledgerFailure != nil { logger.notice("the acceptor's events are recorded again; it takes coins again") }
         ledgerFailure = nil
         switch outcome {
         case .applied(let result):
             count(commit, result)
-            return .publish(result.events)
+            return commit.holdsMoney ? [.failpoint(.afterCommit), .publish(result.events), .failpoint(.published)] : [.publish(result.events)]
         case .counterMoved(let current):
+            logger.warning("the ledger's counter of the acceptor moved under the batch; nothing written, going on from it",
+                           metadata: ["counter": current.map { "epoch \($0.epoch) event \($0.eventNumber)" } ?? "none"])
             carried = commit.carried + carried
-            return .rewind(to: current)
+            return [.rewind(to: current)]
         }
     }
 
-    /// `commit` could not be written: nothing of it is on the ledger.
-    public mutating func failed(_ commit: AcceptorCommit, _ error: LedgerError) -> Next {
+    /// `commit` could not be written: nothing of it is on the ledger. The engine holds the
+    /// acceptor inhibited and offers its batch again.
+    private mutating func failed(_ commit: AcceptorCommit, _ error: LedgerError) -> [AcceptorOutput] {
+        // Once an outage: the engine offers the batch again at every poll.
+        logger.log(ledgerFailure == nil ? .critical : .debug, "could not record the acceptor's events: it stays inhibited (returning every coin) until the ledger can",
+                   metadata: ["error": "\(error)"])
         ledgerFailure = error.description
         carried = commit.carried + carried
-        return .retry(commit.batch)
+        return commit.batch == nil ? [] : [.notRecorded]
     }
 
     private mutating func commit(_ batch: AcceptorBatch, decide: (Coin) -> Decided) -> AcceptorCommit {
@@ -154,6 +189,43 @@ public struct AcceptorCommit: Sendable, Equatable {
     public var batch: AcceptorBatch?
     /// The events not of the batch it carries, kept if it fails.
     var carried: [Occurrence]
+
+    /// A batch with credits: money, passing the money path's failpoints.
+    var holdsMoney: Bool { batch?.hasCredits == true }
+}
+
+/// What the acceptor core is told.
+public enum AcceptorInput: Sendable {
+    /// What the acceptor's engine reported, oldest first: at most one batch, whose commit is
+    /// settled before the engine is called again.
+    case reported([AcceptorEvent])
+    /// The `.commit` asked for was written, or found the counter moved.
+    case committed(AcceptorAppend)
+    /// The `.commit` asked for could not be written: nothing of it is on the ledger.
+    case commitFailed(LedgerError)
+}
+
+/// What the acceptor core asks its shell to do, in order.
+public enum AcceptorOutput: Sendable, Equatable {
+    /// Record these entries in one transaction, with the counter move they follow from; then
+    /// step with `.committed` or `.commitFailed` before anything else. Always the last output.
+    case commit(AcceptorCommit)
+    /// Hand recorded events to the clients.
+    case publish([LedgerEvent])
+    /// The ledger had moved the counter already (the batch was applied before, or another
+    /// writer moved it): nothing was written; the engine goes on from where the ledger stands.
+    case rewind(to: AcceptorCounter?)
+    /// Nothing was written: the engine holds the acceptor inhibited and offers the batch again.
+    case notRecorded
+    /// Pass this failpoint (tests make the daemon die or stall there).
+    case failpoint(Failpoint)
+}
+
+extension Optional {
+    fileprivate mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
 }
 
 /// What an acceptor's commits recorded since the start, for `status`.

@@ -1,7 +1,7 @@
 import CoinMechModel
 
-/// How to pay an amount from what the changer holds, with no I/O: the plan a payout journals
-/// before any coin moves, and the answer of a dry run.
+/// The payout core's policy for paying an amount from what the device holds, with no I/O: the
+/// plan a payout journals before any coin moves, and the answer of a dry run.
 ///
 /// The plan is exact or it is nothing: a changer pays whole coins, and paying less than asked
 /// without saying so is owing the customer. It takes the fewest coins that make the amount, so

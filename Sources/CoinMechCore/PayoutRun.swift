@@ -1,9 +1,9 @@
 import CoinMechModel
 
-/// One payout from its plan to its settlement, with no I/O: what to journal and send next,
-/// and what was paid, by the changer's own tube counts. The shell counts the tubes, journals
-/// each step before it sends the DISPENSE, and reports the tubes counted once the changer
-/// stopped paying.
+/// The payout core's policy for one payout, from its plan to its settlement (`PayoutCore`
+/// runs it): what to journal and send next, and what was paid, by the device's own counts.
+/// The core has the units counted, journals each step before it sends the DISPENSE, and hands
+/// in the counts taken once the device stopped paying.
 ///
 /// A step pays the fall of its tube from the count journalled before it, never more than it
 /// asked: the changer is held at COIN TYPE 0 from before the first count to the settlement,
@@ -134,7 +134,7 @@ public struct PayoutRun: Sendable {
     /// An open payout found at a start (the daemon that began it died): each tube's fall from
     /// the count journalled before its first step, up to what its steps asked, is what was
     /// paid. The changer was held since before that count, so nothing else moved its tubes.
-    /// The mech has checked that it is the device that paid (`PayingMech.restartAccount`); a
+    /// The core has checked that it is the device that paid (`PayoutCore`, by its identity); a
     /// count that does not cover a tube paid from settles nothing as paid, and says that the
     /// cash must be checked before the debt is paid.
     public static func settle(_ record: PayoutRecord, tubes: [Int], reported: Int = 16) -> PayoutSettlement {

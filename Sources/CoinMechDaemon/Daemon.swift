@@ -112,7 +112,7 @@ public final class Daemon: Sendable {
 
     /// "serial connected, 142 coins, chain gen 7" — for `STATUS=`.
     static func statusLine(loop: DecidingLoop, chain: ChainHolder) -> String {
-        let status = loop.status.withLock { $0 }
+        let status = loop.status
         let credited = UInt64(status.acceptor?.counts.credited ?? 0) + status.core.counters.credited
         var parts = ["mech \(status.connected ? "connected" : "disconnected")",
                      "\(credited) coins credited", "chain gen \(chain.current.generation)"]
@@ -123,7 +123,7 @@ public final class Daemon: Sendable {
             if acceptor.ledgerFailure != nil { parts.append("LEDGER FAILING: acceptor inhibited") }
             if acceptor.counts.lostEvents > 0 { parts.append("\(acceptor.counts.lostEvents) ACCEPTOR EVENTS LOST") }
             if acceptor.counts.lostReplies > 0 { parts.append("\(acceptor.counts.lostReplies) CHANGER REPLIES LOST") }
-            if acceptor.fault.isFault { parts.append("ACCEPTOR FAULT: \(acceptor.fault.name)") }
+            if let fault = acceptor.device.acceptor?.fault { parts.append("ACCEPTOR FAULT: \(fault)") }
         }
         return parts.joined(separator: ", ")
     }

@@ -23,7 +23,7 @@ struct DaemonControl: ControlPlane {
     let started: Date
 
     func status() -> JSON {
-        let status = loop.status.withLock { $0 }
+        let status = loop.status
         let chain = chainHolder.current
         let c = status.core.counters
         var reply = StatusReply(
@@ -76,7 +76,7 @@ struct DaemonControl: ControlPlane {
         reply.pluginInhibit = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain.outOfService)
         if let acceptor = status.acceptor {
             // Lost events since the last collection, from the ledger: a restart does not hide them.
-            reply.acceptor = acceptor.json(lostSinceCollect: try? ledger.acceptorLostEvents(source: configuration.source.name))
+            reply.acceptor = acceptor.reply(lostSinceCollect: try? ledger.acceptorLostEvents(source: configuration.source.name))
             if acceptor.ledgerFailure != nil { reply.ledgerOK = false }
         }
         return reply.json
@@ -88,39 +88,28 @@ struct DaemonControl: ControlPlane {
 
     func chain() -> JSON {
         let chain = chainHolder.current
-        let links: [JSON] = chain.links.map { link in
+        let links: [ChainReply.Link] = chain.links.map { link in
             let stats = link.statistics.snapshot
-            var object: [String: JSON] = [
-                "name": .string(link.name), "plugin": .string(link.origin.plugin), "version": .string(link.origin.version),
-                "sha256": .string(link.origin.sha256), "loaded_at": .double(link.origin.loadedAt),
-                "license": .string(link.origin.license), "summary": .string(link.origin.summary),
-                "reading_kinds": .array(link.origin.readingKindNames.map { .string($0) }),
-                "abi": .string(PluginABI.text(link.origin.abiVersion)),
-                "isolation": .string(link.policy.isolation.rawValue), "budget_ms": .double(Double(link.policy.budgetNanoseconds) / 1e6),
-                "state": .string("\(link.health.current)"),
-                "statistics": [
-                    "calls": .int(Int64(stats.calls)), "accepts": .int(Int64(stats.accepts)), "rejects": .int(Int64(stats.rejects)),
-                    "passes": .int(Int64(stats.passes)), "mean_ns": .double(stats.meanNanoseconds.rounded()),
-                    "sampled_calls": .int(Int64(stats.sampledCalls)), "plugin_errors": .int(Int64(stats.pluginErrors)),
-                    "lies": .int(Int64(stats.lies)),
-                ],
-            ]
-            if let last = stats.lastPluginError { object["last_plugin_error"] = .string(last) }
-            if let last = stats.lastLie { object["last_lie"] = .string(last) }
+            var entry = ChainReply.Link(
+                name: link.name, plugin: link.origin.plugin, version: link.origin.version, sha256: link.origin.sha256,
+                loadedAt: link.origin.loadedAt, license: link.origin.license, summary: link.origin.summary,
+                readingKinds: link.origin.readingKindNames, abi: PluginABI.text(link.origin.abiVersion), isolation: link.policy.isolation.rawValue,
+                budgetMilliseconds: Double(link.policy.budgetNanoseconds) / 1e6, state: "\(link.health.current)",
+                statistics: .init(calls: Int64(stats.calls), accepts: Int64(stats.accepts), rejects: Int64(stats.rejects), passes: Int64(stats.passes),
+                                  meanNanoseconds: stats.meanNanoseconds.rounded(), sampledCalls: Int64(stats.sampledCalls),
+                                  pluginErrors: Int64(stats.pluginErrors), lies: Int64(stats.lies)),
+                lastPluginError: stats.lastPluginError, lastLie: stats.lastLie,
+                problem: link.health.problem.map { Self.problem(link: link.name, $0) },
+                // The plugin's own description, kept only when it is the object it must be.
+                description: link.origin.description.flatMap(JSON.parse).flatMap { $0.object == nil ? nil : $0 })
             if let sandbox = (link.validator as? IsolatedValidator)?.ready.sandbox {
-                object["sandbox"] = [
-                    "layers": .string(sandbox.layers), "landlock_abi": .int(Int64(sandbox.landlockABI)), "seccomp": .bool(sandbox.seccomp),
-                    "limits": .bool(sandbox.limits), "network_namespace": .bool(sandbox.networkNamespace),
-                    "missing": .array(sandbox.missing.map { .string($0) }), "required": .bool(link.policy.sandbox.missing == .required),
-                    "memory_mb": .int(Int64(link.policy.sandbox.memoryMiB)),
-                ]
+                entry.sandbox = .init(layers: sandbox.layers, landlockABI: Int64(sandbox.landlockABI), seccomp: sandbox.seccomp, limits: sandbox.limits,
+                                      networkNamespace: sandbox.networkNamespace, missing: sandbox.missing,
+                                      required: link.policy.sandbox.missing == .required, memoryMiB: Int64(link.policy.sandbox.memoryMiB))
             }
-            if let problem = link.health.problem { object["problem"] = StatusReply.json(Self.problem(link: link.name, problem)) }
-            if let description = link.origin.description.flatMap(JSON.parse) { object["description"] = description }
-            return .object(object)
+            return entry
         }
-        return ["generation": .int(Int64(chain.generation)), "links": .array(links),
-                "terminal": ["rejects": .int(Int64(chain.terminalStatistics.snapshot.rejects))]]
+        return ChainReply(generation: Int64(chain.generation), links: links, terminalRejects: Int64(chain.terminalStatistics.snapshot.rejects)).json
     }
 
     func control(_ command: OperatorCommand, by peer: PeerCredentials, completion: @escaping @Sendable (Result<JSON, CommandError>) -> Void) {
@@ -132,11 +121,11 @@ struct DaemonControl: ControlPlane {
         case .teachCommit: teachCommit(by: peer, completion: completion)
         case .teachAbort: teachAbort(by: peer, completion: completion)
         case .payout(let amount, let currency, let requestID):
-            loop.submit(.payout(amountMinor: amount, currency: currency, requestID: requestID, by: peer.userName, completion: completion))
+            loop.submit(.payout(PayoutRequest(requestID: requestID, amountMinor: amount, currency: currency, by: peer.userName), completion: completion))
         case .refill(let unit, let coins, let requestID):
-            loop.submit(.inventory(unit: unit, .refilled(added: coins, by: peer.userName, requestID: requestID), completion: completion))
+            loop.submit(.inventory(InventoryRequest(unit: unit, kind: .refill(coins: coins), requestID: requestID, by: peer.userName), completion: completion))
         case .float(let unit, let level, let requestID):
-            loop.submit(.inventory(unit: unit, .set(level: level, by: peer.userName, requestID: requestID), completion: completion))
+            loop.submit(.inventory(InventoryRequest(unit: unit, kind: .float(level: level), requestID: requestID, by: peer.userName), completion: completion))
         case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan:
             completion(.failure(CommandError(.badRequest, "'\(command.name.rawValue)' is not a control command")))
         }
@@ -155,7 +144,7 @@ struct DaemonControl: ControlPlane {
     }
 
     func teachStatus() -> JSON {
-        let status = loop.status.withLock { $0 }
+        let status = loop.status
         guard let session = status.core.teach else { return ["teaching": false] }
         let request = session.request
         // The windows around it as the running chain has them (none if the link changed meanwhile).

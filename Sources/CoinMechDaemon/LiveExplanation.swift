@@ -15,25 +15,25 @@ struct LiveExplanation {
     let reading: Reading
     let chain: Chain
 
-    var json: JSON {
-        var figures: [String: JSON] = ["diameter": .double(reading.diameterMM ?? 0)]
-        figures["weight"] = reading.weightG.map(JSON.double)
-        figures["thickness"] = reading.thicknessMM.map(JSON.double)
-        let links: [JSON] = chain.links.map { link in
-            var entry: [String: JSON] = ["name": .string(link.name), "plugin": .string(link.origin.plugin), "version": .string(link.origin.version)]
+    var reply: ExplainReply {
+        let links: [ExplainReply.Link] = chain.links.map { link in
+            let answer: ExplainReply.Answer
             if let problem = link.health.problem {
-                entry["not_asked"] = .string("the link is \(problem.state)")
+                answer = .notAsked("the link is \(problem.state)")
             } else if let instance = link.validator as? PluginInstance {
-                if let text = instance.explain(reading), let details = JSON.parse(text) {
-                    entry["explanation"] = details
-                } else {
-                    entry["not_asked"] = .string("its plugin has no explain function")
+                switch instance.explain(reading).map({ JSON.parse($0) }) {
+                case nil: answer = .notAsked("its plugin has no explain function")
+                case .some(.some(let details)) where details.object != nil: answer = .explained(details)
+                case .some: answer = .notAsked("its plugin's explanation is not a JSON object")
                 }
             } else {
-                entry["not_asked"] = .string("it runs isolated, in a plugin host of its own")
+                answer = .notAsked("it runs isolated, in a plugin host of its own")
             }
-            return .object(entry)
+            return ExplainReply.Link(name: link.name, plugin: link.origin.plugin, version: link.origin.version, answer: answer)
         }
-        return ["reading": .object(figures), "generation": .int(Int64(chain.generation)), "links": .array(links)]
+        return ExplainReply(diameter: reading.diameterMM ?? 0, weight: reading.weightG, thickness: reading.thicknessMM,
+                            generation: Int64(chain.generation), links: links)
     }
+
+    var json: JSON { reply.json }
 }

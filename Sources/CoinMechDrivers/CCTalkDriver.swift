@@ -11,7 +11,6 @@ public enum CCTalkDriver: MechDriver {
     public static let capabilities: MechCapabilities = [.classifiesItself]
     public static let simulator = "coinsim run --protocol cctalk"
     public static let keys = ["device", "address", "checksum", "echo", "baud", "poll_interval_ms", "positions", "hoppers"]
-    public static let exclusiveKeys = ["address", "checksum", "echo", "poll_interval_ms", "positions", "hoppers"]
 
     public struct Settings: MechSettings, Equatable {
         public var device: String
@@ -49,7 +48,7 @@ public enum CCTalkDriver: MechDriver {
             host.creditableCoinIDs = context.acceptor?.creditableCoinIDs
             return CCTalkMech(path: device, host: host, persisted: context.acceptor?.persisted.map(CCTalkCounterState.init),
                               remembered: context.acceptor?.remembered.flatMap { CCTalkDriver.identity(recorded: $0, address: address) },
-                              hoppers: hoppers, currency: hopperCurrency, inventory: context.acceptor?.inventory ?? [:], failpoints: context.failpoints)
+                              hoppers: hoppers, currency: hopperCurrency, failpoints: context.failpoints)
         }
 
         /// What the protocol engine is driven with.

@@ -27,12 +27,8 @@ public enum EdgeDecoding: Sendable, Equatable {
         }
     }
 
-    /// A GPIO source's edge-decoding checks: a serial mech's keys refused, then exactly one of
-    /// `pulse` or `gates`.
+    /// A GPIO source's edge decoding: exactly one of `pulse` or `gates`.
     static func parse(_ sourceTable: SettingsTable, kind: String) throws(SettingsError) -> EdgeDecoding {
-        for key in ["confirmations", "confirm_window_ms"] where sourceTable.keys.contains(key) {
-            throw sourceTable.error(key, "applies to serial mechs only: a GPIO mech's coin is credited with its answer")
-        }
         var pulseSettings: PulseDecoder.Settings?
         var gateSettings: LightGateDecoder.Settings?
         if let pulse = try sourceTable.table("pulse") {

@@ -13,7 +13,6 @@ public enum MDBDriver: MechDriver {
     public static let capabilities: MechCapabilities = [.classifiesItself]
     public static let simulator = "coinsim run --protocol mdb"
     public static let keys = ["device", "baud", "poll_interval_ms"]
-    public static let exclusiveKeys = ["poll_interval_ms"]
 
     public struct Settings: MechSettings, Equatable {
         public var device: String

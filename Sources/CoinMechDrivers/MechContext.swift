@@ -19,16 +19,12 @@ public struct MechContext: Sendable {
         public var remembered: [String: String]?
         public var positions: CoinPositionMask
         public var creditableCoinIDs: Set<String>?
-        /// Its payout units' levels on the ledger (a ccTalk bus's hoppers).
-        public var inventory: [Int: InventoryLevel]
 
-        public init(persisted: AcceptorCounter?, remembered: [String: String]?, positions: CoinPositionMask, creditableCoinIDs: Set<String>?,
-                    inventory: [Int: InventoryLevel] = [:]) {
+        public init(persisted: AcceptorCounter?, remembered: [String: String]?, positions: CoinPositionMask, creditableCoinIDs: Set<String>?) {
             self.persisted = persisted
             self.remembered = remembered
             self.positions = positions
             self.creditableCoinIDs = creditableCoinIDs
-            self.inventory = inventory
         }
     }
 

@@ -17,10 +17,9 @@ public protocol MechDriver: Sendable {
     static var capabilities: MechCapabilities { get }
     /// How coinsim plays it, for the demo, the tests and CI.
     static var simulator: String { get }
-    /// The keys of the `source` table this kind reads, besides those every kind has.
+    /// The keys of the `source` table this kind reads, besides those every kind has: its own
+    /// and no other's (a key another kind reads is refused for this one, naming that kind).
     static var keys: [String] { get }
-    /// The keys of the `source` table only this kind reads: any other kind refuses them.
-    static var exclusiveKeys: [String] { get }
     /// The answer deadline when the configuration names none, in ms (nil: no deadline).
     static var defaultDeadlineMilliseconds: Double? { get }
 
@@ -29,7 +28,6 @@ public protocol MechDriver: Sendable {
 }
 
 extension MechDriver {
-    public static var exclusiveKeys: [String] { [] }
     public static var defaultDeadlineMilliseconds: Double? { nil }
 }
 

@@ -197,6 +197,11 @@ enum LedgerSchema {
                 ALTER TABLE events ADD COLUMN permeability REAL;
                 """)
         }
+        // Each hopper step names the hopper that was to pay it: one exchanged mid-payout is
+        // told apart from the one before it.
+        migrator.registerMigration("v10-step-device") { db in
+            try db.execute(sql: "ALTER TABLE payout_steps ADD COLUMN device TEXT")
+        }
         return migrator
     }
 

@@ -28,12 +28,13 @@ extension LedgerWriter {
                       "count": "\(dispense.count)", "tube_before": "\(dispense.tubeBefore)"]
         if let coinID = dispense.coinID { detail["coin_id"] = coinID }
         if let mark = dispense.deviceMark { detail["device_mark"] = "\(mark)" }
+        if let device = dispense.device { detail["device"] = device }
         let (event, seq) = try insertEvent(kind: .payoutDispensing, source: source, detail: detail)
         try db.execute(sql: """
-            INSERT INTO payout_steps (request_id, step, dispensing_seq, type, coin_id, value_minor, count, tube_before, device_mark)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO payout_steps (request_id, step, dispensing_seq, type, coin_id, value_minor, count, tube_before, device_mark, device)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [requestID, step, seq, dispense.type, dispense.coinID, dispense.valueMinor, dispense.count, dispense.tubeBefore,
-                             dispense.deviceMark])
+                             dispense.deviceMark, dispense.device])
         return event
     }
 

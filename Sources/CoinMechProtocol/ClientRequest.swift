@@ -107,12 +107,9 @@ public struct ClientRequest: Sendable, Equatable {
             } else {
                 throw Failure(id: id, .badRequest, "\"unit\" is required: the hopper's unit number (as `status` lists them) or its coin id, e.g. EU200A")
             }
-            var requestID: String?
-            if let field = fields["request_id"], field != .null {
-                guard let text = field.string, ClientProtocol.isRequestID(text) else {
-                    throw Failure(id: id, .badRequest, "\"request_id\" must be 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique per \(known.rawValue) (a repeat is answered from the ledger, never counted again)")
-                }
-                requestID = text
+            // One id, one action: without one a retry after a lost reply would count the coins again.
+            guard let requestID = fields["request_id"]?.string, ClientProtocol.isRequestID(requestID) else {
+                throw Failure(id: id, .badRequest, "\"request_id\" is required: 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique per \(known.rawValue) (a repeat is answered from the ledger, never counted again)")
             }
             guard known == .refill else {
                 guard fields["level"] != nil, fields["level"] != .null else {

@@ -52,3 +52,34 @@ extension Totals {
         ]
     }
 }
+
+extension LedgerEvent {
+    /// Reads an event as the protocol sends it (`events`, a subscription's `event` messages): the
+    /// fields every event has must be there; each optional one, when present, of its kind.
+    public init(json: JSON) throws(ReplyError) {
+        let f = try ReplyFields(json, "event")
+        self.init(
+            seq: try f.int("seq"), time: try f.double("time"), kind: try f.string("kind"), source: try f.optionalString("source"),
+            epoch: try f.optionalInt("epoch"), deviceSeq: try f.optionalInt("device_seq"), diameterMM: try f.optionalDouble("diameter_mm"),
+            weightG: try f.optionalDouble("weight_g"), thicknessMM: try f.optionalDouble("thickness_mm"), channel: try f.optionalInt("channel"),
+            verdict: try f.optionalString("verdict"), currency: try f.optionalString("currency"), denomination: try f.optionalString("denomination"),
+            valueMinor: try f.optionalInt("value_minor"), link: try f.optionalString("link"), reason: try f.optionalString("reason"),
+            message: try f.optionalString("message"), chainGeneration: try f.optionalInt("chain_generation"),
+            detail: try f.optionalObject("detail")?.description, state: try f.optionalString("state"), refSeq: try f.optionalInt("ref_seq"))
+        conductivityLowIACS = try f.optionalDouble("conductivity_low_iacs")
+        conductivityHighIACS = try f.optionalDouble("conductivity_high_iacs")
+        permeability = try f.optionalDouble("permeability")
+        func rows(_ key: String) throws(ReplyError) -> [TotalsRow]? {
+            guard let field = f.object[key], field != .null else { return nil }
+            guard let list = field.array else { throw ReplyError("an event's \"\(key)\" is not a list") }
+            var rows: [TotalsRow] = []
+            for row in list { rows.append(try TotalsRow(json: row)) }
+            return rows
+        }
+        collected = try rows("collected")
+        collectedUnconfirmed = try rows("unconfirmed")
+    }
+
+    /// The event's detail, read (nil when it has none or it is not an object).
+    public var detailJSON: JSON? { detail.flatMap(JSON.parse).flatMap { $0.object == nil ? nil : $0 } }
+}

@@ -31,13 +31,13 @@ public enum OperatorCommand: Sendable, Equatable {
     case payout(amountMinor: Int64, currency: String?, requestID: String)
     /// An operator loaded `coins` (within `ClientProtocol.inventoryCoins`) into the payout
     /// unit `unit` (a hopper's index, or its coin id): its level on the ledger rises. Once per
-    /// `requestID` when one is given: a repeat is answered from the ledger, so a retry after a
-    /// lost reply does not count the coins twice.
-    case refill(unit: String, coins: Int, requestID: String? = nil)
+    /// `requestID` (`ClientProtocol.isRequestID`), as `payout`: a repeat is answered from the
+    /// ledger, so a retry after a lost reply does not count the coins twice.
+    case refill(unit: String, coins: Int, requestID: String)
     /// An operator counted the payout unit `unit` at `level` coins (a float): the ledger's
     /// level is set to it. Once per `requestID`, as `refill`: a retry after a payout moved the
     /// level does not set it back to the old count.
-    case float(unit: String, level: Int, requestID: String? = nil)
+    case float(unit: String, level: Int, requestID: String)
 
     /// A command's `cmd`, and whether it needs control permission.
     public enum Name: String, Sendable, CaseIterable {
@@ -112,13 +112,9 @@ public enum OperatorCommand: Sendable, Equatable {
             if let currency { fields["currency"] = .string(currency) }
             return fields
         case .refill(let unit, let coins, let requestID):
-            var fields: [String: JSON] = ["unit": .string(unit), "coins": .int(Int64(coins))]
-            if let requestID { fields["request_id"] = .string(requestID) }
-            return fields
+            return ["unit": .string(unit), "coins": .int(Int64(coins)), "request_id": .string(requestID)]
         case .float(let unit, let level, let requestID):
-            var fields: [String: JSON] = ["unit": .string(unit), "level": .int(Int64(level))]
-            if let requestID { fields["request_id"] = .string(requestID) }
-            return fields
+            return ["unit": .string(unit), "level": .int(Int64(level)), "request_id": .string(requestID)]
         }
     }
 

@@ -95,8 +95,8 @@ public struct StatusReply: Sendable, Equatable {
     public var heartbeatAgeMilliseconds: Int64 = 0
     public var lastSeq: Int64 = 0
     public var version: String = ""
-    /// A coin acceptor's own status (docs/PROTOCOL.md, part three), as the daemon sent it.
-    public var acceptor: JSON?
+    /// A coin acceptor's or changer's own status (docs/PROTOCOL.md, part three).
+    public var acceptor: Acceptor?
     /// The ledger's files (the database and its WAL), in bytes.
     public var ledgerBytes: Int64 = 0
     /// Decided coins' time from the reading's arrival to the answer: bucket upper bounds in µs
@@ -146,7 +146,7 @@ public struct StatusReply: Sendable, Equatable {
                                  "counts": .array(decisionLatency.counts.map(JSON.int)), "sum_us": .int(decisionLatency.sumMicroseconds)],
         ]
         if let pluginInhibit { result["plugin_inhibit"] = .string(pluginInhibit) }
-        if let acceptor { result["acceptor"] = acceptor }
+        if let acceptor { result["acceptor"] = acceptor.json }
         return .object(result)
     }
 
@@ -171,7 +171,7 @@ public struct StatusReply: Sendable, Equatable {
         heartbeatAgeMilliseconds = s["heartbeat_age_ms"]?.int ?? 0
         lastSeq = s["last_seq"]?.int ?? 0
         version = s["version"]?.string ?? ""
-        acceptor = s["acceptor"]
+        acceptor = s["acceptor"].flatMap { $0 == .null ? nil : Acceptor(json: $0) }
         ledgerBytes = s["ledger_bytes"]?.int ?? 0
         let latency = s["decision_latency"]
         decisionLatency = DecisionLatency(boundsMicroseconds: (latency?["bounds_us"]?.array ?? []).compactMap(\.int),

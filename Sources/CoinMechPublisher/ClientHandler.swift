@@ -287,14 +287,14 @@ final class ClientHandler: ChannelInboundHandler {
                 reply(id, { () throws(CommandError) in
                     (try Self.read { try ledger.events(since: since, limit: Int(limit)) }, try Self.read { try ledger.lastSeq() })
                 }) { _, found in
-                    ClientProtocol.reply(id: id, result: ["events": .array(found.0.map { $0.json }), "last_seq": .int(found.1)])
+                    ClientProtocol.reply(id: id, result: EventsReply(events: found.0, lastSeq: found.1).json)
                 }
             case .subscribe(let requested, let pending):
                 guard case .none = subscription else { throw CommandError(.badRequest, "already subscribed on this connection") }
                 reply(id, { () throws(CommandError) in try Self.read { try ledger.lastSeq() } }) { handler, last in
                     let since = requested ?? last
                     handler.includePending = pending
-                    handler.send(ClientProtocol.reply(id: id, result: ["since": .int(since), "seq": .int(last), "pending": .bool(pending)]))
+                    handler.send(ClientProtocol.reply(id: id, result: SubscribeReply(since: since, seq: last, pending: pending).json))
                     handler.subscribe(since: since)
                     return nil
                 }

@@ -18,6 +18,8 @@ public protocol AcceptorMech: Mech {
     /// The ledger's counter row is not where the batch started (it was applied before, or
     /// another writer moved it): go on from the row.
     func rewind(to counter: AcceptorCounter?)
+    /// What it says of itself for `status`: the parts its kind has.
+    var deviceStatus: DeviceStatus { get }
 }
 
 /// One thing an acceptor's engine reported: what the money rules act on (nil for what only

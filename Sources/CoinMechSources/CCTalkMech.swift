@@ -19,9 +19,9 @@ import CoinMechSupport
 public final class CCTalkMech: AcceptorMech {
     private let port: ReconnectingPort
     private var host: CCTalkHost
-    /// The payout hoppers, if any, their levels by the ledger, and the currency they pay.
+    /// The payout hoppers, if any (their levels are the ledger's, kept by the payout core), and
+    /// the currency they pay.
     public internal(set) var bank: CCTalkHopperBank?
-    public internal(set) var levels: [Int]
     public let payoutCurrency: String?
     var dispensed: [DispenseCount] = []
     private let failpoints: Failpoints
@@ -32,10 +32,10 @@ public final class CCTalkMech: AcceptorMech {
 
     /// `persisted`: the counter state the ledger holds for this acceptor (nil if none);
     /// `remembered`: who the ledger last identified at its address.
-    /// `hoppers`: the payout hoppers on the bus, paying `currency`, at the ledger's `inventory`.
+    /// `hoppers`: the payout hoppers on the bus, paying `currency`.
     public init(path: String, host configuration: CCTalkHostConfiguration, persisted: CCTalkCounterState?,
                 remembered: CCTalkDeviceIdentity? = nil, hoppers: [CCTalkHopperUnit] = [], currency: String? = nil,
-                inventory: [Int: InventoryLevel] = [:], failpoints: Failpoints = .none) {
+                failpoints: Failpoints = .none) {
         self.failpoints = failpoints
         var configuration = configuration
         configuration.otherAddresses.formUnion(hoppers.map(\.address))
@@ -43,9 +43,6 @@ public final class CCTalkMech: AcceptorMech {
         host = CCTalkHost(configuration: configuration, persisted: persisted, remembered: remembered)
         bank = hoppers.isEmpty ? nil : CCTalkHopperBank(units: hoppers)
         payoutCurrency = currency
-        // A level is the hopper's only if the ledger's row is for the same coin: a list
-        // reordered or a hopper swapped for another coin starts empty until it is counted.
-        levels = hoppers.enumerated().map { unit, hopper in inventory[unit].flatMap { $0.coinID == hopper.coinID ? $0.level : nil } ?? 0 }
     }
 
     public var location: String { port.path }
@@ -60,8 +57,38 @@ public final class CCTalkMech: AcceptorMech {
         return [host.nextWake.map { Instant(nanoseconds: $0) }, port.nextAttemptTime, hoppers].compactMap { $0 }.min()
     }
 
-    /// The engine's view, for `status`.
+    /// The engine's view.
     public var engine: CCTalkHost { host }
+
+    /// The acceptor as its engine sees it, and its hoppers, if any.
+    public var deviceStatus: DeviceStatus {
+        var status = DeviceStatus(responding: host.isResponding)
+        status.heldForLedger = host.waitsForLedger
+        status.accepting = host.accepting
+        var acceptor = DeviceStatus.Acceptor()
+        if let identity = host.identity {
+            acceptor.identified = true
+            status.identity = DeviceStatus.Identity(manufacturer: identity.manufacturer ?? "", product: identity.productCode ?? "",
+                                                    serialNumber: identity.serialNumber.map { "\($0)" } ?? "")
+            acceptor.coins = identity.coinIDs.mapValues(\.text)
+        }
+        acceptor.enabledPositions = host.enabled?.description
+        if let counter = host.recordedState {
+            acceptor.epoch = counter.epoch
+            acceptor.eventNumber = counter.eventNumber
+            acceptor.counter = counter.counter
+        }
+        acceptor.fault = host.fault.isFault ? host.fault.description : nil
+        let statistics = host.statistics
+        acceptor.polls = statistics.polls
+        acceptor.timeouts = statistics.timeouts
+        acceptor.retries = statistics.retries
+        acceptor.naks = statistics.naks
+        acceptor.busies = statistics.busies
+        status.acceptor = acceptor
+        status.hoppers = bank?.deviceStatus(currency: payoutCurrency)
+        return status
+    }
 
     public func takeReports() -> [AcceptorReport] {
         defer { hostEvents.removeAll() }

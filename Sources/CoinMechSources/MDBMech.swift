@@ -34,9 +34,8 @@ public final class MDBMech: PayingMech {
     private var tubesAfterLoss = false
     /// Held at COIN TYPE 0 for a payout.
     private var payoutHold = false
-    /// Tube counts taken since the start (TUBE STATUS, the setup's), and DISPENSEs counted.
-    private var tubeReads: UInt64 = 0
-    private var dispensed: [DispenseCount] = []
+    /// What the payout core reads of the changer: its counts and DISPENSEs counted.
+    private var payer = MDBChangerPayer()
     private let failpoints: Failpoints
 
     /// `persisted`: the ledger's counter row for the changer (nil if none yet).
@@ -61,8 +60,29 @@ public final class MDBMech: PayingMech {
         [host.nextWake.map { Instant(nanoseconds: $0) }, port.nextAttemptTime].compactMap { $0 }.min()
     }
 
-    /// The engine's view, for `status`.
+    /// The engine's view.
     public var engine: MDBChangerHost { host }
+
+    /// The changer as its engine sees it: its coin types, its tubes, what it takes.
+    public var deviceStatus: DeviceStatus {
+        var status = DeviceStatus(responding: host.isResponding)
+        status.heldForLedger = book.isHeld
+        status.accepting = host.accepting.map { $0 != 0 }
+        if let identity = host.identity {
+            status.identity = DeviceStatus.Identity(manufacturer: identity.manufacturer, product: identity.model, serialNumber: identity.serialNumber)
+        }
+        var changer = DeviceStatus.Changer()
+        changer.coins = host.setup?.coinIDs ?? [:]
+        for type in changer.coins.keys { changer.values[type] = host.setup?.valueMinor(ofType: type) }
+        changer.currency = host.setup?.currencyCode
+        changer.tubes = book.tubes.map(Int.init)
+        changer.acceptingTypes = host.accepting
+        changer.level = host.setup?.level
+        changer.lastCoin = book.lastNumber
+        changer.heldForPayout = payoutHold
+        status.changer = changer
+        return status
+    }
     /// The tube counts as the changer last gave them, by coin type.
     public var tubes: [UInt8] { book.tubes }
     /// The number of the last coin the changer reported.
@@ -175,6 +195,7 @@ public final class MDBMech: PayingMech {
     }
 
     private func take(_ event: MDBChangerHostEvent) {
+        payer.take(event)
         switch event {
         case .deposited(let type, let routing, _, let tubeCount):
             guard routing.isKept else {
@@ -189,7 +210,6 @@ public final class MDBMech: PayingMech {
         case .ready(let setup, _, let current):
             report(.notice, "MDB: changer ready: level \(setup.level), \(setup.currencyCode ?? "country \(String(setup.countryCode, radix: 16))"), coins \(setup.coinIDs.sorted { $0.key < $1.key }.map(\.value).joined(separator: " "))")
             if let current {
-                tubeReads += 1
                 let rose = book.started(withTubes: current.counts)
                 if !rose.isEmpty {
                     report(.warning, "MDB: tubes hold more than the ledger last recorded (\(rose.joined(separator: ", "))): coins taken while no reply was recorded, or filled by hand")
@@ -197,11 +217,8 @@ public final class MDBMech: PayingMech {
             }
         case .dispensed(let dispense):
             _ = book.tubesRose(to: dispense.tubes.counts, cause: "payout")
-            dispensed.append(DispenseCount(type: dispense.type, count: dispense.count, tubes: dispense.tubes.counts, jammed: dispense.jammed,
-                                           uncertain: dispense.disturbed || dispense.timedOut))
             report(dispense.disturbed || dispense.timedOut ? .warning : .notice, "MDB: \(event)")
         case .tubes(let status):
-            tubeReads += 1
             let rose = book.tubesRose(to: status.counts)
             if tubesAfterLoss, !rose.isEmpty {
                 report(.critical, "MDB: after the lost POLL reply the tubes hold more (\(rose.joined(separator: ", "))): coins it carried were kept without credit")
@@ -258,13 +275,16 @@ public final class MDBMech: PayingMech {
 
     // MARK: Paying out
 
-    public var payableCoins: (currency: String, coins: [Int: PayoutCoin])? {
-        guard let setup = host.setup, let currency = setup.currencyCode else { return nil }
-        var coins: [Int: PayoutCoin] = [:]
-        for (type, id) in setup.coinIDs {
-            if let value = setup.valueMinor(ofType: type) { coins[type] = PayoutCoin(coinID: id, valueMinor: value) }
-        }
-        return (currency, coins)
+    /// It counts its tubes and names itself (manufacturer, serial number, coin table).
+    public var payoutCapabilities: PayoutCapabilities { [.countsItsUnits, .identifies] }
+
+    public var payingState: PayingDeviceState {
+        var state = payer.state(of: host, connected: port.isOpen)
+        // Between two TUBE STATUS reads each coin's POLL reply carries its tube's new count
+        // (the book keeps it): a dry run (`payout_plan`) sees the tubes as the changer last said.
+        // Held for a payout the changer takes no coin, so a count then is the TUBE STATUS's.
+        if let units = state.units { state.units = book.tubes.prefix(units.count).map(Int.init) }
+        return state
     }
 
     public func holdForPayout(_ on: Bool) {
@@ -272,21 +292,7 @@ public final class MDBMech: PayingMech {
         carry(host.holdForPayout(on, now: Instant.now.nanoseconds))
     }
 
-    public var isHeldStill: Bool { port.isOpen && host.isRunning && host.isStill && !host.isDispensing }
-
-    public var tubeCounts: (reads: UInt64, counts: [Int], reported: Int)? {
-        guard tubeReads > 0, let tubes = host.tubes else { return nil }
-        return (tubeReads, tubes.counts, tubes.reported)
-    }
-
-    public var deviceIdentity: String? {
-        guard let setup = host.setup else { return nil }
-        let who = host.identity.map { "\($0.manufacturer.trimmingCharacters(in: .whitespaces)) \($0.serialNumber.trimmingCharacters(in: .whitespaces))" } ?? "level \(setup.level)"
-        let coins = setup.coinIDs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-        return "\(who); \(coins)"
-    }
-
-    public func countTubes() {
+    public func countUnits() {
         carry(host.countTubes(now: Instant.now.nanoseconds))
     }
 
@@ -297,8 +303,8 @@ public final class MDBMech: PayingMech {
         return accepted
     }
 
-    public func takeDispensed() -> [DispenseCount] {
-        defer { dispensed.removeAll() }
-        return dispensed
-    }
+    public func takeDispensed() -> [DispenseCount] { payer.takeDispensed() }
+
+    /// Its tubes, counted with it held: their fall since each step is what it paid.
+    public func restartAccount(_ record: PayoutRecord) -> PayoutRestartAccount { payer.account(of: host) }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoinMechClient
+import CoinMechModel
 import CoinMechProtocol
 import Foundation
 
@@ -45,16 +46,19 @@ struct Common: ParsableArguments {
         }
     }
 
-    /// Runs one request and prints its result with `table`, or as JSON.
-    func run(_ command: OperatorCommand, timeout: Double = 10, table: (JSON) -> String) throws {
+    /// Runs one request, reads its typed reply, and prints it with `table`, or as JSON: the
+    /// daemon's own text, which a newer daemon may extend, once it has read as the type.
+    func run<Reply: OperatorReply>(_ command: OperatorCommand, as reply: Reply.Type, timeout: Double = 10, table: (Reply) -> String) throws {
         let connection = try connect()
         do {
-            let result = try connection.request(command, timeout: timeout)
-            print(json ? result.description : table(result))
+            let text = try connection.request(command, timeout: timeout)
+            let result = try Reply.read(text)
+            print(json ? text.description : table(result))
         } catch {
             throw fail(error)
         }
     }
+
 }
 
 /// Prints the error and turns it into coinctl's exit status.
@@ -73,25 +77,25 @@ extension CoinCtl {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Source, inhibit, ledger, chain generation, counters, uptime.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.status) { Format.status($0) } }
+        func run() throws { try common.run(.status, as: StatusReply.self) { Format.status($0) } }
     }
 
     struct Totals: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Money since the last collection and over the lifetime.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.totals) { Format.totals($0) } }
+        func run() throws { try common.run(.totals, as: CoinMechModel.Totals.self) { Format.totals($0) } }
     }
 
     struct Tubes: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "An MDB changer's change tubes: coins in each, as it last counted them.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.status) { Format.tubesTable($0) } }
+        func run() throws { try common.run(.status, as: StatusReply.self) { Format.tubesTable($0) } }
     }
 
     struct Hoppers: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "The ccTalk payout hoppers: each one's coin, its level on the ledger and its own state.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.status) { Format.hoppersTable($0) } }
+        func run() throws { try common.run(.status, as: StatusReply.self) { Format.hoppersTable($0) } }
     }
 
     struct Refill: ParsableCommand {
@@ -109,7 +113,7 @@ extension CoinCtl {
         }
 
         func run() throws {
-            try RetryableRequest.run(common, "refill", requestID, learn: "whether it was recorded", otherwise: "count it again",
+            try RetryableRequest.run(common, "refill", requestID, as: InventoryReply.self, learn: "whether it was recorded", otherwise: "count it again",
                                      table: Format.inventoryChange) { .refill(unit: unit, coins: coins, requestID: $0) }
         }
     }
@@ -125,12 +129,12 @@ extension CoinCtl {
         }
 
         /// `learn`: what asking again tells; `otherwise`: what a new id would do.
-        static func run(_ common: Common, _ what: String, _ requestID: String?, timeout: Double = 10, learn: String, otherwise: String,
-                        table: (JSON) -> String, _ command: (String) -> OperatorCommand) throws {
+        static func run<Reply: OperatorReply>(_ common: Common, _ what: String, _ requestID: String?, as reply: Reply.Type, timeout: Double = 10,
+                                              learn: String, otherwise: String, table: (Reply) -> String, _ command: (String) -> OperatorCommand) throws {
             let id = requestID ?? UUID().uuidString
             if requestID == nil { FileHandle.standardError.write(Data("coinctl: \(what) request id \(id) (ask again with --request-id \(id))\n".utf8)) }
             do {
-                try common.run(command(id), timeout: timeout, table: table)
+                try common.run(command(id), as: reply, timeout: timeout, table: table)
             } catch let exit as ExitCode where exit != .success {
                 FileHandle.standardError.write(Data("coinctl: \(what) \(id): ask again with --request-id \(id) to learn \(learn); a new id would \(otherwise)\n".utf8))
                 throw exit
@@ -153,7 +157,7 @@ extension CoinCtl {
         }
 
         func run() throws {
-            try RetryableRequest.run(common, "float", requestID, learn: "whether it was recorded", otherwise: "count it again",
+            try RetryableRequest.run(common, "float", requestID, as: InventoryReply.self, learn: "whether it was recorded", otherwise: "count it again",
                                      table: Format.inventoryChange) { .float(unit: unit, level: level, requestID: $0) }
         }
     }
@@ -182,7 +186,7 @@ extension CoinCtl {
         }
 
         func run() throws {
-            try common.run(.payoutPlan(amountMinor: Self.minorUnits(amount)!, currency: currency?.uppercased())) { Format.payoutPlan($0) }
+            try common.run(.payoutPlan(amountMinor: Self.minorUnits(amount)!, currency: currency?.uppercased()), as: PayoutPlanReply.self) { Format.payoutPlan($0) }
         }
     }
 
@@ -208,7 +212,8 @@ extension CoinCtl {
 
         func run() throws {
             // A payout answers once the changer has paid and counted: longer than a read.
-            try RetryableRequest.run(common, "payout", requestID, timeout: 60, learn: "its outcome", otherwise: "pay again", table: Format.payout) {
+            try RetryableRequest.run(common, "payout", requestID, as: PayoutReply.self, timeout: 60, learn: "its outcome", otherwise: "pay again",
+                                     table: Format.payout) {
                 .payout(amountMinor: PayoutPlan.minorUnits(amount)!, currency: currency?.uppercased(), requestID: $0)
             }
         }
@@ -217,7 +222,7 @@ extension CoinCtl {
     struct Chain: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "The validator chain with statistics.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.chain) { Format.chain($0) } }
+        func run() throws { try common.run(.chain, as: ChainReply.self) { Format.chain($0) } }
     }
 
     struct Explain: ParsableCommand {
@@ -234,7 +239,7 @@ extension CoinCtl {
             }
             return .explain(diameter: parts[0]!, weight: parts.count > 1 ? parts[1]! : nil, thickness: parts.count > 2 ? parts[2]! : nil)
         }
-        func run() throws { try common.run(try parsed()) { Format.explanation($0) } }
+        func run() throws { try common.run(try parsed(), as: ExplainReply.self) { Format.explanation($0) } }
     }
 
     struct Events: ParsableCommand {
@@ -243,8 +248,8 @@ extension CoinCtl {
         @Option(help: "Show events after this seq.") var since: Int64 = 0
         @Option(help: "At most this many (1–1000).") var limit: Int64 = 50
         func run() throws {
-            try common.run(.events(since: since, limit: limit)) { result in
-                (result["events"]?.array ?? []).map { Format.event($0) }.joined(separator: "\n")
+            try common.run(.events(since: since, limit: limit), as: EventsReply.self) { result in
+                result.events.map { Format.event($0) }.joined(separator: "\n")
             }
         }
     }
@@ -257,8 +262,8 @@ extension CoinCtl {
             guard ["on", "off"].contains(state) else { throw ValidationError("say 'on' or 'off'") }
         }
         func run() throws {
-            try common.run(.inhibit(state == "on")) { result in
-                result["inhibited"]?.bool == true ? "mech inhibited: coins are returned" : "mech accepting coins"
+            try common.run(.inhibit(state == "on"), as: InhibitReply.self) { result in
+                result.inhibited ? "mech inhibited: coins are returned" : "mech accepting coins"
             }
         }
     }
@@ -267,8 +272,8 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "Close the cash-box period; prints what was collected.")
         @OptionGroup var common: Common
         func run() throws {
-            try common.run(.collect) { result in
-                "collected (event #\(result["seq"]?.int ?? 0)):\n" + Format.rows("collected", result["collected"]?.array ?? [])
+            try common.run(.collect, as: CollectReply.self) { result in
+                "collected (event #\(result.seq)):\n" + Format.rows("collected", result.collected)
             }
         }
     }
@@ -277,8 +282,8 @@ extension CoinCtl {
         static let configuration = CommandConfiguration(abstract: "Rebuild the chain from the configuration and plugins; prints the outcome.")
         @OptionGroup var common: Common
         func run() throws {
-            try common.run(.reload) { result in
-                "reloaded: chain generation \(result["generation"]?.int ?? 0)"
+            try common.run(.reload, as: ReloadReply.self) { result in
+                "reloaded: chain generation \(result.generation)"
             }
         }
     }

@@ -1,3 +1,4 @@
+import CoinMechModel
 import CoinMechProtocol
 import Foundation
 
@@ -19,8 +20,7 @@ enum Format {
         return right ? padding + text : text + padding
     }
 
-    static func status(_ json: JSON) -> String {
-        let s = StatusReply(json: json)
+    static func status(_ s: StatusReply) -> String {
         let c = s.counters
         let uptime = Int(s.uptimeSeconds)
         var inhibited = s.inhibited ? "yes (operator)" : "no"
@@ -45,140 +45,137 @@ enum Format {
             """ + (s.acceptor.map(acceptor) ?? "")
     }
 
-    /// A ccTalk acceptor's lines of `status`: who, whether it takes coins, its events; loud
-    /// about lost events and faults. An MDB changer's are `changer`'s.
-    static func acceptor(_ a: JSON) -> String {
-        if a["kind"]?.string == "mdb" { return changer(a) }
-        let who = a["identified"]?.bool == true
-            ? "\(a["manufacturer"]?.string ?? "?") \(a["product"]?.string ?? "?") serial \(a["serial_number"]?.int.map(String.init) ?? "?")"
+    /// A coin acceptor's or changer's lines of `status`: who, whether it takes coins, its
+    /// events; loud about lost events, lost replies and faults. A changer's are `changer`'s.
+    static func acceptor(_ a: StatusReply.Acceptor) -> String {
+        if let changer = a.device.changer { return Self.changer(a, changer) }
+        let acceptor = a.device.acceptor ?? DeviceStatus.Acceptor()
+        let who = acceptor.identified ? a.device.identity.map { "\($0.manufacturer) \($0.product) serial \($0.serialNumber.isEmpty ? "?" : $0.serialNumber)" } ?? "?"
             : "not identified yet"
-        let state = a["responding"]?.bool == false ? "NOT RESPONDING"
-            : a["accepting"]?.bool == true ? "accepting, positions \(a["enabled_positions"]?.string ?? "?")" : "master inhibit on"
-        let coins = (a["coins"]?.object ?? [:]).sorted { (Int($0.key) ?? 0) < (Int($1.key) ?? 0) }
-            .map { "\($0.key)=\($0.value.string ?? "?")" }.joined(separator: " ")
+        let state = !a.device.responding ? "NOT RESPONDING"
+            : a.device.accepting == true ? "accepting, positions \(acceptor.enabledPositions ?? "?")" : "master inhibit on"
+        let coins = acceptor.coins.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let c = a.counts
         var lines = [
             "acceptor    \(who), \(state)",
-            "            coins \(coins.isEmpty ? "-" : coins); epoch \(a["epoch"]?.int ?? 0) event \(a["event_number"]?.int ?? 0) (counter \(a["counter"]?.int ?? 0))",
-            "            credited \(a["credited"]?.int ?? 0), not credited \(a["uncredited"]?.int ?? 0), errors \(a["error_events"]?.int ?? 0), backlog \(a["backlog_events"]?.int ?? 0), restarts \(a["restarts"]?.int ?? 0), lost \(a["lost_events"]?.int ?? 0); \(a["polls"]?.int ?? 0) polls, \(a["timeouts"]?.int ?? 0) timeouts",
+            "            coins \(coins.isEmpty ? "-" : coins); epoch \(acceptor.epoch ?? 0) event \(acceptor.eventNumber ?? 0) (counter \(acceptor.counter ?? 0))",
+            "            credited \(c.credited), not credited \(c.uncredited), errors \(c.errorEvents), backlog \(c.backlog), restarts \(c.restarts), lost \(c.lostEvents); \(acceptor.polls) polls, \(acceptor.timeouts) timeouts",
         ]
-        if let alarm = a["alarm"]?.string { lines.append("            ALARM: \(alarm)") }
-        if let fault = a["fault"]?.string { lines.append("            FAULT: \(fault) (the acceptor inhibits itself)") }
-        if let failure = a["ledger_failure"]?.string { lines.append("            LEDGER: \(failure) (held inhibited)") }
+        if let alarm = a.alarm { lines.append("            ALARM: \(alarm)") }
+        if let fault = acceptor.fault { lines.append("            FAULT: \(fault) (the acceptor inhibits itself)") }
+        if let failure = a.ledgerFailure { lines.append("            LEDGER: \(failure) (held inhibited)") }
         return "\n" + lines.joined(separator: "\n")
     }
 
-    /// An MDB changer's lines of `status`: who, which coins it takes, its tubes, its coins;
-    /// loud about lost replies.
-    static func changer(_ a: JSON) -> String {
-        let who = a["manufacturer"]?.string.map { "\($0) \(a["product"]?.string ?? "?") serial \(a["serial_number"]?.string ?? "?")" }
-            ?? "level \(a["level"]?.int.map(String.init) ?? "?")"
-        let taking = (a["accepting_coins"]?.array ?? []).compactMap(\.string)
-        let state = a["responding"]?.bool == false ? "NOT RESPONDING"
-            : a["accepting"] == nil ? "not set up yet"
+    /// A changer's lines of `status`: who, which coins it takes, its tubes, its coins; loud
+    /// about lost replies.
+    static func changer(_ a: StatusReply.Acceptor, _ changer: DeviceStatus.Changer) -> String {
+        let who = a.device.identity.map { "\($0.manufacturer) \($0.product) serial \($0.serialNumber)" } ?? "level \(changer.level.map(String.init) ?? "?")"
+        let types = changer.acceptingTypes ?? 0
+        let taking = changer.coins.keys.sorted().filter { types & (1 << $0) != 0 }.compactMap { changer.coins[$0] }
+        let state = !a.device.responding ? "NOT RESPONDING"
+            : changer.acceptingTypes == nil ? "not set up yet"
             : taking.isEmpty ? "taking no coins (COIN TYPE 0)" : "taking \(taking.joined(separator: " "))"
         var lines = [
             "changer     \(who), \(state)",
-            "            tubes \(tubes(a).map { "\($0.id)=\($0.count)" }.joined(separator: " "))",
-            "            credited \(a["credited"]?.int ?? 0), not credited \(a["uncredited"]?.int ?? 0), replies lost \(a["lost_replies"]?.int ?? 0); last coin \(a["event_number"]?.int ?? 0)",
+            "            tubes \(tubes(changer).map { "\($0.id)=\($0.count)" }.joined(separator: " "))",
+            "            credited \(a.counts.credited), not credited \(a.counts.uncredited), replies lost \(a.counts.lostReplies); last coin \(changer.lastCoin)",
         ]
-        if let alarm = a["alarm"]?.string { lines.append("            ALARM: \(alarm)") }
-        if a["held_for_ledger"]?.bool == true { lines.append("            LEDGER: the changer's coins cannot be recorded (held at COIN TYPE 0)") }
-        if a["held_for_payout"]?.bool == true { lines.append("            PAYOUT: held at COIN TYPE 0 while a payout is paid or settled") }
+        if let alarm = a.alarm { lines.append("            ALARM: \(alarm)") }
+        if a.device.heldForLedger { lines.append("            LEDGER: the changer's coins cannot be recorded (held at COIN TYPE 0)") }
+        if changer.heldForPayout { lines.append("            PAYOUT: held at COIN TYPE 0 while a payout is paid or settled") }
         return "\n" + lines.joined(separator: "\n")
     }
 
-    /// An MDB changer's tubes from `status`, by coin value.
-    static func tubes(_ a: JSON) -> [(id: String, count: Int64)] {
-        let coins = (a["coins"]?.object ?? [:]).sorted { (Int($0.key) ?? 0) < (Int($1.key) ?? 0) }.compactMap(\.value.string)
-        return coins.compactMap { id in a["tubes"]?[id]?.int.map { (id, $0) } }
+    /// A changer's tubes, by coin type.
+    static func tubes(_ changer: DeviceStatus.Changer) -> [(id: String, count: Int)] {
+        changer.coins.sorted { $0.key < $1.key }.map { type, id in (id, changer.tubes.indices.contains(type) ? changer.tubes[type] : 0) }
     }
 
-    /// `coinctl tubes`: the change tubes of an MDB changer, one line per coin.
-    static func tubesTable(_ s: JSON) -> String {
-        guard let changer = s["acceptor"], changer["kind"]?.string == "mdb" else {
-            return "this mech has no change tubes (only an MDB changer has; source.kind is \(s["source"]?["kind"]?.string ?? "?"))"
+    /// `coinctl tubes`: the change tubes of a changer, one line per coin.
+    static func tubesTable(_ s: StatusReply) -> String {
+        guard let changer = s.acceptor?.device.changer else {
+            return "this mech has no change tubes (a coin changer has; source.kind is \(s.source.kind))"
         }
-        let rows = tubes(changer)
-        return (["\(pad("coin", 10))\(pad("count", 7, right: true))"] + rows.map { "\(pad($0.id, 10))\(pad("\($0.count)", 7, right: true))" })
+        return (["\(pad("coin", 10))\(pad("count", 7, right: true))"] + tubes(changer).map { "\(pad($0.id, 10))\(pad("\($0.count)", 7, right: true))" })
             .joined(separator: "\n")
     }
 
     /// `coinctl hoppers`: unit, address, coin, level by the ledger, and the hopper's own word.
-    static func hoppersTable(_ s: JSON) -> String {
-        guard let hoppers = s["acceptor"]?["hoppers"]?.array else {
-            return "this mech has no payout hoppers (a ccTalk source lists them under hoppers; source.kind is \(s["source"]?["kind"]?.string ?? "?"))"
+    static func hoppersTable(_ s: StatusReply) -> String {
+        guard let acceptor = s.acceptor, let hoppers = acceptor.device.hoppers else {
+            return "this mech has no payout hoppers (a ccTalk source lists them under hoppers; source.kind is \(s.source.kind))"
         }
         let header = "\(pad("unit", 5))\(pad("address", 9))\(pad("coin", 8))\(pad("level", 7, right: true))  state"
-        let rows = hoppers.map { h in
-            let state = h["responding"] == false ? "not responding" : h["alarm"]?.string ?? h["flags"]?.string ?? "?"
-            return "\(pad("\(h["unit"]?.int ?? 0)", 5))\(pad("\(h["address"]?.int ?? 0)", 9))\(pad(h["coin_id"]?.string ?? "?", 8))"
-                + "\(pad("\(h["level"]?.int ?? 0)", 7, right: true))  \(state)"
+        let rows = hoppers.units.map { h in
+            let state = !h.responding ? "not responding"
+                : h.reportedCoin.map { "it reports coin \($0), not the configured \(h.coinID): it pays nothing until the configuration or the hopper is put right" } ?? h.flags
+            let level = acceptor.levels.indices.contains(h.unit) ? acceptor.levels[h.unit] : 0
+            return "\(pad("\(h.unit)", 5))\(pad("\(h.address)", 9))\(pad(h.coinID, 8))\(pad("\(level)", 7, right: true))  \(state)"
         }
         return ([header] + rows).joined(separator: "\n")
     }
 
     /// `coinctl refill` and `coinctl float`: the level before and after.
-    static func inventoryChange(_ r: JSON) -> String {
-        let line = "hopper \(r["unit"]?.int ?? 0) (\(r["coin_id"]?.string ?? "?")): \(r["level_before"]?.int ?? 0) → \(r["level"]?.int ?? 0) coins"
-        guard r["repeated"] == true else { return line }
-        return line + " (recorded already under request id \(r["request_id"]?.string ?? "?"), seq \(r["seq"]?.int ?? 0): not counted again)"
+    static func inventoryChange(_ r: InventoryReply) -> String {
+        let line = "hopper \(r.unit) (\(r.coinID ?? "?")): \(r.levelBefore) → \(r.level) coins"
+        guard r.repeated else { return line }
+        return line + " (recorded already under request id \(r.requestID), seq \(r.seq): not counted again)"
     }
 
     /// `coinctl payout-plan`: the coins that would be paid, or why none would.
-    static func payoutPlan(_ p: JSON) -> String {
-        let currency = p["currency"]?.string ?? "?"
-        let amount = "\(currency) \(money(p["amount_minor"]?.int ?? 0, currency))"
-        guard p["payable"]?.bool == true else {
-            let below = p["nearest_below"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing"
-            let above = p["nearest_above"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing (the tubes hold less)"
-            return "\(amount) cannot be paid exactly from the tubes: the nearest amounts are \(below) below and \(above) above"
+    static func payoutPlan(_ p: PayoutPlanReply) -> String {
+        let amount = "\(p.currency) \(money(p.amountMinor, p.currency))"
+        guard p.payable else {
+            return "\(amount) cannot be paid exactly from the tubes: the nearest amounts are \(nearest(p.nearestBelow, p.currency, else: "nothing")) below and "
+                + "\(nearest(p.nearestAbove, p.currency, else: "nothing (the tubes hold less)")) above"
         }
-        let coins = (p["coins"]?.array ?? []).map { "\($0["count"]?.int ?? 0) × \($0["coin_id"]?.string ?? "?")" }
-        return "\(amount) would be paid as \(coins.joined(separator: ", "))"
+        return "\(amount) would be paid as \(coins(p.coins))"
     }
 
-    static func payout(_ p: JSON) -> String {
-        let currency = p["currency"]?.string ?? "?"
-        let id = p["request_id"]?.string ?? "?"
-        let amount = "\(currency) \(money(p["amount_minor"]?.int ?? 0, currency))"
-        let repeated = p["repeated"]?.bool == true ? " (asked before: from the ledger, not paid again)" : ""
-        switch p["state"]?.string {
-        case "refused":
-            let below = p["nearest_below"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing"
-            let above = p["nearest_above"]?.int.map { "\(currency) \(money($0, currency))" } ?? "nothing (the tubes hold less)"
-            return "payout \(id): \(amount) cannot be paid exactly from the tubes; nothing moved. The nearest amounts are \(below) below and \(above) above"
-        case "open":
-            return "payout \(id): \(amount) is under way or waits for the changer's count\(repeated)"
-        default:
-            let coins = (p["coins"]?.array ?? []).map { "\($0["count"]?.int ?? 0) × \($0["coin_id"]?.string ?? "?")" }
-            let paid = "\(currency) \(money(p["paid_minor"]?.int ?? 0, currency))"
-            var line = "payout \(id): \(p["state"]?.string ?? "?"), paid \(paid) of \(amount)"
-            if !coins.isEmpty { line += " (\(coins.joined(separator: ", ")))" }
-            if let debt = p["debt_minor"]?.int, debt > 0 { line += "; owed \(currency) \(money(debt, currency))" }
-            if let reason = p["reason"]?.string { line += ": \(reason)" }
+    static func payout(_ p: PayoutReply) -> String {
+        let amount = "\(p.currency) \(money(p.amountMinor, p.currency))"
+        let repeated = p.repeated ? " (asked before: from the ledger, not paid again)" : ""
+        switch p.state {
+        case .refused:
+            return "payout \(p.requestID): \(amount) cannot be paid exactly from the tubes; nothing moved. The nearest amounts are "
+                + "\(nearest(p.nearestBelow, p.currency, else: "nothing")) below and \(nearest(p.nearestAbove, p.currency, else: "nothing (the tubes hold less)")) above"
+        case .open:
+            return "payout \(p.requestID): \(amount) is under way or waits for the changer's count\(repeated)"
+        case .done, .partial, .failed:
+            var line = "payout \(p.requestID): \(p.state.rawValue), paid \(p.currency) \(money(p.paidMinor ?? 0, p.currency)) of \(amount)"
+            if !p.coins.isEmpty { line += " (\(coins(p.coins)))" }
+            if let debt = p.debtMinor, debt > 0 { line += "; owed \(p.currency) \(money(debt, p.currency))" }
+            if let reason = p.reason { line += ": \(reason)" }
             return line + repeated
         }
     }
 
-    static func totals(_ t: JSON) -> String {
-        var text = rows("current", t["current"]?.array ?? []) + "\n" + rows("lifetime", t["lifetime"]?.array ?? [])
+    private static func nearest(_ amount: Int64?, _ currency: String, else none: String) -> String {
+        amount.map { "\(currency) \(money($0, currency))" } ?? none
+    }
+
+    private static func coins(_ coins: [PaidCoins]) -> String {
+        coins.map { "\($0.count) × \($0.coinID ?? "?")" }.joined(separator: ", ")
+    }
+
+    static func totals(_ t: Totals) -> String {
+        var text = rows("current", t.current) + "\n" + rows("lifetime", t.lifetime)
         // Not credit: accepts the mech has not confirmed yet, and those it never can (audit).
-        if let pending = t["pending"]?.array, !pending.isEmpty { text += "\n" + rows("pending", pending) }
-        if let unconfirmed = t["unconfirmed"]?.array, !unconfirmed.isEmpty {
-            text += "\n" + rows("unconfirmed", unconfirmed) + "\n(unconfirmed: accepted, but the mech could not say whether they reached the cash box; not credit)"
+        if !t.pending.isEmpty { text += "\n" + rows("pending", t.pending) }
+        if !t.unconfirmed.isEmpty {
+            text += "\n" + rows("unconfirmed", t.unconfirmed) + "\n(unconfirmed: accepted, but the mech could not say whether they reached the cash box; not credit)"
         }
         return text
     }
 
-    static func rows(_ period: String, _ rows: [JSON]) -> String {
+    static func rows(_ period: String, _ rows: [TotalsRow]) -> String {
         var lines = ["\(pad("period", 10))\(pad("currency", 10))\(pad("denomination", 14))\(pad("count", 7, right: true))\(pad("value", 11, right: true))\(pad("weight", 12, right: true))"]
         var sums: [String: (Int64, Int64, Double)] = [:]
         for row in rows {
-            let currency = row["currency"]?.string ?? "?"
-            let count = row["count"]?.int ?? 0, value = row["value_minor"]?.int ?? 0, weight = row["weight_g"]?.double ?? 0
-            lines.append("\(pad(period, 10))\(pad(currency, 10))\(pad(row["denomination"]?.string ?? "?", 14))\(pad("\(count)", 7, right: true))\(pad(money(value, currency), 11, right: true))\(pad(String(format: "%.2f g", weight), 12, right: true))")
-            let sum = sums[currency] ?? (0, 0, 0)
-            sums[currency] = (sum.0 + count, sum.1 + value, sum.2 + weight)
+            lines.append("\(pad(period, 10))\(pad(row.currency, 10))\(pad(row.denomination, 14))\(pad("\(row.count)", 7, right: true))\(pad(money(row.valueMinor, row.currency), 11, right: true))\(pad(String(format: "%.2f g", row.weightG), 12, right: true))")
+            let sum = sums[row.currency] ?? (0, 0, 0)
+            sums[row.currency] = (sum.0 + row.count, sum.1 + row.valueMinor, sum.2 + row.weightG)
         }
         for (currency, sum) in sums.sorted(by: { $0.key < $1.key }) {
             lines.append("\(pad(period, 10))\(pad(currency, 10))\(pad("total", 14))\(pad("\(sum.0)", 7, right: true))\(pad(money(sum.1, currency), 11, right: true))\(pad(String(format: "%.2f g", sum.2), 12, right: true))")
@@ -188,44 +185,40 @@ enum Format {
     }
 
     /// The running chain's explanation of a reading: each link's own lines, indented under it.
-    static func explanation(_ e: JSON) -> String {
-        let r = e["reading"]
-        var figures = ["diameter \(r?["diameter"]?.double ?? 0) mm"]
-        if let weight = r?["weight"]?.double { figures.append("weight \(weight) g") }
-        if let thickness = r?["thickness"]?.double { figures.append("thickness \(thickness) mm") }
-        var lines = ["reading: \(figures.joined(separator: ", ")) (chain generation \(e["generation"]?.int ?? 0); nothing decided or recorded)"]
-        for (index, link) in (e["links"]?.array ?? []).enumerated() {
-            let head = "\(index + 1) \(link["name"]?.string ?? "?") (\(link["plugin"]?.string ?? "?") \(link["version"]?.string ?? "?"))"
-            if let why = link["not_asked"]?.string {
+    static func explanation(_ e: ExplainReply) -> String {
+        var figures = ["diameter \(e.diameter) mm"]
+        if let weight = e.weight { figures.append("weight \(weight) g") }
+        if let thickness = e.thickness { figures.append("thickness \(thickness) mm") }
+        var lines = ["reading: \(figures.joined(separator: ", ")) (chain generation \(e.generation); nothing decided or recorded)"]
+        for (index, link) in e.links.enumerated() {
+            let head = "\(index + 1) \(link.name) (\(link.plugin) \(link.version))"
+            if case .notAsked(let why) = link.answer {
                 lines.append("\(head): not asked: \(why)")
                 continue
             }
-            let details = link["explanation"]
-            lines.append("\(head): \(details?["decision"]?.string ?? "explained")")
-            lines += (details?["lines"]?.array ?? []).compactMap(\.string).map { "    " + $0 }
+            lines.append("\(head): \(link.answer.decision ?? "explained")")
+            lines += link.answer.lines.map { "    " + $0 }
         }
         return lines.joined(separator: "\n")
     }
 
-    static func chain(_ c: JSON) -> String {
-        var lines = ["chain generation \(c["generation"]?.int ?? 0)",
+    static func chain(_ c: ChainReply) -> String {
+        var lines = ["chain generation \(c.generation)",
                      "\(pad("#", 3))\(pad("link", 14))\(pad("plugin", 14))\(pad("version", 13))\(pad("sha256", 14))\(pad("state", 12))\(pad("calls", 8, right: true))\(pad("accept", 8, right: true))\(pad("reject", 8, right: true))\(pad("pass", 8, right: true))\(pad("mean ns", 9, right: true))"]
-        for (index, link) in (c["links"]?.array ?? []).enumerated() {
-            let stats = link["statistics"]
-            lines.append("\(pad("\(index + 1)", 3))\(pad(link["name"]?.string ?? "?", 14))\(pad(link["plugin"]?.string ?? "?", 14))\(pad(link["version"]?.string ?? "?", 13))\(pad(String((link["sha256"]?.string ?? "").prefix(12)), 14))\(pad(link["state"]?.string ?? "?", 12))\(pad("\(stats?["calls"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["accepts"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["rejects"]?.int ?? 0)", 8, right: true))\(pad("\(stats?["passes"]?.int ?? 0)", 8, right: true))\(pad(String(format: "%.0f", stats?["mean_ns"]?.double ?? 0), 9, right: true))")
+        for (index, link) in c.links.enumerated() {
+            let stats = link.statistics
+            lines.append("\(pad("\(index + 1)", 3))\(pad(link.name, 14))\(pad(link.plugin, 14))\(pad(link.version, 13))\(pad(String(link.sha256.prefix(12)), 14))\(pad(link.state, 12))\(pad("\(stats.calls)", 8, right: true))\(pad("\(stats.accepts)", 8, right: true))\(pad("\(stats.rejects)", 8, right: true))\(pad("\(stats.passes)", 8, right: true))\(pad(String(format: "%.0f", stats.meanNanoseconds), 9, right: true))")
             // How it runs and what it is, from the plugin's own metadata.
-            let kinds = (link["reading_kinds"]?.array ?? []).compactMap(\.string).joined(separator: ", ")
-            lines.append("   \(link["isolation"]?.string ?? "?"), budget \(String(format: "%g", link["budget_ms"]?.double ?? 0)) ms, ABI \(link["abi"]?.string ?? "?"), \(kinds) readings, \(link["license"]?.string ?? "?"): \(link["summary"]?.string ?? "")")
-            if let sandbox = link["sandbox"] {
-                let missing = (sandbox["missing"]?.array ?? []).compactMap(\.string)
-                lines.append("   sandbox (\(sandbox["required"]?.bool == true ? "required" : "warn"), \(sandbox["memory_mb"]?.int ?? 0) MiB): \(sandbox["layers"]?.string ?? "?")"
-                    + (missing.isEmpty ? "" : "; missing: " + missing.joined(separator: "; ")))
+            lines.append("   \(link.isolation), budget \(String(format: "%g", link.budgetMilliseconds)) ms, ABI \(link.abi), \(link.readingKinds.joined(separator: ", ")) readings, \(link.license): \(link.summary)")
+            if let sandbox = link.sandbox {
+                lines.append("   sandbox (\(sandbox.required ? "required" : "warn"), \(sandbox.memoryMiB) MiB): \(sandbox.layers)"
+                    + (sandbox.missing.isEmpty ? "" : "; missing: " + sandbox.missing.joined(separator: "; ")))
             }
-            if let problem = link["problem"] {
-                lines.append("   \((problem["state"]?.string ?? "?").uppercased()) (\(problem["cause"]?.string ?? "?")): \(problem["reason"]?.string ?? "")")
+            if let problem = link.problem {
+                lines.append("   \(problem.state.uppercased()) (\(problem.cause)): \(problem.reason)")
             }
         }
-        if let terminal = c["terminal"] { lines.append("\(pad("", 3))\(pad("unrecognized", 14))(host)\(pad("", 37))\(pad("\(terminal["rejects"]?.int ?? 0)", 24, right: true))") }
+        lines.append("\(pad("", 3))\(pad("unrecognized", 14))(host)\(pad("", 37))\(pad("\(c.terminalRejects)", 24, right: true))")
         return lines.joined(separator: "\n")
     }
 
@@ -236,36 +229,36 @@ enum Format {
     }()
 
     /// One line per event; credited coins show the running totals.
-    static func event(_ e: JSON, totals: [String: Int64]? = nil) -> String {
-        let seq = e["seq"]?.int ?? 0
-        let time = clock.string(from: Date(timeIntervalSince1970: e["time"]?.double ?? 0))
-        let head = "#\(seq) \(time)"
+    static func event(_ e: LedgerEvent, totals: [String: Int64]? = nil) -> String {
+        let time = clock.string(from: Date(timeIntervalSince1970: e.time))
+        let head = "#\(e.seq) \(time)"
+        let detail = e.detailJSON
         // A coin acceptor's coin is named by its coin id and position, not measured.
-        let named = e["detail"]?["coin_id"]?.string.map { "\($0) position \(e["detail"]?["position"]?.string ?? "?")" }
-        let measured = named ?? [e["diameter_mm"]?.double.map { String(format: "%.2f mm", $0) }, e["weight_g"]?.double.map { String(format: "%.2f g", $0) }]
+        let named = detail?["coin_id"]?.string.map { "\($0) position \(detail?["position"]?.string ?? "?")" }
+        let measured = named ?? [e.diameterMM.map { String(format: "%.2f mm", $0) }, e.weightG.map { String(format: "%.2f g", $0) }]
             .compactMap { $0 }.joined(separator: " ")
-        let currency = e["currency"]?.string ?? "?"
-        let coin = "\(pad(currency + " " + (e["denomination"]?.string ?? "?"), 16)) \(pad(money(e["value_minor"]?.int ?? 0, currency), 7, right: true))"
-        switch e["kind"]?.string {
-        case "decision":
-            if e["verdict"]?.string == "accept" {
-                let settled = e["state"]?.string == "pending" || e["state"] == nil ? "pending the mech's confirmation" : e["state"]?.string ?? ""
-                return "\(head) ACCEPT \(coin)  [\(measured)] by \(e["link"]?.string ?? "?"), \(settled)"
+        let currency = e.currency ?? "?"
+        let coin = "\(pad(currency + " " + (e.denomination ?? "?"), 16)) \(pad(money(e.valueMinor ?? 0, currency), 7, right: true))"
+        switch EventKind(rawValue: e.kind) {
+        case .decision:
+            if e.verdict == "accept" {
+                let settled = e.state == nil || e.state == "pending" ? "pending the mech's confirmation" : e.state ?? ""
+                return "\(head) ACCEPT \(coin)  [\(measured)] by \(e.link ?? "?"), \(settled)"
             }
-            return "\(head) RETURN \(e["reason"]?.string ?? "?"): \(e["message"]?.string ?? "")  [\(measured)] by \(e["link"]?.string ?? "?")"
-        case "coin":
-            let stored = e["detail"]?["routing"]?.string == "tube" ? "kept in its change tube" : "stored in the cash box"
+            return "\(head) RETURN \(e.reason ?? "?"): \(e.message ?? "")  [\(measured)] by \(e.link ?? "?")"
+        case .coin:
+            let stored = detail?["routing"]?.string == "tube" ? "kept in its change tube" : "stored in the cash box"
             let line = "\(head) CREDIT \(coin)  [\(measured)] \(stored)"
             return totals.map { "\(line)   total \(values($0))" } ?? line
-        case "coin_returned":
-            return "\(head) RETURNED AFTER ACCEPT \(coin): \(e["message"]?.string ?? "")"
-        case "coin_unconfirmed":
-            return "\(head) UNCONFIRMED \(coin) (not credit): \(e["message"]?.string ?? "")"
+        case .coinReturned:
+            return "\(head) RETURNED AFTER ACCEPT \(coin): \(e.message ?? "")"
+        case .coinUnconfirmed:
+            return "\(head) UNCONFIRMED \(coin) (not credit): \(e.message ?? "")"
         default:
-            let fields = e["detail"]?.object ?? [:]
-            let detail = fields.keys.sorted().filter { $0 != "collected" && $0 != "unconfirmed" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }
+            let fields = detail?.object ?? [:]
+            let shown = fields.keys.sorted().filter { $0 != "collected" && $0 != "unconfirmed" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }
                 .joined(separator: " ")
-            return "\(head) \(e["kind"]?.string ?? "?") \(detail)"
+            return "\(head) \(e.kind) \(shown)"
         }
     }
 }

@@ -34,7 +34,7 @@ extension CoinCtl.Teach {
         }
 
         func run() throws {
-            try common.run(.teachStart(currency: currency, code: code, coins: Int(coins))) { TeachFormat.started($0) }
+            try common.run(.teachStart(currency: currency, code: code, coins: Int(coins)), as: TeachStartReply.self) { TeachFormat.started($0) }
         }
     }
 
@@ -46,18 +46,18 @@ extension CoinCtl.Teach {
         func validate() throws {
             guard (20...200).contains(width) else { throw ValidationError("--width must be from 20 to 200") }
         }
-        func run() throws { try common.run(.teachStatus) { TeachFormat.status($0, width: width) } }
+        func run() throws { try common.run(.teachStatus, as: TeachStatusReply.self) { TeachFormat.status($0, width: width) } }
     }
 
     struct Commit: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write the taught window to the calibration file, record it, and reload the chain.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.teachCommit) { TeachFormat.committed($0) } }
+        func run() throws { try common.run(.teachCommit, as: TeachCommitReply.self) { TeachFormat.committed($0) } }
     }
 
     struct Abort: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "End teach mode; nothing is written.")
         @OptionGroup var common: Common
-        func run() throws { try common.run(.teachAbort) { TeachFormat.aborted($0) } }
+        func run() throws { try common.run(.teachAbort, as: TeachAbortReply.self) { TeachFormat.aborted($0) } }
     }
 }

@@ -4,49 +4,42 @@ import Foundation
 /// Teach mode for people: what a command did, and `teach status` as a table and a histogram
 /// per axis of the sample coins, with the proposed window and its neighbours' windows marked.
 enum TeachFormat {
-    static func started(_ r: JSON) -> String {
-        let name = "\(r["currency"]?.string ?? "?") \(r["code"]?.string ?? "?")"
-        return """
-            teaching \(name) on link '\(r["link"]?.string ?? "?")' (event #\(r["seq"]?.int ?? 0)): insert \(r["coins"]?.int ?? 0) sample coins; every coin is returned
+    static func started(_ r: TeachStartReply) -> String {
+        """
+            teaching \(r.currency) \(r.code) on link '\(r.link)' (event #\(r.seq)): insert \(r.coins) sample coins; every coin is returned
               coinctl teach status   the figures so far, with a histogram per axis
-              coinctl teach commit   writes the window to \(r["file"]?.string ?? "?") and reloads the chain
+              coinctl teach commit   writes the window to \(r.file) and reloads the chain
               coinctl teach abort    ends teach mode; nothing is written
             """
     }
 
-    static func committed(_ r: JSON) -> String {
-        let axes = [("diameter", "mm"), ("weight", "g"), ("thickness", "mm")].compactMap { axis, unit in
-            r[axis]?.string.map { "\(axis) \($0) \(unit)" }
-        }.joined(separator: ", ")
-        let leftOut = r["left_out"]?.int ?? 0
+    static func committed(_ r: TeachCommitReply) -> String {
+        let units = ["diameter": "mm", "weight": "g", "thickness": "mm"]
+        let axes = TeachCommitReply.axisNames.compactMap { axis in r.axes[axis].map { "\(axis) \($0) \(units[axis] ?? "")" } }.joined(separator: ", ")
         var lines = [
-            "taught \(r["currency"]?.string ?? "?") \(r["code"]?.string ?? "?") from \(r["samples"]?.int ?? 0) coins (event #\(r["seq"]?.int ?? 0)): \(axes)"
-                + (leftOut > 0 ? "; \(leftOut) left out" : ""),
-            "written to \(r["file"]?.string ?? "?") (sha256 \((r["sha256"]?.string ?? "").prefix(12))…)",
+            "taught \(r.currency) \(r.code) from \(r.samples) coins (event #\(r.seq)): \(axes)" + (r.leftOut > 0 ? "; \(r.leftOut) left out" : ""),
+            "written to \(r.file) (sha256 \(r.sha256.prefix(12))…)",
         ]
-        if let generation = r["reload"]?["generation"]?.int {
+        if let generation = r.reload?.generation {
             lines.append("chain reloaded: generation \(generation); coin-table uses the taught window")
         }
         return lines.joined(separator: "\n")
     }
 
-    static func aborted(_ r: JSON) -> String {
-        "teach mode ended (event #\(r["seq"]?.int ?? 0)): \(r["samples"]?.int ?? 0) sample coins of \(r["currency"]?.string ?? "?") "
-            + "\(r["code"]?.string ?? "?") set aside, nothing written; coins are decided again"
+    static func aborted(_ r: TeachAbortReply) -> String {
+        "teach mode ended (event #\(r.seq)): \(r.samples) sample coins of \(r.currency) \(r.code) set aside, nothing written; coins are decided again"
     }
 
     /// The whole of `teach status`.
-    static func status(_ s: JSON, width: Int = 64) -> String {
-        guard s["teaching"]?.bool == true else { return "not teaching (coinctl teach start CURRENCY CODE)" }
-        let name = "\(s["currency"]?.string ?? "?") \(s["code"]?.string ?? "?")"
-        let collected = s["collected"]?.int ?? 0, wanted = s["coins"]?.int ?? 0, skipped = s["not_collected"]?.int ?? 0
-        let window = s["window_sigma"]?.double ?? 4
+    static func status(_ reply: TeachStatusReply, width: Int = 64) -> String {
+        guard let s = reply.session else { return "not teaching (coinctl teach start CURRENCY CODE)" }
+        let name = "\(s.currency) \(s.code)"
         var lines = [
-            "teaching \(name) on link '\(s["link"]?.string ?? "?")' for \(Int(s["started_s_ago"]?.double ?? 0)) s (started by \(s["by"]?.string ?? "?")): "
-                + "\(collected) of \(wanted) sample coins" + (skipped > 0 ? ", \(skipped) readings not kept" : ""),
-            "a commit writes \(s["file"]?.string ?? "?")" + (s["committable"]?.bool == true ? "" : " (not yet: see below)"),
+            "teaching \(name) on link '\(s.link)' for \(Int(s.startedSecondsAgo)) s (started by \(s.by)): "
+                + "\(s.collected) of \(s.coins) sample coins" + (s.notCollected > 0 ? ", \(s.notCollected) readings not kept" : ""),
+            "a commit writes \(s.file)" + (s.committable ? "" : " (not yet: see below)"),
         ]
-        let axes = ["diameter", "weight", "thickness"].compactMap { name in s["axes"]?[name].map { (name, $0) } }
+        let axes = TeachStatusReply.axisNames.compactMap { name in s.axes[name].map { (name, $0) } }
         if axes.isEmpty {
             lines.append("")
             lines.append("no figures yet: insert sample coins of \(name)")
@@ -54,34 +47,28 @@ enum TeachFormat {
             lines.append("")
             func p(_ text: String, _ width: Int, right: Bool = false) -> String { Format.pad(text, width, right: right) }
             lines.append(p("axis", 10) + p("count", 6, right: true) + p("mean", 11, right: true) + p("σ", 8, right: true)
-                + p("mint", 9, right: true) + p("bias", 9, right: true) + "   window (±\(plain(window))σ, as coin-table will match)")
+                + p("mint", 9, right: true) + p("bias", 9, right: true) + "   window (±\(plain(s.windowSigma))σ, as coin-table will match)")
             for (axis, a) in axes {
-                let unit = a["unit"]?.string ?? ""
-                let bias = a["bias_percent"]?.double.map { String(format: "%+.2f %%", $0) } ?? "–"
-                lines.append(p(axis, 10) + p("\(a["count"]?.int ?? 0)", 6, right: true) + p(fixed(a["mean"]) + " " + unit, 11, right: true)
-                    + p(fixed(a["sigma"]), 8, right: true) + p(a["mint"].map(fixed) ?? "–", 9, right: true) + p(bias, 9, right: true)
-                    + "   \(fixed(a["window"]?["low"])) – \(fixed(a["window"]?["high"])) \(unit)")
+                let bias = a.biasPercent.map { String(format: "%+.2f %%", $0) } ?? "–"
+                lines.append(p(axis, 10) + p("\(a.count)", 6, right: true) + p(fixed(a.mean) + " " + a.unit, 11, right: true)
+                    + p(fixed(a.sigma), 8, right: true) + p(a.mint.map(fixed) ?? "–", 9, right: true) + p(bias, 9, right: true)
+                    + "   \(fixed(a.window.low)) – \(fixed(a.window.high)) \(a.unit)")
             }
         }
-        let neighbours = s["neighbours"]?.array ?? []
-        if !neighbours.isEmpty {
+        if !s.neighbours.isEmpty {
             lines.append("")
             lines.append("neighbours: separation on diameter and weight, in the taught σ and in theirs")
-            for n in neighbours {
-                let flag = n["overlap"]?.bool == true ? "  OVERLAP" : ""
-                lines.append("  " + Format.pad(n["name"]?.string ?? "?", 12) + Format.pad(n["origin"]?.string ?? "?", 9)
-                    + Format.pad(String(format: "%.1fσ", n["separation_sigma"]?.double ?? 0), 8, right: true)
-                    + Format.pad(String(format: "%.1fσ", n["their_sigma"]?.double ?? 0), 8, right: true) + flag)
+            for n in s.neighbours {
+                lines.append("  " + Format.pad(n.name, 12) + Format.pad(n.origin, 9)
+                    + Format.pad(String(format: "%.1fσ", n.separationSigma), 8, right: true)
+                    + Format.pad(String(format: "%.1fσ", n.theirSigma), 8, right: true) + (n.overlap ? "  OVERLAP" : ""))
             }
         }
         for (axis, a) in axes {
             lines.append("")
-            lines += histogram(axis: axis, unit: a["unit"]?.string ?? "", values: samples(s, axis), window: a["window"], own: s["code"]?.string ?? "taught",
-                               neighbours: neighbours, width: width)
+            lines += histogram(axis: axis, unit: a.unit, values: samples(s, axis), window: a.window, own: s.code, neighbours: s.neighbours, width: width)
         }
-        for (title, key) in [("warnings", "warnings"), ("cannot commit yet", "problems")] {
-            let items = (s[key]?.array ?? []).compactMap(\.string)
-            guard !items.isEmpty else { continue }
+        for (title, items) in [("warnings", s.warnings), ("cannot commit yet", s.problems)] where !items.isEmpty {
             lines.append("")
             lines.append("\(title):")
             lines += items.map { "  - \($0)" }
@@ -91,8 +78,10 @@ enum TeachFormat {
 
     /// One axis: counts of the samples as bars (eighths of a row), an axis line with three
     /// figures, then the proposed window and each neighbour's window that reaches the range.
-    static func histogram(axis: String, unit: String, values: [Double], window: JSON?, own: String, neighbours: [JSON], width: Int) -> [String] {
-        guard let low = window?["low"]?.double, let high = window?["high"]?.double, !values.isEmpty else { return [] }
+    static func histogram(axis: String, unit: String, values: [Double], window: TeachStatusReply.Window, own: String,
+                          neighbours: [TeachStatusReply.Neighbour], width: Int) -> [String] {
+        let low = window.low, high = window.high
+        guard !values.isEmpty else { return [] }
         var from = min(values.min()!, low), to = max(values.max()!, high)
         let margin = (to - from) * 0.15
         from -= margin
@@ -120,8 +109,8 @@ enum TeachFormat {
         lines.append(" " + labels[0] + String(repeating: " ", count: gap / 2) + labels[1] + String(repeating: " ", count: gap - gap / 2) + labels[2])
         lines.append(bar(low, high, label: "\(own) (taught)", fill: "=", column: column, width: width))
         for n in neighbours {
-            guard let w = n["window"]?[axis], let nLow = w["low"]?.double, let nHigh = w["high"]?.double, nHigh >= from, nLow <= to else { continue }
-            lines.append(bar(nLow, nHigh, label: "\(n["name"]?.string ?? "?") (\(n["origin"]?.string ?? "?"))", fill: "-", column: column, width: width))
+            guard let w = n.spreads[axis]?.window, w.high >= from, w.low <= to else { continue }
+            lines.append(bar(w.low, w.high, label: "\(n.name) (\(n.origin))", fill: "-", column: column, width: width))
         }
         return lines
     }
@@ -153,13 +142,16 @@ enum TeachFormat {
         for (offset, character) in text.enumerated() { cells[start + offset] = character }
     }
 
-    /// One axis of every sample (diameter, weight, thickness are the columns of `samples`).
-    static func samples(_ s: JSON, _ axis: String) -> [Double] {
-        let column = ["diameter": 0, "weight": 1, "thickness": 2][axis] ?? 0
-        return (s["samples"]?.array ?? []).compactMap { $0.array.flatMap { $0.count > column ? $0[column].double : nil } }
+    /// One axis of every sample.
+    static func samples(_ s: TeachStatusReply.Session, _ axis: String) -> [Double] {
+        switch axis {
+        case "diameter": s.samples.map(\.diameter)
+        case "weight": s.samples.map(\.weight)
+        default: s.samples.compactMap(\.thickness)
+        }
     }
 
-    static func fixed(_ value: JSON?) -> String { value?.double.map { String(format: "%.3f", $0) } ?? "–" }
+    static func fixed(_ value: Double) -> String { String(format: "%.3f", value) }
 
     static func plain(_ value: Double) -> String { value == value.rounded() ? "\(Int(value))" : String(format: "%.1f", value) }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoinMechClient
+import CoinMechModel
 import CoinMechProtocol
 import Foundation
 
@@ -26,30 +27,33 @@ extension CoinCtl {
                 }
                 do {
                     if first || last == nil {
-                        for (currency, amount) in try connection.request(.totals)["current_value"]?.object ?? [:] {
-                            value[currency] = amount.int ?? 0
-                        }
+                        let totals = try connection.request(.totals, as: CoinMechModel.Totals.self)
+                        value = CoinMechModel.Totals.value(of: totals.current)
                         if !common.json { print("totals since the last collection: \(Format.values(value))") }
                     }
-                    let reply = try connection.request(.subscribe(since: last, pending: pending))
-                    if last == nil { last = reply["since"]?.int }
+                    let reply = try connection.request(.subscribe(since: last, pending: pending), as: SubscribeReply.self)
+                    if last == nil { last = reply.since }
                     first = false
-                    while true {
-                        guard let message = try connection.nextEvent(timeout: 3600) else { continue }
-                        if message["type"]?.string == "overflow" {
-                            FileHandle.standardError.write(Data("coinctl: fell behind; resuming after #\(message["resume_from"]?.int ?? 0)\n".utf8))
-                            last = message["resume_from"]?.int ?? last
-                            break
+                    reading: while true {
+                        // Read as its type; printed with --json as the daemon wrote it.
+                        guard let text = try connection.nextEvent(timeout: 3600) else { continue }
+                        let event: LedgerEvent
+                        switch try SubscriptionMessage.read(text) {
+                        case .event(let read):
+                            event = read
+                        case .overflow(let resumeFrom):
+                            FileHandle.standardError.write(Data("coinctl: fell behind; resuming after #\(resumeFrom)\n".utf8))
+                            last = resumeFrom
+                            break reading
                         }
-                        guard let event = message["event"], let seq = event["seq"]?.int else { continue }
-                        last = seq
+                        last = event.seq
                         // Money is what the mech stored: `coin` events.
-                        if event["kind"]?.string == "coin", let currency = event["currency"]?.string, let amount = event["value_minor"]?.int {
+                        if event.kind == EventKind.coin.rawValue, let currency = event.currency, let amount = event.valueMinor {
                             value[currency, default: 0] += amount
                         }
-                        if event["kind"]?.string == "collect" { value = [:] }
+                        if event.kind == EventKind.collect.rawValue { value = [:] }
                         if common.json {
-                            print(event.description)
+                            print((text["event"] ?? event.json).description)
                         } else {
                             print(Format.event(event, totals: value))
                         }

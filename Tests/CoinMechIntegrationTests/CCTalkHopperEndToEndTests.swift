@@ -80,7 +80,7 @@ struct CCTalkHopperEndToEndTests {
     /// Counts the hoppers as physically loaded: the ledger's levels start from the operator.
     static func float(_ client: CoinMechConnection, _ levels: [Int]) throws {
         for (unit, level) in levels.enumerated() {
-            let reply = try client.request(.float(unit: "\(unit)", level: level))
+            let reply = try client.request(.float(unit: "\(unit)", level: level, requestID: "float-\(unit)-\(level)"))
             #expect(reply["level"]?.int == Int64(level), "\(reply)")
         }
     }
@@ -143,7 +143,7 @@ struct CCTalkHopperEndToEndTests {
         #expect(String(decoding: ctl.readToEnd(), as: UTF8.self).hasPrefix("hopper 1 (EU050A): 1 → 7 coins"))
         let refused0 = try ChildProcess("coinctl", ["refill", "EU050A", "0", "--socket", rig.socket])
         #expect(refused0.wait() != 0, "no coins is no refill")
-        #expect(throws: ClientError.self) { try client.request(.refill(unit: "EU999A", coins: 1)) }
+        #expect(throws: ClientError.self) { try client.request(.refill(unit: "EU999A", coins: 1, requestID: "load-none")) }
         let hoppers = try client.request("status")["acceptor"]?["hoppers"]?.array ?? []
         #expect(hoppers.map { $0["level"]?.int } == [9, 7, 18], "\(hoppers)")
 
@@ -272,17 +272,18 @@ struct CCTalkHopperEndToEndTests {
         #expect(try Self.levels(rig) == [9, 0, 20])
     }
 
-    @Test("a commit that landed but reported a failure: the step after it is not sent, and the payout settles in the same run as the hoppers paid, each coin off the level once")
+    @Test("a commit that landed but reported a failure is read back: the step it holds goes out, and the payout settles in the same run as the hoppers paid, each coin off the level once")
     func landedCommitReportedFailed() throws {
         // 2.60: a €2, then the 50c step's journal carries the €2's count; that commit lands and
-        // says it failed, so the 50c is not sent and the rest (60c) is owed.
+        // says it failed. The ledger read back holds the step, so the 50c goes out, then the
+        // 10c: all of it paid, nothing owed (docs/ARCHITECTURE.md, the payout core).
         let rig = try Self.rig("hopper-landed", environment: ["COINMECH_FAILPOINTS": "payout-moves-committed=fail@1"])
         let client = try Self.connect(rig)
         let watcher = try CoinMechConnection(path: rig.socket)
         let since = try #require(try watcher.request(.subscribe(since: nil, pending: true))["since"]?.int)
         try Self.float(client, [10, 4, 20])
         let result = try Self.payout(client, 260, "f1")
-        #expect(result["state"] == "partial" && result["paid_minor"]?.int == 200 && result["debt_minor"]?.int == 60, "\(result)")
+        #expect(result["state"] == "done" && result["paid_minor"]?.int == 260 && result["debt_minor"]?.int == 0, "\(result)")
         let ledger = try Ledger(directory: "\(rig.dir)/state")
         #expect(try ledger.openPayouts(source: "cctalk").isEmpty, "settled in this run, not left for the next start")
         // The live subscriber gets every event on the ledger, the landed commit's too.
@@ -295,8 +296,8 @@ struct CCTalkHopperEndToEndTests {
         #expect(heard.contains { $0.kind == "inventory_paid" }, "the landed commit's inventory_paid reached the subscriber: \(heard)")
         let truth = try Self.finish(rig)
         #expect(rig.daemon.stderr.contains("failpoint payout-moves-committed: fail"), "the failpoint fired")
-        #expect(truth.hoppers.map(\.paidCoins) == [1, 0, 0], "\(truth.hoppers)")
-        #expect(try Self.ledgerPayouts(rig).paid == 200)
+        #expect(truth.hoppers.map(\.paidCoins) == [1, 1, 1], "\(truth.hoppers)")
+        #expect(try Self.ledgerPayouts(rig).paid == 260)
         #expect(try Self.levels(rig) == zip([10, 4, 20], truth.hoppers).map { $0 - $1.paidCoins }, "each coin paid off the level once")
     }
 

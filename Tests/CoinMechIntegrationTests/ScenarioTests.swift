@@ -57,7 +57,7 @@ struct ScenarioTests {
         ("coins: [1, 2\n", "t.yaml:2: not valid YAML: did not find expected ',' or ']'"),
         ("- 1\n- 2\n", "t.yaml:1: must be a table"),
         ("mdb:\n  faults:\n    status_at: {\"3\": 99}\n", "t.yaml:3: key 'mdb.faults.status_at.3': must be an MDB changer status code, 1 to 13 (13: possible credited coin removal)"),
-        ("mdb:\n  faults:\n    lost_reply: 0.1\n", "t.yaml:3: key 'mdb.faults.lost_reply': unknown key (known here: lost_poll_reply_at, payout_jam_after, reset_during_payout_after, status_at)"),
+        ("mdb:\n  faults:\n    lost_replies: 0.1\n", "t.yaml:3: key 'mdb.faults.lost_replies': unknown key (known here: lost_poll_reply_at, lost_reply, payout_jam_after, reset_during_payout_after, status_at, tube_lag)"),
         ("mdb:\n  pay_interval_ms: 5\n", "t.yaml:2: key 'mdb.pay_interval_ms': must be 10 to 5000, got 5"),
     ])
     func badFiles(text: String, message: String) {

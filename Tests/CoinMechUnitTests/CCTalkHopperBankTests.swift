@@ -142,6 +142,29 @@ struct CCTalkHopperBankTests {
         #expect(bank.sameHopper(1, as: full) == .same && bank.sameHopper(0, as: full) == .same)
     }
 
+    @Test("a counter that moves other than by a dispense (a restart, another hopper at the address) has the serial number read again; a step names the hopper that was to pay it")
+    func exchangedHopperReadAgain() {
+        var bank = Self.ready()
+        #expect(bank.unitIdentity(1) == "4:101:EU050A")
+        // A dispense moves a counter by one: nothing is read again.
+        #expect(bank.answered(3, .hopperStatus, Self.status(8, paid: 1), now: 1).isEmpty)
+        #expect(bank.unitIdentity(0) == "3:100:EU200A")
+        // Hopper 4 exchanged for another: its counter reads 0.
+        let asks = bank.answered(4, .hopperStatus, Self.status(0, paid: 0), now: 2)
+        #expect(asks.map(\.request) == [.serialNumber, .hopperCoin])
+        #expect(bank.unitIdentity(1) == nil && !bank.canPay(1), "it pays nothing until it says who it is")
+        _ = bank.answered(4, .serialNumber, .reply(.serialNumber(777)), now: 3)
+        _ = bank.answered(4, .hopperCoin, .reply(.coinID(CoinID("EU050A"))), now: 3)
+        #expect(bank.unitIdentity(1) == "4:777:EU050A" && bank.canPay(1))
+        // The payout's identity names the old hopper; a step journalled since names the new one.
+        let journalled = "hoppers 3:100:EU200A,4:101:EU050A"
+        #expect(bank.sameHopper(1, as: journalled) == .other("it is another hopper than the one that paid (serial number 101 then, 777 now)"))
+        #expect(bank.sameHopper(1, as: journalled, step: "4:777:EU050A") == .same)
+        #expect(bank.sameHopper(1, as: journalled, step: "4:101:EU050A") == .other("it is another hopper than the one that paid (serial number 101 then, 777 now)"))
+        #expect(bank.sameHopper(1, as: journalled, step: "3:100:EU200A")
+            == .other("unit 1 was address 3 paying EU200A when the payout was journalled, and is address 4 paying EU050A now"))
+    }
+
     @Test("a dispense journals the counter read before it; done when the counter is one past it and nothing remains")
     func paysByItsOwnCount() throws {
         var bank = Self.ready()

@@ -50,6 +50,8 @@ struct ClientRequestTests {
         (#"{"cmd": "refill", "unit": "EU200A", "coins": 4, "request_id": "two words"}"#, .badRequest),
         (#"{"cmd": "float", "unit": "0", "level": 4, "request_id": 17}"#, .badRequest),
         (#"{"cmd": "refill", "unit": "EU200A", "coins": 4, "request_id": ""}"#, .badRequest),
+        (#"{"cmd": "refill", "unit": "EU200A", "coins": 4}"#, .badRequest),
+        (#"{"cmd": "float", "unit": "0", "level": 4, "request_id": null}"#, .badRequest),
         (#"{"cmd": "payout_plan", "amount_minor": 0}"#, .badRequest),
         (#"{"cmd": "payout_plan", "amount_minor": 100001}"#, .badRequest),
         (#"{"cmd": "payout_plan", "amount_minor": 0.35}"#, .badRequest),
@@ -64,6 +66,18 @@ struct ClientRequestTests {
             #expect(failure.id == request.id)
             #expect(!failure.message.isEmpty)
         }
+    }
+
+    @Test("refill and float without a request id are refused with bad_request naming request_id, as payout is", arguments: [
+        #"{"cmd": "refill", "unit": "EU200A", "coins": 4, "id": 3}"#,
+        #"{"cmd": "float", "unit": "0", "level": 12, "id": 3}"#,
+        #"{"cmd": "payout", "amount_minor": 35, "id": 3}"#,
+    ])
+    func requestIDRequired(line: String) throws {
+        let request = try ClientRequest.parse(line).get()
+        guard case .failure(let failure) = request.command else { Issue.record("\(line) was taken without a request id"); return }
+        #expect(failure.code == .badRequest && failure.id == .int(3))
+        #expect(failure.message.hasPrefix("\"request_id\" is required"), "\(failure.message)")
     }
 
     private func failureMessage(_ line: String) -> String {

@@ -54,6 +54,29 @@ struct TeachReportTests {
         #expect(json["warnings"]?.array?.first?.string?.hasPrefix("the mech is inhibited") == true)
     }
 
+    @Test("teach status read back as a type, field for field, as coinctl reads it: a reply that lacks one is refused by name")
+    func statusReadBack() throws {
+        let samples = TeachSamples.samples(TeachSamples.fifty, count: 29, seed: 1) + TeachSamples.samples(TeachSamples.euro, count: 1, seed: 2, first: 30)
+        for table in [try Self.table(), nil] {
+            let json = TeachReport(session: Self.session(samples), table: table, minimumSamples: 10)
+                .json(source: "serial", inhibited: false, now: Instant(nanoseconds: 2_500_000_000))
+            let reply = try TeachStatusReply(json: json)
+            #expect(reply.json == json, "every field the daemon writes is in the type, and written back the same")
+            #expect(try TeachStatusReply(json: JSON.parse(json.description)!) == reply, "through its text too")
+            let session = try #require(reply.session)
+            #expect(session.leftOut.map(\.deviceSeq) == [30] && session.samples.count == 30 && session.neighbours.isEmpty == (table == nil))
+        }
+        #expect(try TeachStatusReply(json: ["teaching": false]).session == nil)
+        let json = TeachReport(session: Self.session(samples), table: nil, minimumSamples: 10)
+            .json(source: "serial", inhibited: false, now: Instant(nanoseconds: 0))
+        guard case .object(var object) = json else {
+            Issue.record("teach status is not an object")
+            return
+        }
+        object["axes"] = nil
+        #expect(throws: ReplyError("a teach status reply has no object \"axes\"")) { try TeachStatusReply(json: .object(object)) }
+    }
+
     @Test("half one coin, half another: nothing left out, but the spread is flagged")
     func mixedCoins() {
         let samples = TeachSamples.samples(TeachSamples.fifty, count: 15, seed: 3) + TeachSamples.samples(TeachSamples.euro, count: 15, seed: 4, first: 16)

@@ -26,8 +26,6 @@ struct WireFormatTests {
         (.payoutPlan(amountMinor: 35, currency: "USD"), #"{"amount_minor":35,"cmd":"payout_plan","currency":"USD","id":1}"#),
         (.payoutPlan(amountMinor: 35, currency: nil), #"{"amount_minor":35,"cmd":"payout_plan","id":1}"#),
         (.payout(amountMinor: 35, currency: "USD", requestID: "sale-1042"), #"{"amount_minor":35,"cmd":"payout","currency":"USD","id":1,"request_id":"sale-1042"}"#),
-        (.refill(unit: "EU200A", coins: 40), #"{"cmd":"refill","coins":40,"id":1,"unit":"EU200A"}"#),
-        (.float(unit: "0", level: 120), #"{"cmd":"float","id":1,"level":120,"unit":"0"}"#),
         (.refill(unit: "EU200A", coins: 40, requestID: "load-7"), #"{"cmd":"refill","coins":40,"id":1,"request_id":"load-7","unit":"EU200A"}"#),
         (.float(unit: "0", level: 120, requestID: "count-3"), #"{"cmd":"float","id":1,"level":120,"request_id":"count-3","unit":"0"}"#),
     ])
@@ -108,7 +106,7 @@ struct WireFormatTests {
         #expect(StatusReply(json: reply.json) == reply)
         var down = StatusReply(source: .init(kind: "cctalk", device: "/dev/ttyUSB0", connected: false, reason: "device removed"), inhibited: true)
         down.ledgerOK = false
-        down.acceptor = ["accepting": false]
+        down.acceptor = StatusReply.Acceptor(json: ["accepting": false])
         #expect(StatusReply(json: down.json) == down)
         #expect(down.json["source"]?["reason"] == .string("device removed") && down.json["ledger"] == .string("failing"))
     }

@@ -71,11 +71,14 @@ extension Run {
     }
 
     /// The hoppers: €2, 50c and 10c, full enough for the long run. The 50c one jams once and the
-    /// €2 one loses power mid-payout once, early enough for the short run.
+    /// €2 one loses power mid-payout once, early enough for the short run; every one loses
+    /// replies, refuses with NAK or BUSY now and then and hides its serial number from the first
+    /// ask after a power-up; the 10c one is exchanged for another after its third dispense.
+    static let line = "lost_reply: 0.02, nak: 0.01, busy: 0.02, hide_serial: 1"
     static let hoppers: [(address: Int, coin: String, value: Int64, coins: Int, faults: String)] = [
-        (3, "EU200A", 200, 250, ", faults: {power_down_after: 6, power_off_ms: 400}"),
-        (4, "EU050A", 50, 250, ", faults: {jam_after: 10}"),
-        (5, "EU010A", 10, 600, ""),
+        (3, "EU200A", 200, 250, ", faults: {power_down_after: 6, power_off_ms: 400, \(line)}"),
+        (4, "EU050A", 50, 250, ", faults: {jam_after: 10, \(line)}"),
+        (5, "EU010A", 10, 600, ", faults: {exchange_after: 3, \(line)}"),
     ]
 
     /// Euro amounts the payer asks for; 5c is refused (no hopper makes it).

@@ -112,11 +112,14 @@ struct Verdict {
     var unreached: [String] {
         if let mdb {
             return [("a payout that jammed", mdb.jams), ("a payout cut by a power cycle", mdb.resetsMidPayout),
-                    ("a payout repeated after a death", payer?.repeats ?? 0)].filter { $0.1 == 0 }.map(\.0)
+                    ("a payout repeated after a death", payer?.repeats ?? 0), ("a reply the adapter lost", mdb.lostReplies),
+                    ("a tube count that disagreed with its DISPENSE", mdb.tubeLags)].filter { $0.1 == 0 }.map(\.0)
         }
         if let hoppers {
             return [("a hopper that jammed", hoppers.jams), ("a hopper that lost power mid-payout", hoppers.powerDowns),
-                    ("a payout repeated after a death", payer?.repeats ?? 0)].filter { $0.1 == 0 }.map(\.0)
+                    ("a payout repeated after a death", payer?.repeats ?? 0), ("a hopper reply lost", hoppers.lostReplies),
+                    ("a hopper NAK", hoppers.naks), ("a hopper BUSY", hoppers.busies), ("a hidden serial number", hoppers.hiddenSerials),
+                    ("a hopper exchanged mid-payout", hoppers.exchanges)].filter { $0.1 == 0 }.map(\.0)
         }
         guard cctalk == nil else { return [] }
         return [("a power loss mid-coin", powerLosses), ("a reboot while the daemon was away", rebootsWhileAway),
@@ -129,6 +132,7 @@ struct Verdict {
                 + "\"kept\": \(mdb.kept), \"credits\": \(mdb.credited), \"skipped\": \(mdb.skipped), \"skipped_allowed\": \(skippedAllowed), "
                 + "\"doubled\": \(mdb.doubled.count), \"phantom\": \(mdb.phantom ? 1 : 0), \"payouts\": \(mdb.payouts), \"dispenses\": \(mdb.dispenses), "
                 + "\"repeats\": \(payer?.repeats ?? 0), \"refused\": \(payer?.refused ?? 0), \"jams\": \(mdb.jams), \"resets_mid_payout\": \(mdb.resetsMidPayout), "
+                + "\"lost_replies\": \(mdb.lostReplies), \"tube_lags\": \(mdb.tubeLags), "
                 + "\"paid_minor\": \(mdb.paidMinor), \"debt_minor\": \(mdb.debtMinor), \"open\": \(mdb.open), "
                 + "\"paid_twice\": \(mdb.paidTwice), \"unpaid_unrecorded\": \(mdb.unpaidUnrecorded), \"inventory_mismatch\": \(mdb.inventoryMismatch.count)}"
         }
@@ -138,7 +142,8 @@ struct Verdict {
                 + "\"phantom\": \(cctalk.phantom.count), \"dropped_by_acceptor\": \(cctalk.namedLost), \"value_ok\": \(cctalk.creditedValue == cctalk.owedValue)"
                 + (hoppers.map { h in
                     ", \"payouts\": \(h.payouts), \"dispenses\": \(h.dispenses), \"repeats\": \(payer?.repeats ?? 0), \"refused\": \(payer?.refused ?? 0), "
-                        + "\"jams\": \(h.jams), \"power_downs\": \(h.powerDowns), \"empties\": \(h.empties), \"paid_minor\": \(h.paidMinor), "
+                        + "\"jams\": \(h.jams), \"power_downs\": \(h.powerDowns), \"empties\": \(h.empties), \"lost_replies\": \(h.lostReplies), "
+                        + "\"naks\": \(h.naks), \"busies\": \(h.busies), \"hidden_serials\": \(h.hiddenSerials), \"exchanges\": \(h.exchanges), \"paid_minor\": \(h.paidMinor), "
                         + "\"debt_minor\": \(h.debtMinor), \"unverifiable\": \(h.unverifiable), \"open\": \(h.open), \"paid_twice\": \(h.paidTwice), "
                         + "\"unpaid_unrecorded\": \(h.unpaidUnrecorded), \"inventory_mismatch\": \(h.inventoryMismatch.count)"
                 } ?? "") + "}"
