@@ -275,9 +275,16 @@ struct IsolationEndToEndTests {
         try harness.startDaemon(pluginDirectory: plugins)
         let pid = try #require(harness.daemon?.pid)
         var deciding: Int32?
-        try TestSupport.waitUntil("coinmechd's deciding thread", timeout: 30) {
-            deciding = Self.thread(named: "deciding", of: pid)
-            return deciding != nil
+        do {
+            try TestSupport.waitUntil("coinmechd's deciding thread", timeout: 30) {
+                deciding = Self.thread(named: "deciding", of: pid)
+                return deciding != nil
+            }
+        } catch {
+            // Seen with two idle-class busy loops beside the test: say all there is.
+            Issue.record("\(error); coinmechd's threads: \(ThreadWakeups(pid: pid).byThread.keys.sorted()); its log's end:\n\(harness.daemonLog.suffix(4000))")
+            _ = try? harness.stopDaemon()
+            return
         }
         // The deciding thread shares one CPU with a busy loop, at the lowest priority: weights
         // 15 and 1024 give it about 1.5 % of that CPU, so the plugin's 2 ms of CPU take far
