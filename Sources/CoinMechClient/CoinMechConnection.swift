@@ -172,19 +172,8 @@ public final class CoinMechConnection {
     }
 }
 
-extension OperatorReply {
-    /// Reads a reply the daemon sent; one of another shape is a protocol violation.
-    public static func read(_ json: JSON) throws(ClientError) -> Self {
-        do throws(ReplyError) {
-            return try Self(json: json)
-        } catch {
-            throw .protocolViolation("\(error)")
-        }
-    }
-}
-
-extension SubscriptionMessage {
-    /// Reads a message the daemon sent; one of another shape is a protocol violation.
+extension DaemonMessage {
+    /// Reads a reply or message the daemon sent; one of another shape is a protocol violation.
     public static func read(_ json: JSON) throws(ClientError) -> Self {
         do throws(ReplyError) {
             return try Self(json: json)

@@ -4,8 +4,12 @@ import CoinMechModel
 /// its `OperatorCommand`: the daemon builds one and writes its `json`; a client reads it back
 /// with `init(json:)`, which refuses a reply that lacks what the command answers with. Their
 /// keys are here and nowhere else, so the daemon, coinctl and the tests read one shape.
-public protocol OperatorReply: Sendable, Equatable {
-    /// Reads a reply; throws when a field the reply must have is missing or of the wrong kind.
+public protocol OperatorReply: DaemonMessage {}
+
+/// What the daemon writes to a client and the client reads back as a type: a reply, or a
+/// subscription's message (`SubscriptionMessage`).
+public protocol DaemonMessage: Sendable, Equatable {
+    /// Reads the message; throws when a field it must have is missing or of the wrong kind.
     init(json: JSON) throws(ReplyError)
     var json: JSON { get }
 }

@@ -2,7 +2,7 @@ import CoinMechModel
 
 /// What a subscription sends between replies: an event, or word that the subscriber fell behind
 /// and must subscribe again from `resumeFrom` to lose nothing.
-public enum SubscriptionMessage: Sendable, Equatable {
+public enum SubscriptionMessage: DaemonMessage {
     case event(LedgerEvent)
     case overflow(resumeFrom: Int64)
 
