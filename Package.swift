@@ -145,7 +145,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "coinmech-bridge",
-            dependencies: ["CoinMechBridge", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["CoinMechBridge", "CoinMechSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log")]
         ),
         // The fleet service (docs/FLEET.md): every cabinet's events from the broker into

@@ -169,7 +169,7 @@ public final class MQTTLink: @unchecked Sendable {
     /// off, connect again, until `stop`. A broker or DNS that is not there yet (at boot) is
     /// retried like a lost connection.
     public func start() {
-        let thread = Thread { [self] in
+        Thread.startNamed("mqtt") { [self] in
             var delay = 1.0
             var configured = true
             while !stopRequested.load(ordering: .acquiring) {
@@ -226,8 +226,6 @@ public final class MQTTLink: @unchecked Sendable {
             }
             ended.store(true, ordering: .releasing)
         }
-        thread.name = "mqtt"
-        thread.start()
     }
 
     /// What a CONNACK's refusal code means (5: not authorised, 4: bad user name or password).

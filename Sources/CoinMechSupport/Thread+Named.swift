@@ -1,20 +1,22 @@
+import CLinux
 import Foundation
 
 extension Thread {
-    /// A started thread that names itself. On Linux, Foundation gives `name` to the system
-    /// thread (what `top -H`, `ps -L` and /proc/PID/task/*/comm show) only when the thread
-    /// itself sets it; set from outside, every thread kept the name of the one that created it
-    /// (a Dispatch worker's "com.apple.root.default-qos", truncated).
-    /// Linux keeps 15 bytes of a thread's name and refuses a longer one (the system thread would
-    /// keep its creator's), so a longer `name` is cut to 15 bytes.
+    /// A started thread that names its system thread (what `top -H`, `ps -L` and
+    /// /proc/PID/task/*/comm show) as its first act.
+    ///
+    /// Not Foundation's `name` setter: on Linux it names the system thread only once `start()`
+    /// has stored the thread's handle, so a new thread that runs before its creator returns
+    /// keeps the creator's name (about 3 in 100 here, more on a loaded machine); and set from
+    /// outside, it never reaches the system thread at all.
+    /// Linux keeps 15 bytes of a thread's name, so a longer name is cut to 15.
     @discardableResult
     public static func startNamed(_ name: String, _ body: @escaping @Sendable () -> Void) -> Thread {
         let name = String(decoding: Array(name.utf8.prefix(15)), as: UTF8.self)
         let thread = Thread {
-            Thread.current.name = name
+            _ = cm_name_this_thread(name)
             body()
         }
-        // Not `thread.name = name` here as well: the setter ignores a name the thread already has.
         thread.start()
         return thread
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoinMechBridge
+import CoinMechSupport
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -73,7 +74,7 @@ struct BridgeService: Service {
     func run() async throws {
         try await withGracefulShutdownHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let thread = Thread {
+                Thread.startNamed("bridge") {
                     do throws(BridgeError) {
                         try bridge.run()
                         continuation.resume()
@@ -81,8 +82,6 @@ struct BridgeService: Service {
                         continuation.resume(throwing: error)
                     }
                 }
-                thread.name = "bridge"
-                thread.start()
             }
         } onGracefulShutdown: {
             bridge.stop()

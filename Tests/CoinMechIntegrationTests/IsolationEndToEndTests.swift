@@ -248,11 +248,10 @@ struct IsolationEndToEndTests {
         let pid = try #require(harness.daemon?.pid)
         do {
             try TestSupport.waitUntil("all 40 readings to be decided", timeout: 60) { (try? harness.decisions().count) == 40 }
-            // The hang watch is started by a service of its own beside the deciding one, and names
-            // itself once its thread first runs: on a loaded machine, a moment after the readings.
+            // The hang watch names its thread as its first act, before any reading can be decided.
             try TestSupport.waitUntil("coinmechd's hang-watch thread", timeout: 10) { ThreadWakeups(pid: pid).byThread["hang-watch"] != nil }
         } catch {
-            // This has failed under CI's load, each way, with no cause found: say all there is.
+            // Failed under CI's load while Foundation's name setter could miss (ThreadNameTests).
             Issue.record("\(error); coinmechd's threads: \(ThreadWakeups(pid: pid).byThread.keys.sorted()); decisions: \((try? harness.decisions().count) ?? -1); its log's end:\n\(harness.daemonLog.suffix(4000))")
             _ = try? harness.stopDaemon()
             return
@@ -281,7 +280,7 @@ struct IsolationEndToEndTests {
                 return deciding != nil
             }
         } catch {
-            // Seen with two idle-class busy loops beside the test: say all there is.
+            // Failed under CI's load while Foundation's name setter could miss (ThreadNameTests).
             Issue.record("\(error); coinmechd's threads: \(ThreadWakeups(pid: pid).byThread.keys.sorted()); its log's end:\n\(harness.daemonLog.suffix(4000))")
             _ = try? harness.stopDaemon()
             return

@@ -29,6 +29,8 @@ uint64_t cm_monotonic_ns(void);
 /* The calling thread's id (gettid) and its CPU-time clock (pthread_getcpuclockid): what another
    thread of the process needs to see how much of the machine this one has had (-1: no clock). */
 pid_t cm_gettid(void);
+/* Names the calling thread (prctl PR_SET_NAME: at most 15 bytes are kept, the rest cut). 0 or -1. */
+int cm_name_this_thread(const char *name);
 clockid_t cm_thread_cpu_clock(void);
 /* clock_gettime(clock) in nanoseconds; UINT64_MAX if it cannot be read. */
 uint64_t cm_clock_ns(clockid_t clock);
