@@ -73,6 +73,21 @@ public struct MDBChangerDevice: Sendable {
         public var paid = 0
     }
 
+    /// An alternative payout (level 3, PAYOUT 0Fh 02h) the changer is paying: a value, in coins
+    /// it chose itself when asked, paid in order.
+    public struct ValuePayout: Sendable, Hashable {
+        /// The value asked, in scaled units.
+        public var askedScaled: Int
+        /// The coin types still to pay, in order.
+        public var queue: [Int]
+        /// Coins paid per type (PAYOUT STATUS), and the value paid since the last PAYOUT VALUE
+        /// POLL, in scaled units.
+        public var paid = [Int](repeating: 0, count: 16)
+        public var paidSincePoll = 0
+        /// Coins chosen per type when asked.
+        public var planned = [Int](repeating: 0, count: 16)
+    }
+
     /// How a payout ended, for the ground truth.
     public enum PayoutEnd: String, Sendable, Hashable {
         /// Every coin asked for (or every coin the tube held) paid.
@@ -104,6 +119,14 @@ public struct MDBChangerDevice: Sendable {
     public var tubeSensorLag: (type: Int, coins: Int)?
     /// Payouts ended since the last `takeEndedPayouts`, with how.
     private var endedPayouts: [(Payout, PayoutEnd)] = []
+    /// The alternative payout being paid; while it lasts every POLL reply says "payout busy",
+    /// a PAYOUT VALUE POLL answers the value paid since the last one, PAYOUT STATUS only ACKs.
+    public private(set) var valuePayout: ValuePayout?
+    /// The last alternative payout's coins per type, once it is over (PAYOUT STATUS).
+    private var lastValuePaid = [Int](repeating: 0, count: 16)
+
+    /// Paying a DISPENSE or an alternative payout.
+    public var isPaying: Bool { payout != nil || valuePayout != nil }
 
     public init(settings: Settings = Settings()) {
         self.settings = settings
@@ -116,6 +139,7 @@ public struct MDBChangerDevice: Sendable {
     public mutating func reset() {
         if let payout { endedPayouts.append((payout, .reset)) }
         payout = nil
+        finishValuePayout(.reset)
         enabled = 0
         manualDispense = 0xFFFF
         events = [[MDBChangerStatus.changerWasReset.rawValue]]
@@ -171,7 +195,7 @@ public struct MDBChangerDevice: Sendable {
             return .data(Array(([0, 0] + counted.map { UInt8(min($0, 255)) }).prefix(tubeStatusBytes ?? 18)))
         case 3:
             // Payout busy is a state, said in every reply while it lasts, not an event.
-            var reply: [UInt8] = payout == nil ? [] : [MDBChangerStatus.payoutBusy.rawValue]
+            var reply: [UInt8] = isPaying ? [MDBChangerStatus.payoutBusy.rawValue] : []
             guard !events.isEmpty || !reply.isEmpty else { return .ack }
             while let next = events.first, reply.count + next.count <= 16 {
                 reply += next
@@ -186,7 +210,7 @@ public struct MDBChangerDevice: Sendable {
         case 5:
             // Busy paying: no answer (MDB: a busy changer may not respond). The tube pays what
             // it holds, one coin per `payOne`.
-            guard data.count == 1, payout == nil else { return .noAnswer }
+            guard data.count == 1, !isPaying else { return .noAnswer }
             let type = Int(data[0] & 0x0F), count = Int(data[0] >> 4)
             let payable = min(count, tubes[type])
             payout = Payout(type: type, asked: count, left: payable)
@@ -199,6 +223,24 @@ public struct MDBChangerDevice: Sendable {
                 let features = settings.features.rawValue
                 return .data(text + [0x01, 0x00, UInt8(features >> 24), UInt8(features >> 16 & 0xFF), UInt8(features >> 8 & 0xFF), UInt8(features & 0xFF)])
             case 0x01: return .ack
+            case 0x02:
+                // PAYOUT: busy paying another, no answer; else the coins chosen now, largest first.
+                guard settings.features.contains(.alternativePayout), data.count == 2, data[1] > 0, !isPaying else { return .noAnswer }
+                startValuePayout(scaled: Int(data[1]))
+                return .ack
+            case 0x03:
+                // PAYOUT STATUS: ACK alone while paying, else the last payout's coins per type.
+                guard settings.features.contains(.alternativePayout) else { return .noAnswer }
+                return valuePayout != nil ? .ack : .data(lastValuePaid.map { UInt8(min($0, 255)) })
+            case 0x04:
+                // PAYOUT VALUE POLL: the value paid since the last one while paying (00: none
+                // yet); ACK alone once the payout is over.
+                guard settings.features.contains(.alternativePayout) else { return .noAnswer }
+                if var current = valuePayout {
+                    defer { current.paidSincePoll = 0; valuePayout = current }
+                    return .data([UInt8(min(current.paidSincePoll, 255))])
+                }
+                return .ack
             case 0x05: return .data([0x03, 0x00])
             default: return .noAnswer
             }
@@ -211,6 +253,15 @@ public struct MDBChangerDevice: Sendable {
     /// changer's pace); nil when none is under way, else the type paid.
     @discardableResult
     public mutating func payOne() -> Int? {
+        if var current = valuePayout {
+            let type = current.queue.removeFirst()
+            tubes[type] -= 1
+            current.paid[type] += 1
+            current.paidSincePoll += Int(settings.credits[type])
+            valuePayout = current
+            if current.queue.isEmpty { finishValuePayout(.paid) }
+            return type
+        }
         guard var current = payout else { return nil }
         tubes[current.type] -= 1
         current.left -= 1
@@ -222,8 +273,9 @@ public struct MDBChangerDevice: Sendable {
 
     /// The payout under way stops with a coin stuck: "tube jam" in the next POLL, the rest unpaid.
     public mutating func jamPayout() {
-        guard payout != nil else { return }
+        guard isPaying else { return }
         finishPayout(.jam)
+        finishValuePayout(.jam)
         queue([MDBChangerStatus.tubeJam.rawValue])
     }
 
@@ -231,6 +283,35 @@ public struct MDBChangerDevice: Sendable {
     public mutating func takeEndedPayouts() -> [(Payout, PayoutEnd)] {
         defer { endedPayouts.removeAll() }
         return endedPayouts
+    }
+
+    /// Chooses the coins for `scaled` units as a changer does: the largest coin that still
+    /// fits, from the tubes that hold one, until the value is made or nothing fits (it pays
+    /// short then: PAYOUT STATUS says what it paid).
+    private mutating func startValuePayout(scaled: Int) {
+        var left = scaled
+        var held = tubes
+        var current = ValuePayout(askedScaled: scaled, queue: [])
+        let types = (0..<min(settings.credits.count, 16)).filter { settings.tubeRouting & (1 << $0) != 0 && settings.credits[$0] > 0 }
+            .sorted { settings.credits[$0] > settings.credits[$1] }
+        while let type = types.first(where: { Int(settings.credits[$0]) <= left && held[$0] > 0 }) {
+            left -= Int(settings.credits[type])
+            held[type] -= 1
+            current.queue.append(type)
+            current.planned[type] += 1
+        }
+        valuePayout = current
+        if current.queue.isEmpty { finishValuePayout(.paid) }
+    }
+
+    /// The alternative payout ends: each type it paid from is a payout in the ground truth.
+    private mutating func finishValuePayout(_ end: PayoutEnd) {
+        guard let current = valuePayout else { return }
+        for type in 0..<16 where current.planned[type] > 0 || current.paid[type] > 0 {
+            endedPayouts.append((Payout(type: type, asked: current.planned[type], left: 0, paid: current.paid[type]), end))
+        }
+        lastValuePaid = current.paid
+        valuePayout = nil
     }
 
     private mutating func finishPayout(_ end: PayoutEnd) {

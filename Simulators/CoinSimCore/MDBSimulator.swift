@@ -126,7 +126,7 @@ public final class MDBSimulator {
     /// Pays the payout under way at the changer's pace, host or no host (a changer pays out
     /// what it was told whoever polls it), with the scenario's jam and reset.
     private func payOut(at now: UInt64) {
-        guard changer.payout != nil else {
+        guard changer.isPaying else {
             nextPayment = nil
             return recordEndedPayouts()
         }
@@ -145,7 +145,7 @@ public final class MDBSimulator {
             changer.payOne()
             coinsPaidOut += 1
         }
-        nextPayment = changer.payout == nil ? nil : now + UInt64(scenario.mdb.payIntervalMilliseconds) * 1_000_000
+        nextPayment = !changer.isPaying ? nil : now + UInt64(scenario.mdb.payIntervalMilliseconds) * 1_000_000
         recordEndedPayouts()
     }
 
