@@ -72,6 +72,8 @@ public struct MDBChangerHost: Sendable {
     private var started = false
     /// The DISPENSE asked for and not yet counted.
     private var dispensing: Dispensing?
+    /// The alternative payout (level 3) asked for and not yet counted.
+    private var valuePaying: ValuePaying?
     /// Held still for a payout: no coin type taken, no manual dispense button working.
     private var heldForPayout = false
     /// When the changer acknowledged the hold; since when its POLLs have said nothing.
@@ -107,6 +109,33 @@ public struct MDBChangerHost: Sendable {
             /// no longer says "payout busy" (after one did, or `payoutStartNanoseconds`).
             case paying(since: UInt64, sawBusy: Bool)
             /// Done paying: the next TUBE STATUS is the outcome.
+            case counting
+        }
+    }
+
+    /// An alternative payout (PAYOUT 0Fh 02h) from asking to counting: as a DISPENSE, its outcome
+    /// is the tubes counted once the changer is no longer paying. PAYOUT VALUE POLLs (0Fh 04h)
+    /// take turns with POLLs until it answers ACK alone (over); PAYOUT STATUS (0Fh 03h) then
+    /// gives the changer's own coins per type, read beside the tubes, never instead of them.
+    private struct ValuePaying: Sendable, Hashable {
+        var scaledValue: Int
+        var stage: Stage
+        var jammed = false
+        var disturbed = false
+        var timedOut = false
+        var acrossSetup = false
+        var status: MDBPayoutStatus?
+        /// Value polls and POLLs take turns while it pays: the next slot is a value poll.
+        var valuePollNext = true
+
+        enum Stage: Sendable, Hashable {
+            case waiting
+            case paying(since: UInt64)
+            /// Over (or given up waiting): one more POLL, for what the changer reported as it
+            /// ended (a tube jam), then PAYOUT STATUS.
+            case closing
+            case status
+            /// The next TUBE STATUS is the outcome.
             case counting
         }
     }
@@ -202,15 +231,35 @@ public struct MDBChangerHost: Sendable {
         return outputs
     }
 
-    /// Whether a DISPENSE is asked for and not yet counted (`dispensed` reports it).
-    public var isDispensing: Bool { dispensing != nil }
+    /// Whether a DISPENSE or an alternative payout is asked for and not yet counted
+    /// (`dispensed` or `paidValue` reports it).
+    public var isDispensing: Bool { dispensing != nil || valuePaying != nil }
+
+    /// Whether the changer pays a value itself (level 3 with the alternative payout offered
+    /// and switched on).
+    public var paysValue: Bool {
+        guard let setup, setup.level >= 3, let identity else { return false }
+        return configuration.features.intersection(identity.features).contains(.alternativePayout)
+    }
+
+    /// Pays `scaledValue` (1 to 255 of the changer's scaled units) in coins the changer chooses
+    /// (level 3's alternative payout). The outcome comes as `.paidValue` with the tubes counted
+    /// after the changer stopped paying, also across a reset or an outage. One payout at a time:
+    /// false while a DISPENSE or another is under way, or where the changer cannot.
+    public mutating func payValue(scaled scaledValue: Int, now: UInt64) -> (accepted: Bool, outputs: [MDBChangerHostOutput]) {
+        guard paysValue, dispensing == nil, valuePaying == nil, (1...255).contains(scaledValue) else { return (false, []) }
+        valuePaying = ValuePaying(scaledValue: scaledValue, stage: .waiting)
+        var outputs: [MDBChangerHostOutput] = []
+        sendNext(now: now, &outputs)
+        return (true, outputs)
+    }
 
     /// Pays `count` (1 to 15) coins of `type` from its tube. The outcome comes as `.dispensed`
     /// with the tubes counted after the changer stopped paying, also across a reset or an
     /// outage (then from the tubes the new setup reads). One at a time: false while another is
     /// under way, or for a command the bus cannot carry.
     public mutating func dispense(type: Int, count: Int, now: UInt64) -> (accepted: Bool, outputs: [MDBChangerHostOutput]) {
-        guard dispensing == nil, (try? MDBChangerCommand.dispense(type: type, count: count).transaction()) != nil else { return (false, []) }
+        guard dispensing == nil, valuePaying == nil, (try? MDBChangerCommand.dispense(type: type, count: count).transaction()) != nil else { return (false, []) }
         dispensing = Dispensing(type: type, count: count, stage: .waiting)
         var outputs: [MDBChangerHostOutput] = []
         sendNext(now: now, &outputs)
@@ -296,6 +345,7 @@ public struct MDBChangerHost: Sendable {
             // way is not believed if it counts short.
             if heldForPayout { isStill = false }
             if dispensing != nil { dispensing?.disturbed = true }
+            if valuePaying != nil { valuePaying?.disturbed = true }
             // The coins it reported are gone with it (POLL is destructive); the tube counts are
             // what trace is left, so they are read next.
             outputs.append(.event(.pollReplyLost))
@@ -352,10 +402,26 @@ public struct MDBChangerHost: Sendable {
             } else if let asked = dispensing, asked.stage == .waiting {
                 changer(.dispense(type: asked.type, count: asked.count), now: now, &outputs)
                 dispensing?.stage = .paying(since: now, sawBusy: false)
+            } else if let asked = valuePaying, asked.stage == .waiting {
+                // Every command this host sends is within the bus's limits (1 to 255 checked).
+                changer(.payout(scaledValue: UInt8(asked.scaledValue)), now: now, &outputs)
+                valuePaying?.stage = .paying(since: now)
+                nextPoll = now &+ configuration.pollIntervalNanoseconds
+            } else if valuePaying?.stage == .closing {
+                changer(.poll, now: now, &outputs)
+            } else if valuePaying?.stage == .status {
+                changer(.payoutStatus, now: now, &outputs)
             } else if now >= nextTubeStatus {
                 changer(.tubeStatus, now: now, &outputs)
             } else if now >= nextPoll {
-                changer(.poll, now: now, &outputs)
+                if let asked = valuePaying, case .paying = asked.stage, asked.valuePollNext {
+                    valuePaying?.valuePollNext = false
+                    nextPoll = now &+ configuration.pollIntervalNanoseconds
+                    changer(.payoutValuePoll, now: now, &outputs)
+                } else {
+                    valuePaying?.valuePollNext = true
+                    changer(.poll, now: now, &outputs)
+                }
             }
         case .away(let until):
             guard now >= until else { return }
@@ -424,13 +490,20 @@ public struct MDBChangerHost: Sendable {
                 asked.acrossSetup = true
                 count(asked, now: now, &outputs)
             }
+            if var asked = valuePaying, asked.stage != .waiting {
+                asked.acrossSetup = true
+                countValue(asked, &outputs)
+            }
             enter(.coinType, now: now)
         case (.running, .peripheral(.data(let bytes))) where code == MDBChangerCommand.tubeStatusCode:
             guard readTubes(bytes, now: now, &outputs) else { return }
             if let tubes { outputs.append(.event(.tubes(tubes))) }
             if let asked = dispensing, asked.stage == .counting { count(asked, now: now, &outputs) }
+            if let asked = valuePaying, asked.stage == .counting { countValue(asked, &outputs) }
         case (.running, .peripheral(.ack)) where code == MDBChangerCommand.dispenseCode:
             break  // paying: the POLLs say until when
+        case (.running, .peripheral(let answer)) where code == MDBChangerCommand.expansionCode && Self.subcode(command) != nil:
+            valuePayoutAnswered(Self.subcode(command)!, answer, now: now, &outputs)
         case (.coinType, .peripheral(.ack)) where code == MDBChangerCommand.coinTypeCode,
              (.running, .peripheral(.ack)) where code == MDBChangerCommand.coinTypeCode:
             coinTypeTaken(command, now: now, &outputs)
@@ -472,12 +545,15 @@ public struct MDBChangerHost: Sendable {
                 isStill = false
                 if holdAcknowledgedAt != nil { holdAcknowledgedAt = now }
                 if dispensing != nil { dispensing?.disturbed = true }
+                if valuePaying != nil { valuePaying?.disturbed = true }
             } else if answer == .ack, let since = holdAcknowledgedAt, now &- since >= configuration.stillNanoseconds {
                 isStill = true
             }
         }
         // A tube jam while paying explains a short count; a coin jam is the acceptor's, not the payout's.
         if let asked = dispensing, case .paying = asked.stage, events.contains(.status(.tubeJam)) { dispensing?.jammed = true }
+        if let asked = valuePaying, asked.stage != .waiting, asked.stage != .counting, events.contains(.status(.tubeJam)) { valuePaying?.jammed = true }
+        if valuePaying?.stage == .closing { valuePaying?.stage = .status }
         if let asked = dispensing, case .paying(let since, let sawBusy) = asked.stage, phase == .running {
             let elapsed = now &- since
             if busyPaying && elapsed < configuration.payoutTimeoutNanoseconds {
@@ -541,6 +617,46 @@ public struct MDBChangerHost: Sendable {
                                                      disturbed: asked.disturbed || asked.acrossSetup, timedOut: asked.timedOut))))
     }
 
+    /// The tubes just read are the alternative payout's outcome.
+    private mutating func countValue(_ asked: ValuePaying, _ outputs: inout [MDBChangerHostOutput]) {
+        valuePaying = nil
+        guard let tubes else { return }
+        outputs.append(.event(.paidValue(MDBValuePayout(scaledValue: asked.scaledValue, tubes: tubes, status: asked.status, jammed: asked.jammed,
+                                                        disturbed: asked.disturbed || asked.acrossSetup, timedOut: asked.timedOut))))
+    }
+
+    /// An answer to PAYOUT, PAYOUT VALUE POLL or PAYOUT STATUS (their sub-command `sub`).
+    private mutating func valuePayoutAnswered(_ sub: UInt8, _ answer: MDBAdapterReply.Answer, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
+        guard let asked = valuePaying else { return outputs.append(.event(.unexpectedReply("a PAYOUT reply with no payout under way"))) }
+        switch (sub, answer, asked.stage) {
+        case (0x02, .ack, _):
+            break  // paying: the value polls say until when
+        case (0x04, .data, .paying(let since)):
+            // Still paying (the value is not counted on: the tubes tell).
+            if now &- since >= configuration.payoutTimeoutNanoseconds {
+                valuePaying?.timedOut = true
+                valuePaying?.stage = .closing
+            }
+        case (0x04, .ack, .paying):
+            valuePaying?.stage = .closing
+        case (0x03, .data(let bytes), .status):
+            do throws(MDBReplyError) {
+                valuePaying?.status = try MDBPayoutStatus(reply: bytes)
+            } catch {
+                outputs.append(.event(.replyError(error)))
+            }
+            valuePaying?.stage = .counting
+            nextTubeStatus = now
+        case (0x03, .ack, .status):
+            // Still paying after all: counted, but not believed if short.
+            valuePaying?.timedOut = true
+            valuePaying?.stage = .counting
+            nextTubeStatus = now
+        default:
+            outputs.append(.event(.unexpectedReply("a PAYOUT reply that does not fit where the payout stands")))
+        }
+    }
+
     private mutating func forgetAcceptance(_ outputs: inout [MDBChangerHostOutput]) {
         holdAcknowledgedAt = nil
         isStill = false
@@ -600,6 +716,14 @@ public struct MDBChangerHost: Sendable {
     private mutating func send(_ command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
         outstanding.append((command, now))
         outputs.append(.send(command))
+    }
+
+    /// An EXPANSION line's sub-command (its first data byte) for the alternative payout's
+    /// three (02h to 04h), else nil.
+    private static func subcode(_ command: MDBAdapterCommand) -> UInt8? {
+        guard case .transaction(let transaction) = command, transaction.address == MDBChangerCommand.address,
+              transaction.command & 0x07 == MDBChangerCommand.expansionCode, let sub = transaction.data.first, (0x02...0x04).contains(sub) else { return nil }
+        return sub
     }
 
     /// The changer command a line carries (its command byte's low three bits), if any.

@@ -24,6 +24,8 @@ public enum MDBChangerHostEvent: Sendable, Hashable, CustomStringConvertible {
     case tubes(MDBTubeStatus)
     /// A DISPENSE is over: the tubes counted once the changer stopped paying.
     case dispensed(MDBDispense)
+    /// An alternative payout (level 3) is over: the tubes counted once the changer stopped paying.
+    case paidValue(MDBValuePayout)
     /// The changer takes these coin types now (0: none, inhibited).
     case accepting(UInt16)
     /// What the changer takes is unknown until it is set up again (a reset, an outage): it
@@ -56,6 +58,7 @@ public enum MDBChangerHostEvent: Sendable, Hashable, CustomStringConvertible {
         case .unknownStatus(let byte): "unknown status \(byte)"
         case .tubes(let tubes): "tubes: \(tubes.counts)"
         case .dispensed(let dispense): dispense.description
+        case .paidValue(let payout): payout.description
         case .accepting(let mask): "accepting coin types \(String(mask, radix: 16))"
         case .acceptanceUnknown: "what the changer accepts is unknown until it is set up again"
         case .unexpectedReply(let line): "unexpected reply from the MDB adapter: \(line)"

@@ -218,6 +218,9 @@ public final class MDBMech: PayingMech {
         case .dispensed(let dispense):
             _ = book.tubesRose(to: dispense.tubes.counts, cause: "payout")
             report(dispense.disturbed || dispense.timedOut ? .warning : .notice, "MDB: \(event)")
+        case .paidValue(let payout):
+            _ = book.tubesRose(to: payout.tubes.counts, cause: "payout")
+            report(payout.disturbed || payout.timedOut ? .warning : .notice, "MDB: \(event)")
         case .tubes(let status):
             let rose = book.tubesRose(to: status.counts)
             if tubesAfterLoss, !rose.isEmpty {

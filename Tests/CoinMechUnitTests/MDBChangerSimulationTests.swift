@@ -108,7 +108,7 @@ struct MDBChangerSimulationTests {
         var next = line.now + 80 * ms
         while next <= time {
             line.run(until: next)
-            if line.changer.payout != nil {
+            if line.changer.isPaying {
                 fault(paid, &line.changer)
                 if line.changer.payOne() != nil { paid += 1 }
             }
@@ -238,5 +238,99 @@ struct MDBChangerSimulationTests {
         line.changer.tubeStatusBytes = nil
         line.run(until: line.now + 500 * Self.ms)
         #expect(Self.dispensed(line).last?.tubes[2] == before - 1)
+    }
+
+    private static func paidValue(_ line: Line) -> [MDBValuePayout] {
+        line.events.compactMap { if case .paidValue(let payout) = $0 { payout } else { nil } }
+    }
+
+    @Test("level 3's alternative payout: the changer chooses the coins, the host polls the value to the end, reads PAYOUT STATUS, and counts the tubes")
+    func alternativePayout() {
+        var line = Self.held()
+        #expect(line.host.paysValue)
+        let before = line.changer.tubes
+        // 85 cents in scaled units of 5: the changer's own choice, largest first, is 50+20+10+5.
+        let (accepted, outputs) = line.host.payValue(scaled: 17, now: line.now)
+        #expect(accepted)
+        line.carry(outputs)
+        #expect(!line.host.payValue(scaled: 1, now: line.now).accepted, "one payout at a time")
+        #expect(!line.host.dispense(type: 0, count: 1, now: line.now).accepted, "no DISPENSE beside it")
+        #expect(line.host.isDispensing)
+        let paid = Self.pay(&line, until: line.now + 3_000 * Self.ms)
+        #expect(paid == 4)
+        let counted = Self.paidValue(line)
+        try? #require(counted.count == 1)
+        let outcome = counted[0]
+        // The truth: the changer's tubes, read by the test, not by the host.
+        let fall = (0..<16).map { before[$0] - line.changer.tubes[$0] }
+        #expect(fall.prefix(4) == [1, 1, 1, 1])
+        #expect(outcome.tubes.counts == line.changer.tubes)
+        #expect(outcome.status?.counts == fall, "PAYOUT STATUS says what the tubes' fall says")
+        #expect(outcome.scaledValue == 17 && !outcome.jammed && !outcome.disturbed && !outcome.timedOut)
+        #expect(!line.host.isDispensing)
+        // Value polls took turns with POLLs: the changer answered both while paying.
+        #expect(line.host.isRunning)
+    }
+
+    @Test("an alternative payout that jams is counted short with the jam; one a reset stops is counted from the new setup's tubes, as disturbed")
+    func alternativePayoutJamAndReset() {
+        var line = Self.held()
+        var before = line.changer.tubes
+        line.carry(line.host.payValue(scaled: 17, now: line.now).outputs)
+        let paid = Self.pay(&line, until: line.now + 3_000 * Self.ms) { paid, changer in if paid == 2 { changer.jamPayout() } }
+        #expect(paid == 2)
+        #expect(Self.paidValue(line).last?.jammed == true)
+        #expect(Self.paidValue(line).last?.tubes.counts == line.changer.tubes)
+        #expect((0..<16).map { before[$0] - line.changer.tubes[$0] }.reduce(0, +) == 2)
+
+        before = line.changer.tubes
+        line.carry(line.host.payValue(scaled: 17, now: line.now).outputs)
+        let paidBeforeReset = Self.pay(&line, until: line.now + 4_000 * Self.ms) { paid, changer in if paid == 1 && changer.valuePayout != nil { changer.reset() } }
+        #expect(paidBeforeReset == 1)
+        #expect(Self.paidValue(line).count == 2)
+        #expect(Self.paidValue(line).last?.disturbed == true, "counted across a new setup: not believed if short")
+        #expect(Self.paidValue(line).last?.tubes.counts == line.changer.tubes)
+        #expect((0..<16).map { before[$0] - line.changer.tubes[$0] }.reduce(0, +) == 1)
+        #expect(line.host.isRunning)
+    }
+
+    @Test("a PAYOUT whose answer is lost is still counted from the tubes, never sent again")
+    func lostAlternativePayoutAnswer() {
+        var line = Self.held()
+        let before = line.changer.tubes
+        var outputs = line.host.payValue(scaled: 3, now: line.now).outputs
+        var sent = 0
+        while let output = outputs.first {
+            outputs.removeFirst()
+            if case .send(let command) = output, command.text.hasPrefix("R,0F,02") {
+                sent += 1
+                _ = line.changer.handle(command.text[...])
+            } else {
+                line.carry([output])
+            }
+        }
+        #expect(sent == 1)
+        let paid = Self.pay(&line, until: line.now + 3_000 * Self.ms)
+        #expect(paid == 2, "15 cents: a dime and a nickel")
+        #expect(Self.paidValue(line).last?.tubes.counts == line.changer.tubes)
+        #expect((0..<16).map { before[$0] - line.changer.tubes[$0] }.reduce(0, +) == 2, "paid once: the PAYOUT was not repeated")
+    }
+
+    @Test("a changer that does not offer the alternative payout, or is level 2, is not asked for one")
+    func noAlternativePayout() {
+        var noFeature = MDBChangerDevice.Settings()
+        noFeature.features = [.extendedDiagnostics]
+        var levelTwo = MDBChangerDevice.Settings()
+        levelTwo.level = 2
+        for settings in [noFeature, levelTwo] {
+            var line = Line()
+            line.changer = MDBChangerDevice(settings: settings)
+            line.carry(line.host.start(now: 0))
+            line.carry(line.host.setAllowed(0x003F, now: 0))
+            line.run(until: 1_000 * Self.ms)
+            #expect(line.host.isRunning)
+            #expect(!line.host.paysValue)
+            #expect(!line.host.payValue(scaled: 3, now: line.now).accepted)
+        }
     }
 }
