@@ -29,7 +29,9 @@ public struct MDBChangerDevice: Sendable {
         public var manufacturer = "CMS"
         public var serialNumber = "000000000001"
         public var model = "coinsim"
-        public var features: MDBChangerIdentity.Features = [.alternativePayout, .extendedDiagnostics]
+        /// Level 3's optional features; the alternative payout only where asked for (many
+        /// changers in the field do not offer it).
+        public var features: MDBChangerIdentity.Features = [.extendedDiagnostics]
 
         public init() {}
 

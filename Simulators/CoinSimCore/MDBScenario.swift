@@ -12,8 +12,11 @@ import CoinMechSettings
 ///         lost_reply: 0.02              # a reply that carries no coin is lost (the changer acted)
 ///         tube_lag: 0.3                 # after a payout, the next TUBE STATUS counts its tube a coin high
 ///       pay_interval_ms: 700          # a coin paid out every 700 ms (default 80)
+///       alternative_payout: true      # level 3's optional PAYOUT of a value (default false)
 public struct MDBScenario: Sendable, Hashable {
     public var faults = Faults()
+    /// The changer offers level 3's alternative payout (an optional feature: many do not).
+    public var alternativePayout = false
     /// A coin paid out every so often while a DISPENSE lasts (field changers pay 3 to 10 a second).
     public var payIntervalMilliseconds = 80
 
@@ -40,13 +43,14 @@ public struct MDBScenario: Sendable, Hashable {
 
     public init() {}
 
-    static let keys: Set<String> = ["faults", "pay_interval_ms"]
+    static let keys: Set<String> = ["faults", "pay_interval_ms", "alternative_payout"]
 
     /// Reads the `mdb` table; errors name the file, the line and the key.
     public static func parse(_ table: SettingsTable) throws(SettingsError) -> MDBScenario {
         try table.rejectUnknownKeys(keys)
         var s = MDBScenario()
         if let interval = try table.int("pay_interval_ms", in: 10...5_000) { s.payIntervalMilliseconds = interval }
+        if let offered = try table.bool("alternative_payout") { s.alternativePayout = offered }
         if let faults = try table.table("faults") {
             try faults.rejectUnknownKeys(["lost_poll_reply_at", "status_at", "payout_jam_after", "reset_during_payout_after", "lost_reply", "tube_lag"])
             for (key, path) in [("lost_reply", \Faults.lostReply), ("tube_lag", \Faults.tubeLag)] {

@@ -52,9 +52,10 @@ public final class MDBSimulator {
     private var faultRandom: SplitMix64
 
     public init(scenario: Scenario, options: Options = Options(), announce: @escaping @Sendable (String) -> Void) throws(SimulatorError) {
-        guard let settings = MDBChangerDevice.Settings(currency: scenario.currency) else {
+        guard var settings = MDBChangerDevice.Settings(currency: scenario.currency) else {
             throw .trace("no MDB changer for currency \(scenario.currency)")
         }
+        if scenario.mdb.alternativePayout { settings.features.insert(.alternativePayout) }
         self.options = options
         self.scenario = scenario
         self.announce = announce

@@ -368,7 +368,7 @@ public struct PayoutCore: Sendable {
     private mutating func start(_ coins: PayoutCoins, now: Instant) -> [PayoutOutput] {
         guard let current = job else { return [] }
         let tubes = plannableCounts()
-        var run = PayoutRun(order: current.order, coins: coins.coins)
+        var run = PayoutRun(order: current.order, coins: coins.coins, valueStepMaximum: device.valueStepMaximum)
         switch run.plan(tubes: tubes) {
         case .cannotPayExact(let below, let above):
             return release(.refused(current.order, nearestBelow: below, nearestAbove: above), now: now)
@@ -404,6 +404,12 @@ public struct PayoutCore: Sendable {
             job?.stage = .recounting(count, after: device.countReads, since: now)
             return [.count]
         }
+        if !recounted, count.devicePaid == nil, let before = step.tubesBefore, Self.fallValue(before, count.tubes, run.coins) < step.valueMinor {
+            // A value step counted short: as a DISPENSE, counted again before it is believed.
+            logger.notice("a value step counted short: counting again", metadata: ["request_id": current.order.requestID, "value_minor": "\(step.valueMinor)"])
+            job?.stage = .recounting(count, after: device.countReads, since: now)
+            return [.count]
+        }
         if let paid = count.devicePaid {
             // A hopper's own account: its level falls by it with the next journal write.
             if paid > 0 {
@@ -434,15 +440,27 @@ public struct PayoutCore: Sendable {
 
     private mutating func send(_ step: PayoutStep) -> [PayoutOutput] {
         awaiting = .dispense(step)
-        return [.failpoint(.payoutJournalled), .dispense(type: step.type, count: step.count)]
+        return [.failpoint(.payoutJournalled), step.paysValue ? .payValue(valueMinor: step.valueMinor) : .dispense(type: step.type, count: step.count)]
+    }
+
+    /// What the tubes' fall from `before` to `after` is worth.
+    static func fallValue(_ before: [Int], _ after: [Int], _ coins: [Int: PayoutCoin]) -> Int64 {
+        coins.reduce(0) { total, entry in
+            guard before.indices.contains(entry.key), after.indices.contains(entry.key) else { return total }
+            return total + Int64(max(before[entry.key] - after[entry.key], 0)) * entry.value.valueMinor
+        }
     }
 
     private mutating func dispenseSent(_ step: PayoutStep, _ sent: Bool, now: Instant) -> [PayoutOutput] {
         guard let current = job, var run = current.run else { return [] }
         if sent {
             job?.stage = .dispensing(since: now)
-            logger.info("DISPENSE asked for", metadata: ["request_id": current.order.requestID, "type": "\(step.type)", "count": "\(step.count)",
-                                                         "tube_before": "\(step.tubeBefore)"])
+            if step.paysValue {
+                logger.info("value payout asked for", metadata: ["request_id": current.order.requestID, "value_minor": "\(step.valueMinor)"])
+            } else {
+                logger.info("DISPENSE asked for", metadata: ["request_id": current.order.requestID, "type": "\(step.type)", "count": "\(step.count)",
+                                                             "tube_before": "\(step.tubeBefore)"])
+            }
             return advance(now)
         }
         // Journalled, not sent: it paid nothing, and the payout ends here with the rest owed.
@@ -637,7 +655,7 @@ public struct PayoutCore: Sendable {
             if let paid = record.device, let current = device.identity, paid != current {
                 settlement = PayoutRun.unverified(record, "the device at the address is not the one that paid (it was \(paid), it is \(current)): its count cannot say what was paid; check the cash before paying the debt")
             } else {
-                settlement = PayoutRun.settle(record, tubes: tubes, reported: reported)
+                settlement = PayoutRun.settle(record, tubes: tubes, reported: reported, values: (device.coins?.coins ?? [:]).mapValues(\.valueMinor))
             }
         case .lastStep(let paid):
             // The earlier steps are on the ledger's levels; the last one's coins come off here.

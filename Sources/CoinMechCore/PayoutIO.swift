@@ -36,6 +36,9 @@ public enum PayoutOutput: Sendable, Equatable {
     case count
     /// Ask the device to pay `count` coins of unit `type`; step back `.dispenseSent`.
     case dispense(type: Int, count: Int)
+    /// Ask the device to pay `valueMinor` in coins it chooses (MDB level 3's alternative
+    /// payout); step back `.dispenseSent`.
+    case payValue(valueMinor: Int64)
     /// Ask the held device what it says of a payout left open; step back `.account`.
     case askAccount(PayoutRecord)
     /// Read what the ledger holds under `requestID` (and which of `moves` it counted); step

@@ -36,10 +36,17 @@ public struct PayoutRun: Sendable {
     private var out: Set<Int> = []
     /// The last step is sent and not yet counted.
     public private(set) var awaiting = false
+    /// Where the changer pays a value itself, the most one value step asks; nil: DISPENSEs.
+    public let valueStepMaximum: Int64?
+    /// Value steps still to journal, in minor units (the changer chooses the coins).
+    private var valueLeft: Int64 = 0
 
-    public init(order: PayoutOrder, coins: [Int: PayoutCoin]) {
+    /// `valueStepMaximum`: the changer pays values itself (MDB level 3's alternative payout),
+    /// at most this much a step; nil: it is told the coins (DISPENSE).
+    public init(order: PayoutOrder, coins: [Int: PayoutCoin], valueStepMaximum: Int64? = nil) {
         self.order = order
         self.coins = coins
+        self.valueStepMaximum = valueStepMaximum.flatMap { $0 > 0 ? $0 : nil }
     }
 
     public var paidMinor: Int64 { paid.reduce(0) { $0 + Int64($1.value) * (coins[$1.key]?.valueMinor ?? 0) } }
@@ -48,7 +55,9 @@ public struct PayoutRun: Sendable {
     public mutating func plan(tubes: [Int]) -> Planned {
         switch PayoutPlanner.plan(order.amountMinor, from: available(tubes)) {
         case .exact(let plan):
-            queue = plan
+            // A changer that chooses its own coins is asked the value: the plan only shows that
+            // its tubes can make it.
+            if valueStepMaximum != nil { valueLeft = order.amountMinor } else { queue = plan }
             return .exact(plan.map { "\($0.count)×\(coins[$0.type]?.coinID ?? "type \($0.type)")" }.joined(separator: " "))
         case .cannotPayExact(let below, let above):
             return .cannotPayExact(below: below, above: above)
@@ -59,6 +68,15 @@ public struct PayoutRun: Sendable {
     /// nothing more to pay (or nothing more that can be): then `settlement`.
     public mutating func nextStep(tubes: [Int]) -> PayoutStep? {
         precondition(!awaiting, "a step is counted before the next one is taken")
+        if let maximum = valueStepMaximum {
+            guard valueLeft > 0 else { return nil }
+            let value = min(valueLeft, maximum)
+            valueLeft -= value
+            let step = PayoutStep.value(value, tubesBefore: tubes)
+            steps.append(step)
+            awaiting = true
+            return step
+        }
         guard var head = queue.first else { return nil }
         let count = min(head.count, Self.maximumCount)
         head.count -= count
@@ -78,6 +96,7 @@ public struct PayoutRun: Sendable {
     public mutating func dispensed(_ counted: DispenseCount) {
         guard awaiting, let step = steps.last else { return }
         awaiting = false
+        if let before = step.tubesBefore { return valueDispensed(step, before: before, counted) }
         let name = step.coinID ?? "type \(step.type)"
         guard counted.type == step.type, counted.count == step.count else {
             queue = []
@@ -110,19 +129,44 @@ public struct PayoutRun: Sendable {
         }
     }
 
+    /// A value step counted: every tube's fall is what it paid. Short, by a changer that may
+    /// not have been done or whose tubes something else moved, or by one that stopped short
+    /// (a jam, a tube it would not pay from): nothing more is paid, the rest is owed for the
+    /// operator to check. Paying the rest on a count that may be wrong could pay twice.
+    private mutating func valueDispensed(_ step: PayoutStep, before: [Int], _ counted: DispenseCount) {
+        guard counted.type == PayoutStep.anyType else {
+            valueLeft = 0
+            reason = "the changer counted a DISPENSE of \(counted.count) of type \(counted.type), not the value step of \(step.valueMinor): nothing more paid"
+            return
+        }
+        var value: Int64 = 0
+        for (type, coin) in coins where before.indices.contains(type) && counted.tubes.indices.contains(type) {
+            let fall = max(before[type] - counted.tubes[type], 0)
+            paid[type, default: 0] += fall
+            value += Int64(fall) * coin.valueMinor
+        }
+        guard value < step.valueMinor else { return }
+        valueLeft = 0
+        let why = counted.uncertain ? "while the tubes may have moved for something else, or it was still paying"
+            : counted.jammed ? "jam reported" : "it paid no more"
+        reason = "the changer paid \(value) of a value step of \(step.valueMinor) (\(why)): nothing more paid on that count"
+    }
+
     /// The last step was never sent (the changer could not take it): it paid nothing, and the
     /// payout ends here with the rest owed.
     public mutating func notSent(_ why: String) {
         guard awaiting, let step = steps.last else { return }
         awaiting = false
         queue = []
-        reason = "\(step.coinID ?? "type \(step.type)"): not sent (\(why))"
+        valueLeft = 0
+        reason = step.paysValue ? "a value step of \(step.valueMinor): not sent (\(why))" : "\(step.coinID ?? "type \(step.type)"): not sent (\(why))"
     }
 
     /// No further step: the daemon is stopping; what was paid is settled, the rest owed.
     public mutating func stopHere(_ why: String) {
-        guard !queue.isEmpty else { return }
+        guard !queue.isEmpty || valueLeft > 0 else { return }
         queue = []
+        valueLeft = 0
         reason = why
     }
 
@@ -137,9 +181,18 @@ public struct PayoutRun: Sendable {
     /// The core has checked that it is the device that paid (`PayoutCore`, by its identity); a
     /// count that does not cover a tube paid from settles nothing as paid, and says that the
     /// cash must be checked before the debt is paid.
-    public static func settle(_ record: PayoutRecord, tubes: [Int], reported: Int = 16) -> PayoutSettlement {
-        let unverified: String? = if let type = record.steps.map(\.type).first(where: { $0 >= reported }) {
+    ///
+    /// A value step (the changer chose the coins) may have paid from any tube its count before
+    /// it held coins in, each up to the step's value in that coin; `values` are the coins' values
+    /// by type (the device's, which the core has checked is the one that paid).
+    public static func settle(_ record: PayoutRecord, tubes: [Int], reported: Int = 16, values coinValues: [Int: Int64] = [:]) -> PayoutSettlement {
+        let paidFrom = record.steps.flatMap { step in
+            step.tubesBefore.map { before in before.indices.filter { before[$0] > 0 && coinValues[$0] != nil } } ?? [step.type]
+        }
+        let unverified: String? = if let type = paidFrom.first(where: { $0 >= reported }) {
             "the changer's count does not cover the tube of type \(type) paid from: what was paid cannot be told; check the cash before paying the debt"
+        } else if record.steps.contains(where: \.paysValue) && coinValues.isEmpty {
+            "the changer chose the coins of a value step, and their values are not known now: what was paid cannot be told; check the cash before paying the debt"
         } else {
             nil
         }
@@ -148,6 +201,15 @@ public struct PayoutRun: Sendable {
         }
         var before: [Int: Int] = [:], asked: [Int: Int] = [:], values: [Int: Int64] = [:]
         for step in record.steps {
+            if let tubesBefore = step.tubesBefore {
+                // Any tube it held coins in, each up to the step's value in that coin.
+                for (type, value) in coinValues where tubesBefore.indices.contains(type) && tubesBefore[type] > 0 && value > 0 {
+                    if before[type] == nil { before[type] = tubesBefore[type] }
+                    asked[type, default: 0] += Int(step.valueMinor / value)
+                    values[type] = value
+                }
+                continue
+            }
             if before[step.type] == nil { before[step.type] = step.tubeBefore }
             asked[step.type, default: 0] += step.count
             values[step.type] = step.valueMinor

@@ -320,6 +320,8 @@ final class CoreExecutor {
                 mech.countUnits()
             case .dispense(let type, let count):
                 stepPayout(.dispenseSent(mech.dispense(type: type, count: count)))
+            case .payValue(let valueMinor):
+                stepPayout(.dispenseSent(mech.payValue(valueMinor)))
             case .askAccount(let record):
                 stepPayout(.account(mech.restartAccount(record)))
             case .lookUp(let requestID, let moves):

@@ -48,10 +48,12 @@ extension Ledger {
             """, arguments: arguments)
         return try rows.map { row in
             let requestID: String = row["request_id"]
-            let steps = try Row.fetchAll(db, sql: "SELECT type, coin_id, value_minor, count, tube_before, device_mark, device FROM payout_steps WHERE request_id = ? ORDER BY step",
+            let steps = try Row.fetchAll(db, sql: "SELECT type, coin_id, value_minor, count, tube_before, device_mark, device, tubes_before FROM payout_steps WHERE request_id = ? ORDER BY step",
                                          arguments: [requestID]).map { step in
-                PayoutStep(type: step["type"], coinID: step["coin_id"], valueMinor: step["value_minor"], count: step["count"], tubeBefore: step["tube_before"],
-                           deviceMark: step["device_mark"], device: step["device"])
+                var read = PayoutStep(type: step["type"], coinID: step["coin_id"], valueMinor: step["value_minor"], count: step["count"], tubeBefore: step["tube_before"],
+                                      deviceMark: step["device_mark"], device: step["device"])
+                read.tubesBefore = (step["tubes_before"] as String?).map { $0.split(separator: ",").map { Int($0) ?? 0 } }
+                return read
             }
             let order = PayoutOrder(requestID: requestID, amountMinor: row["amount_minor"], currency: row["currency"], by: row["by"])
             var settlement: PayoutSettlement?

@@ -202,6 +202,11 @@ enum LedgerSchema {
         migrator.registerMigration("v10-step-device") { db in
             try db.execute(sql: "ALTER TABLE payout_steps ADD COLUMN device TEXT")
         }
+        // A value step (MDB level 3's alternative payout: the changer chooses the coins) keeps
+        // every tube's count before it, comma-separated: their falls are what it paid.
+        migrator.registerMigration("v11-value-steps") { db in
+            try db.execute(sql: "ALTER TABLE payout_steps ADD COLUMN tubes_before TEXT")
+        }
         return migrator
     }
 

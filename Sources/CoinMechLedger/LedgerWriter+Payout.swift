@@ -29,12 +29,14 @@ extension LedgerWriter {
         if let coinID = dispense.coinID { detail["coin_id"] = coinID }
         if let mark = dispense.deviceMark { detail["device_mark"] = "\(mark)" }
         if let device = dispense.device { detail["device"] = device }
+        let tubesBefore = dispense.tubesBefore.map { $0.map(String.init).joined(separator: ",") }
+        if let tubesBefore { detail["tubes_before"] = tubesBefore }
         let (event, seq) = try insertEvent(kind: .payoutDispensing, source: source, detail: detail)
         try db.execute(sql: """
-            INSERT INTO payout_steps (request_id, step, dispensing_seq, type, coin_id, value_minor, count, tube_before, device_mark, device)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO payout_steps (request_id, step, dispensing_seq, type, coin_id, value_minor, count, tube_before, device_mark, device, tubes_before)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [requestID, step, seq, dispense.type, dispense.coinID, dispense.valueMinor, dispense.count, dispense.tubeBefore,
-                             dispense.deviceMark, dispense.device])
+                             dispense.deviceMark, dispense.device, tubesBefore])
         return event
     }
 

@@ -30,6 +30,9 @@ public struct PayingDeviceState: Sendable, Hashable {
     /// Who each unit is, where a unit names itself (a hopper's address, serial number and
     /// coin): journalled with each step it pays; none while its serial number is not read.
     public var unitIdentities: [Int: String] = [:]
+    /// The most one value step may ask, where the device pays a value choosing the coins
+    /// itself (MDB level 3's alternative payout: 255 scaled units); nil where it does not now.
+    public var valueStepMaximum: Int64?
 
     public init() {}
 }

@@ -23,6 +23,10 @@ public struct MDBChangerPayer: Sendable {
         case .dispensed(let dispense):
             dispensed.append(DispenseCount(type: dispense.type, count: dispense.count, tubes: dispense.tubes.counts, jammed: dispense.jammed,
                                            uncertain: dispense.disturbed || dispense.timedOut))
+        case .paidValue(let payout):
+            // Its tubes' fall is what it paid; its PAYOUT STATUS is logged beside it by the mech.
+            dispensed.append(DispenseCount(type: PayoutStep.anyType, count: 1, tubes: payout.tubes.counts, jammed: payout.jammed,
+                                           uncertain: payout.disturbed || payout.timedOut))
         default:
             break
         }
@@ -45,7 +49,17 @@ public struct MDBChangerPayer: Sendable {
             state.unitsReported = tubes.reported
         }
         state.identity = Self.identity(of: host)
+        if host.paysValue, let setup = host.setup { state.valueStepMaximum = 255 * Int64(setup.scalingFactor) }
         return state
+    }
+
+    /// `valueMinor` in the changer's scaled units (PAYOUT's one byte), if it is a whole number
+    /// of them from 1 to 255.
+    public static func scaled(_ valueMinor: Int64, _ host: MDBChangerHost) -> Int? {
+        guard let setup = host.setup, setup.scalingFactor > 0 else { return nil }
+        let unit = Int64(setup.scalingFactor)
+        guard valueMinor % unit == 0, (1...255).contains(valueMinor / unit) else { return nil }
+        return Int(valueMinor / unit)
     }
 
     /// Its tubes, counted with it held: their fall since each step is what it paid.

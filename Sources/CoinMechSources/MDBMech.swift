@@ -278,8 +278,9 @@ public final class MDBMech: PayingMech {
 
     // MARK: Paying out
 
-    /// It counts its tubes and names itself (manufacturer, serial number, coin table).
-    public var payoutCapabilities: PayoutCapabilities { [.countsItsUnits, .identifies] }
+    /// It counts its tubes and names itself (manufacturer, serial number, coin table); at level
+    /// 3 it may pay a value itself (`payingState.valueStepMaximum` says whether it does now).
+    public var payoutCapabilities: PayoutCapabilities { [.countsItsUnits, .identifies, .paysValue] }
 
     public var payingState: PayingDeviceState {
         var state = payer.state(of: host, connected: port.isOpen)
@@ -302,6 +303,13 @@ public final class MDBMech: PayingMech {
     public func dispense(type: Int, count: Int) -> Bool {
         guard port.isOpen else { return false }
         let (accepted, outputs) = host.dispense(type: type, count: count, now: Instant.now.nanoseconds)
+        carry(outputs)
+        return accepted
+    }
+
+    public func payValue(_ valueMinor: Int64) -> Bool {
+        guard port.isOpen, let scaled = MDBChangerPayer.scaled(valueMinor, host) else { return false }
+        let (accepted, outputs) = host.payValue(scaled: scaled, now: Instant.now.nanoseconds)
         carry(outputs)
         return accepted
     }

@@ -18,6 +18,10 @@ public protocol PayingMech: AcceptorMech {
     func countUnits()
     /// Asks it to pay `count` coins of unit `type`; false if it cannot take the command now.
     func dispense(type: Int, count: Int) -> Bool
+    /// Asks it to pay `valueMinor` in coins it chooses (`payingState.valueStepMaximum` says
+    /// whether it can now); false if it cannot take the command. Counted as a DISPENSE is, with
+    /// `PayoutStep.anyType` for its type.
+    func payValue(_ valueMinor: Int64) -> Bool
     /// DISPENSEs that are over, oldest first, with its own account of each.
     func takeDispensed() -> [DispenseCount]
     /// What it says, held, of a payout found open at a start.
@@ -26,4 +30,6 @@ public protocol PayingMech: AcceptorMech {
 
 extension PayingMech {
     public var givesChange: Bool { true }
+    /// A device told which coins to pay pays no value of its own choosing.
+    public func payValue(_ valueMinor: Int64) -> Bool { false }
 }

@@ -123,8 +123,16 @@ struct MDBChangerSimulationTests {
     }
 
     /// Held for a payout until still: COIN TYPE 0 with the manual buttons off, then a quiet POLL.
-    private static func held() -> Line {
-        var line = Line.running()
+    private static func held(alternativePayout: Bool = false) -> Line {
+        var line = Line()
+        if alternativePayout {
+            var settings = MDBChangerDevice.Settings()
+            settings.features.insert(.alternativePayout)
+            line.changer = MDBChangerDevice(settings: settings)
+        }
+        line.carry(line.host.start(now: 0))
+        line.carry(line.host.setAllowed(0x003F, now: 0))
+        line.run(until: 1_000 * MDBChangerSimulationTests.ms)
         line.carry(line.host.holdForPayout(true, now: line.now))
         #expect(!line.host.isStill)
         line.run(until: line.now + 500 * ms)
@@ -246,7 +254,7 @@ struct MDBChangerSimulationTests {
 
     @Test("level 3's alternative payout: the changer chooses the coins, the host polls the value to the end, reads PAYOUT STATUS, and counts the tubes")
     func alternativePayout() {
-        var line = Self.held()
+        var line = Self.held(alternativePayout: true)
         #expect(line.host.paysValue)
         let before = line.changer.tubes
         // 85 cents in scaled units of 5: the changer's own choice, largest first, is 50+20+10+5.
@@ -274,7 +282,7 @@ struct MDBChangerSimulationTests {
 
     @Test("an alternative payout that jams is counted short with the jam; one a reset stops is counted from the new setup's tubes, as disturbed")
     func alternativePayoutJamAndReset() {
-        var line = Self.held()
+        var line = Self.held(alternativePayout: true)
         var before = line.changer.tubes
         line.carry(line.host.payValue(scaled: 17, now: line.now).outputs)
         let paid = Self.pay(&line, until: line.now + 3_000 * Self.ms) { paid, changer in if paid == 2 { changer.jamPayout() } }
@@ -296,7 +304,7 @@ struct MDBChangerSimulationTests {
 
     @Test("a PAYOUT whose answer is lost is still counted from the tubes, never sent again")
     func lostAlternativePayoutAnswer() {
-        var line = Self.held()
+        var line = Self.held(alternativePayout: true)
         let before = line.changer.tubes
         var outputs = line.host.payValue(scaled: 3, now: line.now).outputs
         var sent = 0
@@ -318,8 +326,7 @@ struct MDBChangerSimulationTests {
 
     @Test("a changer that does not offer the alternative payout, or is level 2, is not asked for one")
     func noAlternativePayout() {
-        var noFeature = MDBChangerDevice.Settings()
-        noFeature.features = [.extendedDiagnostics]
+        let noFeature = MDBChangerDevice.Settings()
         var levelTwo = MDBChangerDevice.Settings()
         levelTwo.level = 2
         for settings in [noFeature, levelTwo] {

@@ -39,6 +39,11 @@ struct PayoutCoreTests {
         private(set) var commits = 0
         private(set) var reads = 0
         var refuseDispenses = 0
+        /// A changer that pays a value itself, at most this much a step (nil: DISPENSEs only),
+        /// and the values it was asked; it pays this many coins fewer than it chose (a jam).
+        var valueStepMaximum: Int64?
+        var valuesAsked: [Int64] = []
+        var valueShort = 0
         var account: (PayoutRecord) -> PayoutRestartAccount = { _ in .wait }
         /// What the device was asked to pay, and what it paid, per unit.
         var dispensed: [(type: Int, count: Int)] = []
@@ -82,6 +87,7 @@ struct PayoutCoreTests {
             }
             state.identity = identity
             state.unitIdentities = unitIdentities
+            state.valueStepMaximum = valueStepMaximum
             return state
         }
 
@@ -127,6 +133,24 @@ struct PayoutCoreTests {
                     seen[type] += lag
                     counted.append(DispenseCount(type: type, count: count, tubes: hoppers ? [] : seen, jammed: pays < count, uncertain: false,
                                                  devicePaid: hoppers ? pays : nil, deviceUnpaid: hoppers ? count - pays : nil))
+                    carry(core.step(.dispenseSent(true), at: now))
+                case .payValue(let value):
+                    valuesAsked.append(value)
+                    // The changer's own choice: the largest coin that still fits, as coinsim's.
+                    var left = value, chosen: [Int] = []
+                    var held = units
+                    while let type = [2, 1, 0].first(where: { PayoutCoreTests.usd.coins[$0]!.valueMinor <= left && held[$0] > 0 }) {
+                        left -= PayoutCoreTests.usd.coins[type]!.valueMinor
+                        held[type] -= 1
+                        chosen.append(type)
+                    }
+                    for type in chosen.dropLast(min(valueShort, chosen.count)) {
+                        units[type] -= 1
+                        paid[type, default: 0] += 1
+                    }
+                    var seen = units
+                    if let type = chosen.last { seen[type] += lag }
+                    counted.append(DispenseCount(type: PayoutStep.anyType, count: 1, tubes: seen, jammed: valueShort > 0, uncertain: false))
                     carry(core.step(.dispenseSent(true), at: now))
                 case .askAccount(let record):
                     carry(core.step(.account(account(record)), at: now))
@@ -360,5 +384,63 @@ struct PayoutCoreTests {
         bench.ask(25, "r2")
         guard case .unavailable(let why)? = bench.replies.last else { Issue.record("a payout began while stopping"); return }
         #expect(why.contains("stopping"))
+    }
+
+    @Test("a changer that pays a value: one value step journalled with every tube's count before it, paid in its own coins, settled from the tubes' fall")
+    func valueStep() throws {
+        var bench = Bench(units: [4, 3, 8])
+        bench.valueStepMaximum = 1_275
+        bench.ask(65, "r1")
+        bench.run()
+        // The changer's choice (worked by hand): 25 + 25 + 10 + 5.
+        #expect(bench.valuesAsked == [65] && bench.dispensed.isEmpty)
+        #expect(bench.paid == [2: 2, 1: 1, 0: 1])
+        let record = try #require(bench.ledger.payouts["r1"])
+        #expect(record.steps.count == 1 && record.steps[0].paysValue && record.steps[0].tubesBefore == [4, 3, 8] && record.steps[0].valueMinor == 65)
+        let settlement = try #require(record.settlement)
+        #expect(settlement.outcome == .done && settlement.paidMinor == 65 && settlement.paidCoins == [2: 2, 1: 1, 0: 1])
+    }
+
+    @Test("value steps are split at the changer's maximum, each journalled before it goes out")
+    func valueStepsSplit() throws {
+        var bench = Bench(units: [4, 3, 8])
+        bench.valueStepMaximum = 50
+        bench.ask(65, "r1")
+        bench.run()
+        #expect(bench.valuesAsked == [50, 15])
+        let record = try #require(bench.ledger.payouts["r1"])
+        #expect(record.steps.map(\.valueMinor) == [50, 15])
+        #expect(record.steps[1].tubesBefore == [4, 3, 6], "the second step counted after the first paid 2 quarters")
+        #expect(record.settlement?.paidMinor == 65 && record.settlement?.outcome == .done)
+    }
+
+    @Test("a value step that pays short is counted again, then settled with the rest owed; nothing more is paid on it")
+    func valueStepShort() throws {
+        var bench = Bench(units: [4, 3, 8])
+        bench.valueStepMaximum = 1_275
+        bench.valueShort = 1  // the nickel it chose jams
+        bench.ask(65, "r1")
+        bench.run()
+        #expect(bench.valuesAsked == [65])
+        let settlement = try #require(bench.settled?.settlement)
+        #expect(settlement.outcome == .partial && settlement.paidMinor == 60 && settlement.debtMinor == 5)
+        #expect(settlement.reason?.contains("paid 60 of a value step of 65") == true)
+        #expect(bench.countReads == 2, "the plan's count, and the count again after the short one")
+    }
+
+    @Test("a value step left open by a dead daemon is settled from every tube's fall, by the changer that paid it")
+    func valueStepLeftOpen() throws {
+        var ledger = FakePayoutLedger(source: "mdb")
+        let order = PayoutOrder(requestID: "r9", amountMinor: 65, currency: "USD", by: "test")
+        _ = try ledger.append([.payoutRequested(order, source: "mdb", plan: "2×USD25 1×USD10 1×USD5", device: "CMS 1; 0=USD5,1=USD10,2=USD25"),
+                               .payoutDispensing(requestID: "r9", step: 1, .value(65, tubesBefore: [4, 3, 8]))])
+        // It paid two quarters and the dime before the daemon died; the nickel jammed.
+        var bench = Bench(units: [4, 2, 6], ledger: ledger)
+        let units = bench.units
+        bench.account = { _ in .tubes(units, reported: 16) }
+        bench.run()
+        let settled = try #require(bench.ledger.payouts["r9"]?.settlement)
+        #expect(settled.paidMinor == 60 && settled.debtMinor == 5 && settled.afterRestart && settled.paidCoins == [2: 2, 1: 1])
+        #expect(bench.dispensed.isEmpty && bench.valuesAsked.isEmpty, "nothing paid again")
     }
 }

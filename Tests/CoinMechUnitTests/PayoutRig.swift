@@ -39,6 +39,8 @@ struct PayoutRig<Device: RigDevice> {
     private(set) var problems: [String] = []
     private(set) var kills = 0
     private(set) var payouts = 0
+    /// Value steps sent (a changer that pays values itself).
+    private(set) var valueSteps = 0
     /// Commits that landed and reported a failure, and ledger reads that failed.
     private(set) var landedReportedFailed = 0
     private(set) var readsFailed = 0
@@ -210,6 +212,9 @@ struct PayoutRig<Device: RigDevice> {
                 device.count(now: now, random: &random)
             case .dispense(let type, let count):
                 pending.insert(contentsOf: feed(.dispenseSent(device.dispense(type: type, count: count, now: now, random: &random))), at: 0)
+            case .payValue(let value):
+                valueSteps += 1
+                pending.insert(contentsOf: feed(.dispenseSent(device.payValue(value, now: now, random: &random))), at: 0)
             case .askAccount(let record):
                 pending.insert(contentsOf: feed(.account(device.account(record))), at: 0)
             case .lookUp(let requestID, let moves):
@@ -277,8 +282,12 @@ struct PayoutRig<Device: RigDevice> {
     private mutating func judge() {
         let records = ledger.requested.compactMap { ledger.payouts[$0] }
         var asked: [Int: Int] = [:], recorded: [Int: Int] = [:]
+        // Value steps (the changer chose the coins) ask a value, not coins of a unit.
+        var valueAsked: Int64 = 0
         for record in records {
-            for step in record.steps { asked[step.type, default: 0] += step.count }
+            for step in record.steps {
+                if step.paysValue { valueAsked += step.valueMinor } else { asked[step.type, default: 0] += step.count }
+            }
             guard let settlement = record.settlement else {
                 problems.append("OPEN: payout \(record.order.requestID) never settled")
                 continue
@@ -291,8 +300,11 @@ struct PayoutRig<Device: RigDevice> {
                 problems.append("payout \(record.order.requestID): the asker heard \(said), the ledger holds \(settlement)")
             }
         }
+        // What left beyond the coins asked of each unit is paid twice, unless value steps asked it.
+        let values = device.unitValues
+        let beyond = device.paidByUnit.reduce(Int64(0)) { $0 + Int64(max($1.value - asked[$1.key, default: 0], 0)) * (values[$1.key] ?? 0) }
+        if beyond > valueAsked { problems.append("PAID TWICE: \(beyond) paid beyond the coins the journal asked of each unit, and its value steps asked \(valueAsked)") }
         for (unit, paid) in device.paidByUnit.sorted(by: { $0.key < $1.key }) {
-            if paid > asked[unit, default: 0] { problems.append("PAID TWICE: unit \(unit) paid \(paid) coins, the journal asked \(asked[unit, default: 0])") }
             if paid != recorded[unit, default: 0] { problems.append("UNPAID OR UNRECORDED: unit \(unit) paid \(paid) coins, the ledger says \(recorded[unit, default: 0])") }
         }
         if capabilities.contains(.ledgerKeepsLevels) {

@@ -18,6 +18,8 @@ protocol RigDevice {
     var paidByUnit: [Int: Int] { get }
     /// Coins in each unit now, by the device's truth.
     var holding: [Int] { get }
+    /// What a coin of each unit is worth, by the device's own settings.
+    var unitValues: [Int: Int64] { get }
     /// Faults the line and the device played, by name.
     var faults: [String: Int] { get }
     /// Why the device stopped playing: one of its loops passed its bound (a host and a device
@@ -29,6 +31,8 @@ protocol RigDevice {
     mutating func hold(_ on: Bool, now: UInt64, random: inout SplitMix64)
     mutating func count(now: UInt64, random: inout SplitMix64)
     mutating func dispense(type: Int, count: Int, now: UInt64, random: inout SplitMix64) -> Bool
+    /// Pays a value in coins the device chooses (MDB level 3); false where it cannot.
+    mutating func payValue(_ valueMinor: Int64, now: UInt64, random: inout SplitMix64) -> Bool
     func account(_ record: PayoutRecord) -> PayoutRestartAccount
     /// A new daemon: the host's state is gone, the device goes on.
     mutating func restartHost(now: UInt64, random: inout SplitMix64)
@@ -36,6 +40,10 @@ protocol RigDevice {
     mutating func calm()
     /// An operator puts coins into a unit whose level the ledger keeps.
     mutating func load(unit: Int, coins: Int)
+}
+
+extension RigDevice {
+    mutating func payValue(_ valueMinor: Int64, now: UInt64, random: inout SplitMix64) -> Bool { false }
 }
 
 /// The bounds of the rig's loops: one passed fails the seed, naming where, instead of hanging.
@@ -72,8 +80,10 @@ struct RigChanger: RigDevice {
     /// The replies lost are drawn from this, so the line's faults replay with the seed.
     private var line: SplitMix64
 
-    init(random: inout SplitMix64, faults: Bool) {
+    /// `alternativePayout`: a level-3 changer that pays a value itself (PAYOUT 0Fh 02h).
+    init(random: inout SplitMix64, faults: Bool, alternativePayout: Bool = false) {
         var settings = MDBChangerDevice.Settings(currency: "USD")!
+        if alternativePayout { settings.features.insert(.alternativePayout) }
         settings.initialTubes = [Int.random(in: 5...30, using: &random), Int.random(in: 0...20, using: &random), Int.random(in: 5...30, using: &random)]
         device = MDBChangerDevice(settings: settings)
         lossRate = faults ? 0.03 : 0
@@ -84,6 +94,9 @@ struct RigChanger: RigDevice {
 
     var amounts: [Int64] { [5, 10, 15, 25, 30, 35, 40, 50, 65, 75, 90, 100, 125, 150, 200, 260] }
     var holding: [Int] { Array(device.tubes.prefix(3)) }
+    var unitValues: [Int: Int64] {
+        Dictionary(uniqueKeysWithValues: (0..<device.settings.credits.count).compactMap { type in device.settings.valueMinor(ofType: type).map { (type, $0) } })
+    }
     var state: PayingDeviceState { payer.state(of: host, connected: true) }
 
     mutating func calm() {
@@ -109,7 +122,7 @@ struct RigChanger: RigDevice {
                 payer.take(event)
             case .send(let command):
                 let reply = device.handle(command.text[...])
-                if device.payout != nil, nextCoinAt == nil { nextCoinAt = now + 80_000_000 }
+                if device.isPaying, nextCoinAt == nil { nextCoinAt = now + 80_000_000 }
                 if Double.random(in: 0..<1, using: &line) < lossRate {
                     faults["lost_reply", default: 0] += 1
                     continue
@@ -132,17 +145,17 @@ struct RigChanger: RigDevice {
             now = max(now, next)
             if let coin = nextCoinAt, coin <= now {
                 nextCoinAt = nil
-                if device.payout != nil, Double.random(in: 0..<1, using: &line) < jamRate {
+                if device.isPaying, Double.random(in: 0..<1, using: &line) < jamRate {
                     device.jamPayout()
                     faults["jam", default: 0] += 1
                 } else if let type = device.payOne() {
                     paidByUnit[type, default: 0] += 1
-                    if device.payout == nil, Double.random(in: 0..<1, using: &line) < lagRate {
+                    if !device.isPaying, Double.random(in: 0..<1, using: &line) < lagRate {
                         device.tubeSensorLag = (type, 1)
                         faults["tube_lag", default: 0] += 1
                     }
                 }
-                if device.payout != nil { nextCoinAt = now + 80_000_000 }
+                if device.isPaying { nextCoinAt = now + 80_000_000 }
             }
             if hostAlive, let wake = hostWake, wake <= now {
                 hostTicked = now
@@ -158,6 +171,13 @@ struct RigChanger: RigDevice {
 
     mutating func dispense(type: Int, count: Int, now: UInt64, random: inout SplitMix64) -> Bool {
         let (accepted, outputs) = host.dispense(type: type, count: count, now: max(self.now, now))
+        carry(outputs)
+        return accepted
+    }
+
+    mutating func payValue(_ valueMinor: Int64, now: UInt64, random: inout SplitMix64) -> Bool {
+        guard let scaled = MDBChangerPayer.scaled(valueMinor, host) else { return false }
+        let (accepted, outputs) = host.payValue(scaled: scaled, now: max(self.now, now))
         carry(outputs)
         return accepted
     }
@@ -307,6 +327,8 @@ struct RigHoppers: RigDevice {
         defer { dispensed.removeAll() }
         return dispensed
     }
+
+    var unitValues: [Int: Int64] { Dictionary(uniqueKeysWithValues: Self.units.enumerated().map { ($0.offset, $0.element.valueMinor) }) }
 
     mutating func hold(_ on: Bool, now: UInt64, random: inout SplitMix64) { ask(bank.hold(on)) }
     mutating func count(now: UInt64, random: inout SplitMix64) { ask(bank.count()) }

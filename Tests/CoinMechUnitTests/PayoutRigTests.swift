@@ -20,6 +20,14 @@ struct PayoutRigTests {
         return rig
     }
 
+    /// A level-3 changer that pays values itself (the core asks a value, not coins).
+    static func valueChanger(seed: UInt64, tracing: Bool = false) -> PayoutRig<RigChanger> {
+        var rig = PayoutRig(seed: seed, capabilities: changerCapabilities.union(.paysValue)) { RigChanger(random: &$0, faults: true, alternativePayout: true) }
+        rig.tracing = tracing
+        rig.run()
+        return rig
+    }
+
     static func hoppers(seed: UInt64, resendLostDispense: Bool = false, tracing: Bool = false) -> PayoutRig<RigHoppers> {
         var rig = PayoutRig(seed: seed, capabilities: hopperCapabilities) { random in
             var hoppers = RigHoppers(random: &random, faults: true)
@@ -39,6 +47,13 @@ struct PayoutRigTests {
     func changer(seed: UInt64) {
         let rig = Self.changer(seed: seed)
         #expect(rig.problems.isEmpty, "payout rig seed \(seed) (changer): \(rig.problems.joined(separator: "; ")); \(Self.repeatCommand("changer", seed))")
+    }
+
+    @Test("an MDB changer paying values itself (level 3): 150 seeds, nothing paid twice, every coin that left on the ledger, nothing open", arguments: UInt64(1)...150)
+    func valueChanger(seed: UInt64) {
+        let rig = Self.valueChanger(seed: seed)
+        #expect(rig.problems.isEmpty, "payout rig seed \(seed) (value changer): \(rig.problems.joined(separator: "; ")); \(Self.repeatCommand("value-changer", seed))")
+        #expect(rig.valueSteps > 0 || rig.payouts == 0, "seed \(seed): a level-3 changer was never asked a value")
     }
 
     @Test("ccTalk hoppers: 300 seeds, nothing paid twice, every coin that left on the ledger, levels as the hoppers hold", arguments: UInt64(1)...300)
@@ -83,9 +98,11 @@ struct PayoutRigTests {
         let environment = ProcessInfo.processInfo.environment
         guard let text = environment["PAYOUT_RIG_SEED"], let seed = UInt64(text) else { return }
         let tracing = environment["PAYOUT_RIG_TRACE"] == "1"
-        let (problems, trace) = environment["PAYOUT_RIG_DEVICE"] == "changer"
-            ? { let rig = Self.changer(seed: seed, tracing: tracing); return (rig.problems, rig.trace) }()
-            : { let rig = Self.hoppers(seed: seed, tracing: tracing); return (rig.problems, rig.trace) }()
+        let (problems, trace) = switch environment["PAYOUT_RIG_DEVICE"] {
+        case "changer": { let rig = Self.changer(seed: seed, tracing: tracing); return (rig.problems, rig.trace) }()
+        case "value-changer": { let rig = Self.valueChanger(seed: seed, tracing: tracing); return (rig.problems, rig.trace) }()
+        default: { let rig = Self.hoppers(seed: seed, tracing: tracing); return (rig.problems, rig.trace) }()
+        }
         if tracing { print(trace.joined(separator: "\n")) }
         #expect(problems.isEmpty, "payout rig seed \(seed): \(problems.joined(separator: "\n"))")
     }
