@@ -35,7 +35,7 @@ public enum MDBChangerCommand: Sendable, Hashable {
     public static let pollCode: UInt8 = 3
     static let coinTypeCode: UInt8 = 4
     public static let dispenseCode: UInt8 = 5
-    static let expansionCode: UInt8 = 7
+    public static let expansionCode: UInt8 = 7
 
     /// The bus transaction, or why the command cannot be sent.
     public func transaction() throws(MDBCommandError) -> MDBTransaction {

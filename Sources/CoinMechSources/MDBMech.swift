@@ -183,9 +183,10 @@ public final class MDBMech: PayingMech {
             switch output {
             case .send(let command):
                 port.write(command.line)
-                // The DISPENSE is on the line: from here the changer may pay.
+                // The DISPENSE (or level 3's PAYOUT) is on the line: from here the changer may pay.
                 if case .transaction(let transaction) = command, transaction.address == MDBChangerCommand.address,
-                   transaction.command & 0x07 == MDBChangerCommand.dispenseCode {
+                   transaction.command & 0x07 == MDBChangerCommand.dispenseCode
+                    || (transaction.command & 0x07 == MDBChangerCommand.expansionCode && transaction.data.first == 0x02) {
                     failpoints.hit(.payoutDispensing)
                 }
             case .event(let event): take(event)

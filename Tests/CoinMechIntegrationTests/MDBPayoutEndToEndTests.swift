@@ -212,4 +212,66 @@ struct MDBPayoutEndToEndTests {
         // The changer finished what it was paying: the next daemon's RESET did not cut it short.
         #expect(truth.payouts.allSatisfy { $0.ended == "paid" }, "\(truth.payouts)")
     }
+
+    /// The journalled steps of a payout: value steps (level 3) and DISPENSEs.
+    static func steps(_ rig: Rig, _ id: String) throws -> [PayoutStep] {
+        try #require(try rig.ledger().payout(requestID: id)).steps
+    }
+
+    @Test("level 3's alternative payout: the changer is asked a value and chooses the coins; the ledger says what its tubes paid, once per request id")
+    func alternativePayout() throws {
+        let rig = try Self.rig("mdb-payout-value", faults: "mdb: {alternative_payout: true}")
+        let daemon = try rig.startDaemon()
+        let client = try Self.connect(rig)
+        let first = try Self.payout(client, 65, "v1")
+        #expect(first["state"] == "done" && first["paid_minor"]?.int == 65 && first["debt_minor"]?.int == 0, "\(first)")
+        // The changer's own choice, largest first: a half dollar, a dime and a nickel.
+        let coins = (first["coins"]?.array ?? []).map { "\($0["count"]?.int ?? 0)×\($0["coin_id"]?.string ?? "?")" }
+        #expect(Set(coins) == ["1×USD50", "1×USD10", "1×USD5"], "\(first)")
+        let again = try Self.payout(client, 65, "v1")
+        #expect(again["repeated"] == true && again["paid_minor"]?.int == 65)
+        // 2.40 in one value step: the four half dollars left, a quarter, a dime and a nickel.
+        let large = try Self.payout(client, 240, "v2")
+        #expect(large["state"] == "done" && large["paid_minor"]?.int == 240, "\(large)")
+        let truth = try Self.finish(rig, daemon)
+        #expect(truth.paidOutValue["USD"] == 305, "\(truth.payouts)")
+        #expect(try Self.ledgerPayouts(rig).paid == 305)
+        for id in ["v1", "v2"] {
+            let steps = try Self.steps(rig, id)
+            #expect(steps.count == 1 && steps.allSatisfy(\.paysValue), "\(id): one value step, with every tube's count before it: \(steps)")
+        }
+        #expect(try Self.steps(rig, "v1").first?.tubesBefore?.prefix(4) == [18, 10, 8, 5], "the tubes at power-up")
+        #expect(truth.payouts.allSatisfy { $0.ended == "paid" && $0.paid == $0.asked })
+    }
+
+    @Test("level 3, killed at each point of a value payout: the next daemon settles it from every tube's fall before any coin moves, and never pays it again",
+          arguments: [("payout-journalled", Int64(0), 80), ("payout-dispensing", 40, 80), ("payout-dispensing", 40, 700)])
+    func killMidValuePayout(failpoint: String, paidBeforeKill: Int64, payIntervalMilliseconds: Int) throws {
+        let rig = try Self.rig("mdb-payout-value-kill", faults: "mdb: {alternative_payout: true, pay_interval_ms: \(payIntervalMilliseconds)}")
+        var daemon = try rig.startDaemon(environment: ["COINMECH_FAILPOINTS": "\(failpoint)=kill"])
+        let client = try Self.connect(rig)
+        // 0.40: the changer chooses a quarter, a dime and a nickel, in one value step.
+        #expect(throws: ClientError.self) { try Self.payout(client, 40, "k1") }
+        #expect(daemon.wait(timeout: 20) == 137)
+        let open = try rig.ledger().openPayouts(source: "mdb")
+        #expect(open.map(\.order.requestID) == ["k1"] && open.first?.steps.first?.paysValue == true, "the value step is open on the ledger after the kill")
+
+        daemon = try rig.startDaemon()
+        let next = try Self.connect(rig)
+        try TestSupport.waitUntil("the changer let go after the settlement", timeout: 30) {
+            let changer = try next.request("status")["acceptor"]
+            return changer?["held_for_payout"] == false && changer?["accepting"] == true
+        }
+        let answer = try Self.payout(next, 40, "k1")
+        #expect(answer["repeated"] == true && answer["after_restart"] == true, "\(answer)")
+        let truth = try Self.finish(rig, daemon)
+        // The changer's own account: what it paid, once, whoever watched.
+        let paid = truth.paidOutValue["USD", default: 0]
+        #expect(paid == paidBeforeKill, "\(truth.payouts)")
+        #expect(answer["paid_minor"]?.int == paid && answer["debt_minor"]?.int == 40 - paid, "\(answer)")
+        #expect(try Self.ledgerPayouts(rig).paid == paid)
+        #expect(try Self.steps(rig, "k1").count == 1, "the value step was not journalled or sent again")
+        #expect(try rig.ledger().openPayouts(source: "mdb").isEmpty)
+        #expect(truth.payouts.allSatisfy { $0.ended == "paid" }, "the next daemon let the changer finish: \(truth.payouts)")
+    }
 }
