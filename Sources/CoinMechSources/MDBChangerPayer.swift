@@ -10,6 +10,11 @@ public struct MDBChangerPayer: Sendable {
     /// Tube counts taken since the start (TUBE STATUS, a setup's count).
     public private(set) var tubeReads: UInt64 = 0
     private var dispensed: [DispenseCount] = []
+    /// A payout was counted from the setup's tube read (a reset or an outage came between):
+    /// the `.ready` that follows carries that same read, which is no fresh count. Taken for
+    /// one, a count short by a lagging sensor was "counted again" from the same numbers and
+    /// believed (found by the crash suite: a value payout cut by a reset, seed 7).
+    private var countedFromSetupRead = false
 
     public init() {}
 
@@ -17,13 +22,17 @@ public struct MDBChangerPayer: Sendable {
     public mutating func take(_ event: MDBChangerHostEvent) {
         switch event {
         case .ready(_, _, let current):
-            if current != nil { tubeReads += 1 }
+            if current != nil && !countedFromSetupRead { tubeReads += 1 }
+            countedFromSetupRead = false
         case .tubes:
             tubeReads += 1
+            countedFromSetupRead = false
         case .dispensed(let dispense):
+            countedFromSetupRead = true
             dispensed.append(DispenseCount(type: dispense.type, count: dispense.count, tubes: dispense.tubes.counts, jammed: dispense.jammed,
                                            uncertain: dispense.disturbed || dispense.timedOut))
         case .paidValue(let payout):
+            countedFromSetupRead = true
             // Its tubes' fall is what it paid; its PAYOUT STATUS is logged beside it by the mech.
             dispensed.append(DispenseCount(type: PayoutStep.anyType, count: 1, tubes: payout.tubes.counts, jammed: payout.jammed,
                                            uncertain: payout.disturbed || payout.timedOut))

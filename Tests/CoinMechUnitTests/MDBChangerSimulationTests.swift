@@ -1,4 +1,5 @@
 import CoinMechMDB
+import CoinMechSources
 import CoinSimCore
 import Testing
 
@@ -339,5 +340,37 @@ struct MDBChangerSimulationTests {
             #expect(!line.host.paysValue)
             #expect(!line.host.payValue(scaled: 3, now: line.now).accepted)
         }
+    }
+
+    @Test("a payout counted from a new setup's tube read: the ready that follows, carrying that read, is no fresh count for the payer")
+    func setupReadIsNotARecount() throws {
+        // A reset cut the payout: the host counted it from the setup's TUBE STATUS, then said
+        // ready with the same tubes. A count short by a lagging sensor asks for a fresh count,
+        // and the ready's is not one (the crash suite's seed 7 believed it and under-recorded).
+        var line = Self.held(alternativePayout: true)
+        line.carry(line.host.payValue(scaled: 17, now: line.now).outputs)
+        _ = Self.pay(&line, until: line.now + 4_000 * Self.ms) { paid, changer in
+            if paid == 2 && changer.valuePayout != nil {
+                changer.reset()
+                changer.tubeSensorLag = (2, 1)
+            }
+        }
+        var payer = MDBChangerPayer()
+        var readsAtCount: UInt64?
+        var readsAtReady: UInt64?
+        for event in line.events {
+            payer.take(event)
+            if case .paidValue = event { readsAtCount = payer.tubeReads }
+            if case .ready = event, readsAtCount != nil, readsAtReady == nil { readsAtReady = payer.tubeReads }
+        }
+        let counted = try #require(readsAtCount)
+        #expect(Self.paidValue(line).last?.disturbed == true)
+        #expect(readsAtReady == counted, "the ready after the setup that counted the payout is the same read")
+        // The next TUBE STATUS is a fresh count, and counts the tube right.
+        line.carry(line.host.countTubes(now: line.now))
+        line.run(until: line.now + 200 * Self.ms)
+        for event in line.events.suffix(from: line.events.lastIndex { if case .ready = $0 { true } else { false } }! + 1) { payer.take(event) }
+        #expect(payer.tubeReads > counted)
+        #expect(line.host.tubes?.counts == line.changer.tubes)
     }
 }
