@@ -56,7 +56,8 @@ public struct MDBMoneyAudit: Sendable {
         for payout in truth.payouts { truthPaid[payout.type, default: 0] += payout.paid }
         let recorded = tubes.map { $0.map(Int.init) } ?? []
         out = PayoutVerdict(PayoutJournalTally(payouts), devicePaid: truthPaid, dispenses: truth.payouts.count,
-                            inventoryMismatch: truth.tubesAtEnd.indices.filter { type in (recorded.indices.contains(type) ? recorded[type] : -1) != truth.tubesAtEnd[type] })
+                            inventoryMismatch: truth.tubesAtEnd.indices.filter { type in (recorded.indices.contains(type) ? recorded[type] : -1) != truth.tubesAtEnd[type] },
+                            values: Dictionary(uniqueKeysWithValues: truth.typeValues.enumerated().map { ($0.offset, $0.element) }))
         jams = truth.payouts.filter { $0.ended == "jam" }.count
         resetsMidPayout = truth.payouts.filter { $0.ended == "reset" }.count
         lostReplies = truth.lostReplies

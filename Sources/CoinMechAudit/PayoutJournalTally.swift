@@ -8,6 +8,8 @@ public struct PayoutJournalTally: Sendable {
     public var payouts = 0
     public var open = 0
     public var asked: [Int: Int] = [:]
+    /// What value steps asked (a changer that chose the coins: MDB level 3), in minor units.
+    public var askedValueMinor: Int64 = 0
     public var recorded: [Int: Int] = [:]
     public var paidMinor: Int64 = 0
     public var debtMinor: Int64 = 0
@@ -17,7 +19,9 @@ public struct PayoutJournalTally: Sendable {
         payouts = records.count
         open = records.filter(\.isOpen).count
         for record in records {
-            for step in record.steps { asked[step.type, default: 0] += step.count }
+            for step in record.steps {
+                if step.paysValue { askedValueMinor += step.valueMinor } else { asked[step.type, default: 0] += step.count }
+            }
             guard let settlement = record.settlement else { continue }
             for (type, count) in settlement.paidCoins { recorded[type, default: 0] += count }
             paidMinor += settlement.paidMinor

@@ -19,15 +19,25 @@ public struct PayoutVerdict: Sendable {
 
     /// `devicePaid`: coins that left the device, per type or unit; every type either side
     /// names is judged (a unit the ledger paid from and the device never had is a mismatch).
-    public init(_ tally: PayoutJournalTally, devicePaid: [Int: Int], dispenses: Int, inventoryMismatch: [Int]) {
+    /// `values`: each type's coin value, for value steps (a changer that chose the coins): the
+    /// coins beyond what DISPENSEs asked are paid twice only past what the value steps asked.
+    public init(_ tally: PayoutJournalTally, devicePaid: [Int: Int], dispenses: Int, inventoryMismatch: [Int], values: [Int: Int64] = [:]) {
         payouts = tally.payouts
         open = tally.open
         paidMinor = tally.paidMinor
         debtMinor = tally.debtMinor
         self.dispenses = dispenses
         self.inventoryMismatch = inventoryMismatch
-        for type in Set(devicePaid.keys).union(tally.recorded.keys).union(tally.asked.keys) {
-            paidTwice += tally.paidTwice(type, devicePaid: devicePaid[type, default: 0])
+        var budget = tally.askedValueMinor
+        let types = Set(devicePaid.keys).union(tally.recorded.keys).union(tally.asked.keys).sorted { values[$0] ?? 0 > values[$1] ?? 0 }
+        for type in types {
+            var beyond = tally.paidTwice(type, devicePaid: devicePaid[type, default: 0])
+            if let value = values[type], value > 0, beyond > 0 {
+                let covered = min(Int64(beyond), budget / value)
+                budget -= covered * value
+                beyond -= Int(covered)
+            }
+            paidTwice += beyond
             unpaidUnrecorded += tally.unpaidUnrecorded(type, devicePaid: devicePaid[type, default: 0])
         }
     }

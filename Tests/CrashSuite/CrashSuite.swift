@@ -131,6 +131,7 @@ struct Verdict {
             return "{\"protocol\": \"mdb\", \"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
                 + "\"kept\": \(mdb.kept), \"credits\": \(mdb.credited), \"skipped\": \(mdb.skipped), \"skipped_allowed\": \(skippedAllowed), "
                 + "\"doubled\": \(mdb.doubled.count), \"phantom\": \(mdb.phantom ? 1 : 0), \"payouts\": \(mdb.payouts), \"dispenses\": \(mdb.dispenses), "
+                + "\"value_payouts\": \(Run.paysValue(seed: seed)), "
                 + "\"repeats\": \(payer?.repeats ?? 0), \"refused\": \(payer?.refused ?? 0), \"jams\": \(mdb.jams), \"resets_mid_payout\": \(mdb.resetsMidPayout), "
                 + "\"lost_replies\": \(mdb.lostReplies), \"tube_lags\": \(mdb.tubeLags), "
                 + "\"paid_minor\": \(mdb.paidMinor), \"debt_minor\": \(mdb.debtMinor), \"open\": \(mdb.open), "

@@ -86,6 +86,7 @@ extension Run {
     /// The configuration and scenario of an MDB run: a USD changer with tubes, 2 coins a second,
     /// payouts asked for throughout, one payout that jams and one cut by a power cycle, replies
     /// lost on the adapter's line, and tube counts that disagree with the DISPENSE just paid.
+    /// An odd seed's changer offers level 3's alternative payout: its payouts are value steps.
     func writeMDBFiles(seed: UInt64) throws {
         try FixtureDaemon.configuration(source: "{kind: mdb, device: mech, poll_interval_ms: 50, currencies: [USD]}", chain: FixtureChains.usdCoinIDs)
             .write(toFile: config, atomically: true, encoding: .utf8)
@@ -97,9 +98,12 @@ extension Run {
             currency: USD
             mix: {nickel: 3, dime: 2, quarter: 3}
             others: {slug: 0.05}
-            mdb: {faults: {payout_jam_after: 25, reset_during_payout_after: 12, lost_reply: 0.02, tube_lag: 0.3}}
+            mdb: {alternative_payout: \(Self.paysValue(seed: seed)), faults: {payout_jam_after: 25, reset_during_payout_after: 12, lost_reply: 0.02, tube_lag: 0.3}}
             """.write(toFile: "\(dir)/crash.yaml", atomically: true, encoding: .utf8)
     }
+
+    /// Whether the run's changer pays values itself (level 3's alternative payout): odd seeds.
+    static func paysValue(seed: UInt64) -> Bool { seed % 2 == 1 }
 
     func mdbAudit() throws -> MDBMoneyAudit {
         let decoder = JSONDecoder()
