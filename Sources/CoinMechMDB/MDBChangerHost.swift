@@ -127,6 +127,14 @@ public struct MDBChangerHost: Sendable {
         var status: MDBPayoutStatus?
         /// Value polls and POLLs take turns while it pays: the next slot is a value poll.
         var valuePollNext = true
+        /// When it last paid a coin (a value poll's value above 0), or was asked: it is given up
+        /// on `payoutTimeoutNanoseconds` after that, however long it goes on paying before.
+        var progressAt: UInt64 = 0
+        /// It said it was paying (a value poll's answer, "payout busy"): an ACK to a value poll
+        /// before that, within `payoutStartNanoseconds`, is a changer not started yet.
+        var sawBusy = false
+        /// How many tubes the count before it covered: a count that covers fewer is not taken.
+        var reportedBefore = 0
 
         enum Stage: Sendable, Hashable {
             case waiting
@@ -248,7 +256,7 @@ public struct MDBChangerHost: Sendable {
     /// false while a DISPENSE or another is under way, or where the changer cannot.
     public mutating func payValue(scaled scaledValue: Int, now: UInt64) -> (accepted: Bool, outputs: [MDBChangerHostOutput]) {
         guard paysValue, dispensing == nil, valuePaying == nil, (1...255).contains(scaledValue) else { return (false, []) }
-        valuePaying = ValuePaying(scaledValue: scaledValue, stage: .waiting)
+        valuePaying = ValuePaying(scaledValue: scaledValue, stage: .waiting, reportedBefore: tubes?.reported ?? 0)
         var outputs: [MDBChangerHostOutput] = []
         sendNext(now: now, &outputs)
         return (true, outputs)
@@ -406,7 +414,15 @@ public struct MDBChangerHost: Sendable {
                 // Every command this host sends is within the bus's limits (1 to 255 checked).
                 changer(.payout(scaledValue: UInt8(asked.scaledValue)), now: now, &outputs)
                 valuePaying?.stage = .paying(since: now)
+                valuePaying?.progressAt = now
                 nextPoll = now &+ configuration.pollIntervalNanoseconds
+            } else if let asked = valuePaying, case .paying = asked.stage, now &- asked.progressAt >= configuration.payoutTimeoutNanoseconds {
+                // No coin paid for that long (or no answer at all): counted, and not believed if
+                // short. Checked on every turn, so that a changer that answers POLLs but no
+                // value poll is not waited on for ever.
+                valuePaying?.timedOut = true
+                valuePaying?.stage = .closing
+                changer(.poll, now: now, &outputs)
             } else if valuePaying?.stage == .closing {
                 changer(.poll, now: now, &outputs)
             } else if valuePaying?.stage == .status {
@@ -553,7 +569,16 @@ public struct MDBChangerHost: Sendable {
         // A tube jam while paying explains a short count; a coin jam is the acceptor's, not the payout's.
         if let asked = dispensing, case .paying = asked.stage, events.contains(.status(.tubeJam)) { dispensing?.jammed = true }
         if let asked = valuePaying, asked.stage != .waiting, asked.stage != .counting, events.contains(.status(.tubeJam)) { valuePaying?.jammed = true }
-        if valuePaying?.stage == .closing { valuePaying?.stage = .status }
+        if busyPaying, let asked = valuePaying, case .paying = asked.stage { valuePaying?.sawBusy = true }
+        if let asked = valuePaying, asked.stage == .closing {
+            // Still paying after all (and paid within the timeout): back to the value polls.
+            if busyPaying && !asked.timedOut && now &- asked.progressAt < configuration.payoutTimeoutNanoseconds {
+                valuePaying?.stage = .paying(since: now)
+                valuePaying?.sawBusy = true
+            } else {
+                valuePaying?.stage = .status
+            }
+        }
         if let asked = dispensing, case .paying(let since, let sawBusy) = asked.stage, phase == .running {
             let elapsed = now &- since
             if busyPaying && elapsed < configuration.payoutTimeoutNanoseconds {
@@ -613,16 +638,20 @@ public struct MDBChangerHost: Sendable {
     private mutating func count(_ asked: Dispensing, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
         dispensing = nil
         guard let tubes else { return }
-        outputs.append(.event(.dispensed(MDBDispense(type: asked.type, count: asked.count, tubes: tubes, jammed: asked.jammed,
-                                                     disturbed: asked.disturbed || asked.acrossSetup, timedOut: asked.timedOut))))
+        var dispense = MDBDispense(type: asked.type, count: asked.count, tubes: tubes, jammed: asked.jammed,
+                                   disturbed: asked.disturbed || asked.acrossSetup, timedOut: asked.timedOut)
+        dispense.countedAtSetup = asked.acrossSetup
+        outputs.append(.event(.dispensed(dispense)))
     }
 
     /// The tubes just read are the alternative payout's outcome.
     private mutating func countValue(_ asked: ValuePaying, _ outputs: inout [MDBChangerHostOutput]) {
         valuePaying = nil
         guard let tubes else { return }
-        outputs.append(.event(.paidValue(MDBValuePayout(scaledValue: asked.scaledValue, tubes: tubes, status: asked.status, jammed: asked.jammed,
-                                                        disturbed: asked.disturbed || asked.acrossSetup, timedOut: asked.timedOut))))
+        var payout = MDBValuePayout(scaledValue: asked.scaledValue, tubes: tubes, status: asked.status, jammed: asked.jammed,
+                                    disturbed: asked.disturbed || asked.acrossSetup, timedOut: asked.timedOut)
+        payout.countedAtSetup = asked.acrossSetup
+        outputs.append(.event(.paidValue(payout)))
     }
 
     /// An answer to PAYOUT, PAYOUT VALUE POLL or PAYOUT STATUS (their sub-command `sub`).
@@ -631,14 +660,13 @@ public struct MDBChangerHost: Sendable {
         switch (sub, answer, asked.stage) {
         case (0x02, .ack, _):
             break  // paying: the value polls say until when
-        case (0x04, .data, .paying(let since)):
-            // Still paying (the value is not counted on: the tubes tell).
-            if now &- since >= configuration.payoutTimeoutNanoseconds {
-                valuePaying?.timedOut = true
-                valuePaying?.stage = .closing
-            }
-        case (0x04, .ack, .paying):
-            valuePaying?.stage = .closing
+        case (0x04, .data(let bytes), .paying):
+            // Still paying (the value is not counted on: the tubes tell); a coin paid is progress.
+            valuePaying?.sawBusy = true
+            if (bytes.first ?? 0) > 0 { valuePaying?.progressAt = now }
+        case (0x04, .ack, .paying(let since)):
+            // Over, unless it has not started yet (no word of paying, and soon after PAYOUT).
+            if asked.sawBusy || now &- since >= configuration.payoutStartNanoseconds { valuePaying?.stage = .closing }
         case (0x03, .data(let bytes), .status):
             do throws(MDBReplyError) {
                 valuePaying?.status = try MDBPayoutStatus(reply: bytes)
@@ -673,6 +701,11 @@ public struct MDBChangerHost: Sendable {
         nextTubeStatus = now &+ configuration.tubeStatusIntervalNanoseconds
         do throws(MDBReplyError) {
             let read = try MDBTubeStatus(reply: bytes)
+            if let asked = valuePaying, asked.stage != .waiting, read.reported < asked.reportedBefore {
+                outputs.append(.event(.unexpectedReply("TUBE STATUS counts \(read.reported) tubes, fewer than the \(asked.reportedBefore) counted before the payout")))
+                nextTubeStatus = now &+ configuration.pollIntervalNanoseconds
+                return false
+            }
             if let asked = dispensing, asked.stage != .waiting, read.reported <= asked.type {
                 outputs.append(.event(.unexpectedReply("TUBE STATUS counts \(read.reported) tubes, not the tube of type \(asked.type) being paid from")))
                 nextTubeStatus = now &+ configuration.pollIntervalNanoseconds

@@ -11,6 +11,9 @@ public struct MDBDispense: Sendable, Hashable, CustomStringConvertible {
     public var disturbed: Bool
     /// "Payout busy" outlasted the host's patience: counted while it may still have been paying.
     public var timedOut: Bool
+    /// Counted from a new setup's TUBE STATUS (a reset or an outage came between): the `ready`
+    /// that follows carries the same read.
+    public var countedAtSetup = false
 
     public init(type: Int, count: Int, tubes: MDBTubeStatus, jammed: Bool, disturbed: Bool, timedOut: Bool) {
         self.type = type

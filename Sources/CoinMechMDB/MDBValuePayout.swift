@@ -14,6 +14,9 @@ public struct MDBValuePayout: Sendable, Hashable, CustomStringConvertible {
     public var disturbed: Bool
     /// The payout outlasted the host's patience: counted while it may still have been paying.
     public var timedOut: Bool
+    /// Counted from a new setup's TUBE STATUS (a reset or an outage came between): the `ready`
+    /// that follows carries the same read.
+    public var countedAtSetup = false
 
     public init(scaledValue: Int, tubes: MDBTubeStatus, status: MDBPayoutStatus?, jammed: Bool, disturbed: Bool, timedOut: Bool) {
         self.scaledValue = scaledValue

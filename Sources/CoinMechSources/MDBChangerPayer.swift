@@ -28,11 +28,11 @@ public struct MDBChangerPayer: Sendable {
             tubeReads += 1
             countedFromSetupRead = false
         case .dispensed(let dispense):
-            countedFromSetupRead = true
+            countedFromSetupRead = dispense.countedAtSetup
             dispensed.append(DispenseCount(type: dispense.type, count: dispense.count, tubes: dispense.tubes.counts, jammed: dispense.jammed,
                                            uncertain: dispense.disturbed || dispense.timedOut))
         case .paidValue(let payout):
-            countedFromSetupRead = true
+            countedFromSetupRead = payout.countedAtSetup
             // Its tubes' fall is what it paid; its PAYOUT STATUS is logged beside it by the mech.
             dispensed.append(DispenseCount(type: PayoutStep.anyType, count: 1, tubes: payout.tubes.counts, jammed: payout.jammed,
                                            uncertain: payout.disturbed || payout.timedOut))

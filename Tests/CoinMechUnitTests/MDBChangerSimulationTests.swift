@@ -254,7 +254,7 @@ struct MDBChangerSimulationTests {
     }
 
     @Test("level 3's alternative payout: the changer chooses the coins, the host polls the value to the end, reads PAYOUT STATUS, and counts the tubes")
-    func alternativePayout() {
+    func alternativePayout() throws {
         var line = Self.held(alternativePayout: true)
         #expect(line.host.paysValue)
         let before = line.changer.tubes
@@ -268,7 +268,7 @@ struct MDBChangerSimulationTests {
         let paid = Self.pay(&line, until: line.now + 3_000 * Self.ms)
         #expect(paid == 4)
         let counted = Self.paidValue(line)
-        try? #require(counted.count == 1)
+        try #require(counted.count == 1)
         let outcome = counted[0]
         // The truth: the changer's tubes, read by the test, not by the host.
         let fall = (0..<16).map { before[$0] - line.changer.tubes[$0] }
@@ -372,5 +372,66 @@ struct MDBChangerSimulationTests {
         for event in line.events.suffix(from: line.events.lastIndex { if case .ready = $0 { true } else { false } }! + 1) { payer.take(event) }
         #expect(payer.tubeReads > counted)
         #expect(line.host.tubes?.counts == line.changer.tubes)
+    }
+
+    @Test("a changer that answers POLLs but never a value poll is not waited on for ever: the payout is counted, marked timed out")
+    func valuePollNeverAnswered() throws {
+        var line = Self.held(alternativePayout: true)
+        var outputs = line.host.payValue(scaled: 3, now: line.now).outputs
+        // Every PAYOUT VALUE POLL is lost on the line from here on; everything else gets through.
+        var paid = 0
+        let end = line.now + 30_000 * Self.ms
+        while line.now < end {
+            while let output = outputs.first {
+                outputs.removeFirst()
+                if case .send(let command) = output, command.text.hasPrefix("R,0F,04") {
+                    line.now += Self.ms
+                    continue  // no reply: the host times out and fences
+                }
+                line.carry([output])
+            }
+            line.now += 80 * Self.ms
+            if line.changer.isPaying, line.changer.payOne() != nil { paid += 1 }
+            outputs = line.host.tick(now: line.now)
+        }
+        #expect(paid == 2, "15 cents: a dime and a nickel")
+        let counted = try #require(Self.paidValue(line).last, "never counted: the host waited for ever")
+        #expect(counted.timedOut && counted.tubes.counts == line.changer.tubes)
+        #expect(!line.host.isDispensing)
+    }
+
+    @Test("a long alternative payout (41 coins at 400 ms, past the 10 s timeout) is counted once the changer stops, not while it still pays")
+    func longAlternativePayout() throws {
+        var line = Self.held(alternativePayout: true)
+        line.carry(line.host.payValue(scaled: 255, now: line.now).outputs)
+        var paid = 0
+        var next = line.now + 400 * Self.ms
+        let end = line.now + 30_000 * Self.ms
+        while next <= end {
+            line.run(until: next)
+            if line.changer.isPaying, line.changer.payOne() != nil { paid += 1 }
+            next += 400 * Self.ms
+        }
+        line.run(until: end)
+        // The changer's choice from tubes of 18, 10, 8 and 5: every coin in them, 41.
+        #expect(paid == 41 && line.changer.tubes.prefix(4) == [0, 0, 0, 0])
+        let counted = try #require(Self.paidValue(line).last)
+        #expect(Self.paidValue(line).count == 1)
+        #expect(counted.tubes.counts.prefix(4) == [0, 0, 0, 0], "counted after the last coin, not at 10 s")
+        #expect(!counted.timedOut)
+    }
+
+    @Test("during an alternative payout, a TUBE STATUS that counts fewer tubes than the count before it is not taken as the outcome")
+    func valuePayoutFewerTubesNotCounted() throws {
+        var line = Self.held(alternativePayout: true)
+        let before = line.changer.tubes
+        line.carry(line.host.payValue(scaled: 17, now: line.now).outputs)
+        line.changer.tubeStatusBytes = 4  // counts only the tubes of types 0 and 1
+        _ = Self.pay(&line, until: line.now + 3_000 * Self.ms)
+        #expect(Self.paidValue(line).isEmpty, "counted from a reply that leaves tubes out (they would count as emptied)")
+        line.changer.tubeStatusBytes = nil
+        line.run(until: line.now + 500 * Self.ms)
+        let counted = try #require(Self.paidValue(line).last)
+        #expect((0..<16).map { before[$0] - counted.tubes.counts[$0] }.prefix(4) == [1, 1, 1, 1])
     }
 }
