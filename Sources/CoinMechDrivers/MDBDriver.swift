@@ -12,7 +12,7 @@ public enum MDBDriver: MechDriver {
     public static let kind = "mdb"
     public static let capabilities: MechCapabilities = [.classifiesItself]
     public static let simulator = "coinsim run --protocol mdb"
-    public static let keys = ["device", "baud", "poll_interval_ms"]
+    public static let keys = ["device", "baud", "poll_interval_ms", "alternative_payout"]
 
     public struct Settings: MechSettings, Equatable {
         public var device: String
@@ -20,6 +20,10 @@ public enum MDBDriver: MechDriver {
         public var baud = 115_200
         /// How often the changer is polled; MDB asks for at least every 200 ms or so.
         public var pollInterval: Duration = .milliseconds(100)
+        /// Level 3's alternative payout (a value the changer pays in coins it chooses), where
+        /// the changer offers it. Off unless asked: with it off, change is paid by DISPENSEs
+        /// of the coins the daemon plans, the path the crash suite has proved longest.
+        public var alternativePayout = false
 
         public init(device: String) {
             self.device = device
@@ -44,6 +48,7 @@ public enum MDBDriver: MechDriver {
         /// What the protocol engine is driven with.
         public var hostConfiguration: MDBChangerHostConfiguration {
             var host = MDBChangerHostConfiguration()
+            if !alternativePayout { host.features.remove(.alternativePayout) }
             host.pollIntervalNanoseconds = UInt64(pollInterval.components.seconds) * 1_000_000_000
                 + UInt64(pollInterval.components.attoseconds / 1_000_000_000)
             return host
@@ -81,6 +86,7 @@ public enum MDBDriver: MechDriver {
             }
             mdb.pollInterval = .nanoseconds(Int64(interval * 1e6))
         }
+        if let offered = try table.bool("alternative_payout") { mdb.alternativePayout = offered }
         return mdb
     }
 }

@@ -34,12 +34,13 @@ struct MDBEndToEndTests {
         let dir: String
         let sim: ChildProcess
 
+        /// `source`: more keys of the source table (`, alternative_payout: true`).
         init(_ name: String, scenario: String, simulatorArguments: [String], currency: String = "USD", chain: String = MDBEndToEndTests.chain,
-             extra: String = "") throws {
+             extra: String = "", source: String = "") throws {
             dir = TestSupport.temporaryDirectory(name)
             try """
                 log_level: debug
-                source: {kind: mdb, device: changer, poll_interval_ms: 50, currencies: [\(currency)]}
+                source: {kind: mdb, device: changer, poll_interval_ms: 50, currencies: [\(currency)]\(source)}
                 state_dir: state
                 runtime_dir: run
                 cache_dir: cache

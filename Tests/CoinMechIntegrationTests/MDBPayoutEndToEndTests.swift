@@ -23,9 +23,10 @@ struct MDBPayoutEndToEndTests {
     typealias Rig = MDBEndToEndTests.Rig
 
     /// A changer that takes a nickel a second until stopped (the tubes move a little).
-    static func rig(_ name: String, faults: String = "") throws -> Rig {
+    /// `valuePayouts`: the daemon is told to use level 3's alternative payout where offered.
+    static func rig(_ name: String, faults: String = "", valuePayouts: Bool = false) throws -> Rig {
         try Rig(name, scenario: "name: \(name)\nseed: 21\ncoins: 0\nrate_per_s: 1\ncurrency: USD\nmix: {nickel: 1}\n\(faults)",
-                simulatorArguments: ["--host-timeout", "30"])
+                simulatorArguments: ["--host-timeout", "30"], source: valuePayouts ? ", alternative_payout: true" : "")
     }
 
     static func connect(_ rig: Rig) throws -> CoinMechConnection {
@@ -220,7 +221,7 @@ struct MDBPayoutEndToEndTests {
 
     @Test("level 3's alternative payout: the changer is asked a value and chooses the coins; the ledger says what its tubes paid, once per request id")
     func alternativePayout() throws {
-        let rig = try Self.rig("mdb-payout-value", faults: "mdb: {alternative_payout: true}")
+        let rig = try Self.rig("mdb-payout-value", faults: "mdb: {alternative_payout: true}", valuePayouts: true)
         let daemon = try rig.startDaemon()
         let client = try Self.connect(rig)
         let first = try Self.payout(client, 65, "v1")
@@ -247,7 +248,7 @@ struct MDBPayoutEndToEndTests {
     @Test("level 3, killed at each point of a value payout: the next daemon settles it from every tube's fall before any coin moves, and never pays it again",
           arguments: [("payout-journalled", Int64(0), 80), ("payout-dispensing", 40, 80), ("payout-dispensing", 40, 700)])
     func killMidValuePayout(failpoint: String, paidBeforeKill: Int64, payIntervalMilliseconds: Int) throws {
-        let rig = try Self.rig("mdb-payout-value-kill", faults: "mdb: {alternative_payout: true, pay_interval_ms: \(payIntervalMilliseconds)}")
+        let rig = try Self.rig("mdb-payout-value-kill", faults: "mdb: {alternative_payout: true, pay_interval_ms: \(payIntervalMilliseconds)}", valuePayouts: true)
         var daemon = try rig.startDaemon(environment: ["COINMECH_FAILPOINTS": "\(failpoint)=kill"])
         let client = try Self.connect(rig)
         // 0.40: the changer chooses a quarter, a dime and a nickel, in one value step.
@@ -273,5 +274,18 @@ struct MDBPayoutEndToEndTests {
         #expect(try Self.steps(rig, "k1").count == 1, "the value step was not journalled or sent again")
         #expect(try rig.ledger().openPayouts(source: "mdb").isEmpty)
         #expect(truth.payouts.allSatisfy { $0.ended == "paid" }, "the next daemon let the changer finish: \(truth.payouts)")
+    }
+
+    @Test("a changer that offers the alternative payout is not asked a value unless the configuration says so (source.alternative_payout)")
+    func alternativePayoutOffByDefault() throws {
+        let rig = try Self.rig("mdb-payout-value-off", faults: "mdb: {alternative_payout: true}")
+        let daemon = try rig.startDaemon()
+        let client = try Self.connect(rig)
+        let answer = try Self.payout(client, 65, "o1")
+        #expect(answer["state"] == "done" && answer["paid_minor"]?.int == 65, "\(answer)")
+        let truth = try Self.finish(rig, daemon)
+        #expect(truth.paidOutValue["USD"] == 65)
+        let steps = try Self.steps(rig, "o1")
+        #expect(!steps.isEmpty && steps.allSatisfy { !$0.paysValue }, "DISPENSEs of the coins planned: \(steps)")
     }
 }

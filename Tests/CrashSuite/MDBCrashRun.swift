@@ -88,7 +88,8 @@ extension Run {
     /// lost on the adapter's line, and tube counts that disagree with the DISPENSE just paid.
     /// An odd seed's changer offers level 3's alternative payout: its payouts are value steps.
     func writeMDBFiles(seed: UInt64) throws {
-        try FixtureDaemon.configuration(source: "{kind: mdb, device: mech, poll_interval_ms: 50, currencies: [USD]}", chain: FixtureChains.usdCoinIDs)
+        try FixtureDaemon.configuration(source: "{kind: mdb, device: mech, poll_interval_ms: 50, currencies: [USD], alternative_payout: \(Self.paysValue(seed: seed))}",
+                                        chain: FixtureChains.usdCoinIDs)
             .write(toFile: config, atomically: true, encoding: .utf8)
         try """
             name: crash-mdb
