@@ -394,19 +394,13 @@ public struct PayoutCore: Sendable {
             logger.warning("a DISPENSE was counted with no payout step waiting for it", metadata: ["type": "\(count.type)"])
             return advance(now)
         }
-        if !recounted, count.devicePaid == nil, count.type == step.type, count.count == step.count, count.tubes.indices.contains(step.type),
-           step.tubeBefore - count.tubes[step.type] < step.count {
+        if !recounted, run.countedShort(count) {
             // Short: a tube sensor that has not caught up says so as well as a changer that paid
             // short, jam or not (a jam with a lagging count looks like a step that paid nothing,
             // and its rest planned again would pay twice: model/payout.pml, payout-lag). Counted
             // again before it is believed.
-            logger.notice("a DISPENSE counted short: counting again", metadata: ["request_id": current.order.requestID, "type": "\(step.type)"])
-            job?.stage = .recounting(count, after: device.countReads, since: now)
-            return [.count]
-        }
-        if !recounted, count.devicePaid == nil, let before = step.tubesBefore, Self.fallValue(before, count.tubes, run.coins) < step.valueMinor {
-            // A value step counted short: as a DISPENSE, counted again before it is believed.
-            logger.notice("a value step counted short: counting again", metadata: ["request_id": current.order.requestID, "value_minor": "\(step.valueMinor)"])
+            logger.notice(step.paysValue ? "a value step counted short: counting again" : "a DISPENSE counted short: counting again",
+                          metadata: ["request_id": current.order.requestID, "type": "\(step.type)", "value_minor": "\(step.valueMinor)"])
             job?.stage = .recounting(count, after: device.countReads, since: now)
             return [.count]
         }
@@ -443,13 +437,6 @@ public struct PayoutCore: Sendable {
         return [.failpoint(.payoutJournalled), step.paysValue ? .payValue(valueMinor: step.valueMinor) : .dispense(type: step.type, count: step.count)]
     }
 
-    /// What the tubes' fall from `before` to `after` is worth.
-    static func fallValue(_ before: [Int], _ after: [Int], _ coins: [Int: PayoutCoin]) -> Int64 {
-        coins.reduce(0) { total, entry in
-            guard before.indices.contains(entry.key), after.indices.contains(entry.key) else { return total }
-            return total + Int64(max(before[entry.key] - after[entry.key], 0)) * entry.value.valueMinor
-        }
-    }
 
     private mutating func dispenseSent(_ step: PayoutStep, _ sent: Bool, now: Instant) -> [PayoutOutput] {
         guard let current = job, var run = current.run else { return [] }

@@ -129,6 +129,27 @@ public struct PayoutRun: Sendable {
         }
     }
 
+    /// Whether the device's tubes say the last step, just counted, paid less than it asked: a
+    /// DISPENSE's tube fell by fewer coins, or a value step's tubes by less value. A hopper's
+    /// own account (`devicePaid`) is not a tube count and is never short this way.
+    public func countedShort(_ counted: DispenseCount) -> Bool {
+        guard awaiting, counted.devicePaid == nil, let step = steps.last else { return false }
+        if let before = step.tubesBefore { return Self.falls(from: before, to: counted.tubes, coins).value < step.valueMinor }
+        guard counted.type == step.type, counted.count == step.count, counted.tubes.indices.contains(step.type) else { return false }
+        return step.tubeBefore - counted.tubes[step.type] < step.count
+    }
+
+    /// Each tube's fall from `before` to `after` (coins it no longer holds), and their worth.
+    static func falls(from before: [Int], to after: [Int], _ coins: [Int: PayoutCoin]) -> (byType: [Int: Int], value: Int64) {
+        var byType: [Int: Int] = [:], value: Int64 = 0
+        for (type, coin) in coins where before.indices.contains(type) && after.indices.contains(type) {
+            let fall = max(before[type] - after[type], 0)
+            byType[type] = fall
+            value += Int64(fall) * coin.valueMinor
+        }
+        return (byType, value)
+    }
+
     /// A value step counted: every tube's fall is what it paid. Short, by a changer that may
     /// not have been done or whose tubes something else moved, or by one that stopped short
     /// (a jam, a tube it would not pay from): nothing more is paid, the rest is owed for the
@@ -139,12 +160,8 @@ public struct PayoutRun: Sendable {
             reason = "the changer counted a DISPENSE of \(counted.count) of type \(counted.type), not the value step of \(step.valueMinor): nothing more paid"
             return
         }
-        var value: Int64 = 0
-        for (type, coin) in coins where before.indices.contains(type) && counted.tubes.indices.contains(type) {
-            let fall = max(before[type] - counted.tubes[type], 0)
-            paid[type, default: 0] += fall
-            value += Int64(fall) * coin.valueMinor
-        }
+        let (fallen, value) = Self.falls(from: before, to: counted.tubes, coins)
+        for (type, fall) in fallen { paid[type, default: 0] += fall }
         guard value < step.valueMinor else { return }
         valueLeft = 0
         let why = counted.uncertain ? "while the tubes may have moved for something else, or it was still paying"
