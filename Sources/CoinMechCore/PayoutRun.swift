@@ -38,8 +38,8 @@ public struct PayoutRun: Sendable {
     public private(set) var awaiting = false
     /// Where the changer pays a value itself, the most one value step asks; nil: DISPENSEs.
     public let valueStepMaximum: Int64?
-    /// Value steps still to journal, in minor units (the changer chooses the coins).
-    private var valueLeft: Int64 = 0
+    /// Value steps still to journal, in minor units, in order (the changer chooses the coins).
+    private var valueQueue: [Int64] = []
 
     /// `valueStepMaximum`: the changer pays values itself (MDB level 3's alternative payout),
     /// at most this much a step; nil: it is told the coins (DISPENSE).
@@ -55,9 +55,10 @@ public struct PayoutRun: Sendable {
     public mutating func plan(tubes: [Int]) -> Planned {
         switch PayoutPlanner.plan(order.amountMinor, from: available(tubes)) {
         case .exact(let plan):
-            // A changer that chooses its own coins is asked the value: the plan only shows that
-            // its tubes can make it.
-            if valueStepMaximum != nil { valueLeft = order.amountMinor } else { queue = plan }
+            // A changer that chooses its own coins is asked values, each a whole part of the
+            // plan: a step cut from the amount alone may be a value no coins held make (1,275
+            // from 25s and 10s), and the changer would pay it short.
+            if let maximum = valueStepMaximum { valueQueue = Self.valueSteps(plan, maximum: maximum) } else { queue = plan }
             return .exact(plan.map { "\($0.count)×\(coins[$0.type]?.coinID ?? "type \($0.type)")" }.joined(separator: " "))
         case .cannotPayExact(let below, let above):
             return .cannotPayExact(below: below, above: above)
@@ -68,10 +69,9 @@ public struct PayoutRun: Sendable {
     /// nothing more to pay (or nothing more that can be): then `settlement`.
     public mutating func nextStep(tubes: [Int]) -> PayoutStep? {
         precondition(!awaiting, "a step is counted before the next one is taken")
-        if let maximum = valueStepMaximum {
-            guard valueLeft > 0 else { return nil }
-            let value = min(valueLeft, maximum)
-            valueLeft -= value
+        if valueStepMaximum != nil {
+            guard !valueQueue.isEmpty else { return nil }
+            let value = valueQueue.removeFirst()
             let step = PayoutStep.value(value, tubesBefore: tubes)
             steps.append(step)
             awaiting = true
@@ -154,19 +154,83 @@ public struct PayoutRun: Sendable {
     /// not have been done or whose tubes something else moved, or by one that stopped short
     /// (a jam, a tube it would not pay from): nothing more is paid, the rest is owed for the
     /// operator to check. Paying the rest on a count that may be wrong could pay twice.
+    ///
+    /// The changer's own account (PAYOUT STATUS) is held against the fall: where they differ,
+    /// one of them is wrong, and nothing more is paid on either. A fall worth more than the step
+    /// asked is never recorded as paid beyond it (as a DISPENSE's is capped at its count): the
+    /// changer's account where it fits within both, else the fall's largest coins up to the
+    /// step's value; the payout ends there.
     private mutating func valueDispensed(_ step: PayoutStep, before: [Int], _ counted: DispenseCount) {
         guard counted.type == PayoutStep.anyType else {
-            valueLeft = 0
+            valueQueue = []
             reason = "the changer counted a DISPENSE of \(counted.count) of type \(counted.type), not the value step of \(step.valueMinor): nothing more paid"
             return
         }
         let (fallen, value) = Self.falls(from: before, to: counted.tubes, coins)
+        let reported = counted.deviceCounts.map { counts in
+            Dictionary(uniqueKeysWithValues: coins.keys.map { ($0, counts.indices.contains($0) ? counts[$0] : 0) })
+        }
+        if value > step.valueMinor {
+            let recorded = Self.capped(fallen, to: step.valueMinor, reported: reported, coins)
+            for (type, count) in recorded { paid[type, default: 0] += count }
+            valueQueue = []
+            reason = "the tubes fell by \(value) for a value step of \(step.valueMinor), more than it asked (a tube sensor wrong, or coins taken out by hand): "
+                + "\(Self.worth(recorded, coins)) recorded as paid, nothing more paid; check the tubes"
+            return
+        }
         for (type, fall) in fallen { paid[type, default: 0] += fall }
+        if let reported, reported.filter({ $0.value > 0 }) != fallen.filter({ $0.value > 0 }) {
+            valueQueue = []
+            reason = "the changer's PAYOUT STATUS (\(Self.describe(reported))) differs from its tubes' fall (\(Self.describe(fallen))): the fall is recorded, nothing more paid; check the tubes"
+            return
+        }
         guard value < step.valueMinor else { return }
-        valueLeft = 0
+        valueQueue = []
         let why = counted.uncertain ? "while the tubes may have moved for something else, or it was still paying"
             : counted.jammed ? "jam reported" : "it paid no more"
         reason = "the changer paid \(value) of a value step of \(step.valueMinor) (\(why)): nothing more paid on that count"
+    }
+
+    /// What a fall worth more than `value` is recorded as: `reported` where it is within the
+    /// fall and the value, else the fall's largest coins up to the value.
+    static func capped(_ fallen: [Int: Int], to value: Int64, reported: [Int: Int]?, _ coins: [Int: PayoutCoin]) -> [Int: Int] {
+        if let reported, reported.allSatisfy({ $0.value >= 0 && $0.value <= fallen[$0.key, default: 0] }), worth(reported, coins) <= value {
+            return reported.filter { $0.value > 0 }
+        }
+        var left = value, taken: [Int: Int] = [:]
+        for (type, fall) in fallen.sorted(by: { coins[$0.key]?.valueMinor ?? 0 > coins[$1.key]?.valueMinor ?? 0 }) {
+            guard let coin = coins[type]?.valueMinor, coin > 0 else { continue }
+            let count = min(Int64(fall), left / coin)
+            if count > 0 { taken[type] = Int(count) }
+            left -= count * coin
+        }
+        return taken
+    }
+
+    static func worth(_ counts: [Int: Int], _ coins: [Int: PayoutCoin]) -> Int64 {
+        counts.reduce(Int64(0)) { $0 + Int64($1.value) * (coins[$1.key]?.valueMinor ?? 0) }
+    }
+
+    private static func describe(_ counts: [Int: Int]) -> String {
+        let paid = counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value)×type \($0.key)" }
+        return paid.isEmpty ? "nothing" : paid.joined(separator: " ")
+    }
+
+    /// The plan's coins (largest first) cut into value steps of at most `maximum` each, every
+    /// step a whole number of them.
+    static func valueSteps(_ plan: [PayoutPlanner.Coins], maximum: Int64) -> [Int64] {
+        var steps: [Int64] = [], current: Int64 = 0
+        for coins in plan.sorted(by: { $0.valueMinor > $1.valueMinor }) {
+            for _ in 0..<coins.count {
+                if current + coins.valueMinor > maximum, current > 0 {
+                    steps.append(current)
+                    current = 0
+                }
+                current += coins.valueMinor
+            }
+        }
+        if current > 0 { steps.append(current) }
+        return steps
     }
 
     /// The last step was never sent (the changer could not take it): it paid nothing, and the
@@ -175,15 +239,15 @@ public struct PayoutRun: Sendable {
         guard awaiting, let step = steps.last else { return }
         awaiting = false
         queue = []
-        valueLeft = 0
+        valueQueue = []
         reason = step.paysValue ? "a value step of \(step.valueMinor): not sent (\(why))" : "\(step.coinID ?? "type \(step.type)"): not sent (\(why))"
     }
 
     /// No further step: the daemon is stopping; what was paid is settled, the rest owed.
     public mutating func stopHere(_ why: String) {
-        guard !queue.isEmpty || valueLeft > 0 else { return }
+        guard !queue.isEmpty || !valueQueue.isEmpty else { return }
         queue = []
-        valueLeft = 0
+        valueQueue = []
         reason = why
     }
 
@@ -206,7 +270,9 @@ public struct PayoutRun: Sendable {
         let paidFrom = record.steps.flatMap { step in
             step.tubesBefore.map { before in before.indices.filter { before[$0] > 0 && coinValues[$0] != nil } } ?? [step.type]
         }
-        let unverified: String? = if let type = paidFrom.first(where: { $0 >= reported }) {
+        let unverified: String? = if let why = unreadable(record) {
+            why
+        } else if let type = paidFrom.first(where: { $0 >= reported }) {
             "the changer's count does not cover the tube of type \(type) paid from: what was paid cannot be told; check the cash before paying the debt"
         } else if record.steps.contains(where: \.paysValue) && coinValues.isEmpty {
             "the changer chose the coins of a value step, and their values are not known now: what was paid cannot be told; check the cash before paying the debt"
@@ -246,6 +312,29 @@ public struct PayoutRun: Sendable {
             reason = said + "; tube(s) of type \(rose.map(String.init).joined(separator: ", ")) hold more than before the payout (refilled?): counted as not paid from, check the cash"
         }
         return settlement(order: record.order, paidMinor: paidMinor, paid: paid, reason: reason, afterRestart: true)
+    }
+
+    /// The largest count a journalled step's numbers may hold (a tube, a DISPENSE): beyond it
+    /// the journal is taken as damaged, not as a fact to pay or owe by.
+    static let largestCount = 65_535
+
+    /// Why an open payout's journal cannot be settled from, if it cannot: an amount or a step
+    /// out of range, or a value step whose tube counts did not read back (a damaged ledger).
+    /// Its numbers are bounded here, so the sums of a settlement cannot overflow.
+    static func unreadable(_ record: PayoutRecord) -> String? {
+        guard (1...PayoutPlanner.maximumAmount).contains(record.order.amountMinor) else {
+            return "the journal's amount \(record.order.amountMinor) is out of range: what was paid cannot be told; check the cash before paying the debt"
+        }
+        let counts = 0...largestCount
+        for (index, step) in record.steps.enumerated() {
+            let inRange = (1...PayoutPlanner.maximumAmount).contains(step.valueMinor) && counts.contains(step.count) && counts.contains(step.tubeBefore)
+                && (step.paysValue || (0..<256).contains(step.type))
+            let tubesRead = step.tubesBefore.map { !$0.isEmpty && $0.count <= 16 && $0.allSatisfy(counts.contains) } ?? true
+            guard inRange && tubesRead else {
+                return "the journal's step \(index + 1) cannot be read (\(tubesRead ? "a number out of range" : "its tube counts")): what was paid cannot be told; check the cash before paying the debt"
+            }
+        }
+        return nil
     }
 
     /// An open payout whose device cannot say what it paid: nothing settled as paid, the whole

@@ -52,7 +52,12 @@ extension Ledger {
                                          arguments: [requestID]).map { step in
                 var read = PayoutStep(type: step["type"], coinID: step["coin_id"], valueMinor: step["value_minor"], count: step["count"], tubeBefore: step["tube_before"],
                                       deviceMark: step["device_mark"], device: step["device"])
-                read.tubesBefore = (step["tubes_before"] as String?).map { $0.split(separator: ",").map { Int($0) ?? 0 } }
+                // A count that does not read back leaves the list empty: the payout settles as
+                // unverified (`PayoutRun.unreadable`), never from a count taken as 0.
+                read.tubesBefore = (step["tubes_before"] as String?).map { text in
+                    let counts = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0) }
+                    return counts.contains(nil) ? [] : counts.compactMap { $0 }
+                }
                 return read
             }
             let order = PayoutOrder(requestID: requestID, amountMinor: row["amount_minor"], currency: row["currency"], by: row["by"])

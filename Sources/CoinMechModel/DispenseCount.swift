@@ -15,8 +15,11 @@ public struct DispenseCount: Sendable, Hashable {
     /// changer, whose tube fall tells. The ledger's inventory moves by it.
     public var devicePaid: Int?
     public var deviceUnpaid: Int?
+    /// A changer's own account of the coins a value step paid, per coin type (MDB's PAYOUT
+    /// STATUS); nil for a DISPENSE, or where it could not be read. Checked against the fall.
+    public var deviceCounts: [Int]?
 
-    public init(type: Int, count: Int, tubes: [Int], jammed: Bool, uncertain: Bool, devicePaid: Int? = nil, deviceUnpaid: Int? = nil) {
+    public init(type: Int, count: Int, tubes: [Int], jammed: Bool, uncertain: Bool, devicePaid: Int? = nil, deviceUnpaid: Int? = nil, deviceCounts: [Int]? = nil) {
         self.type = type
         self.count = count
         self.tubes = tubes
@@ -24,5 +27,6 @@ public struct DispenseCount: Sendable, Hashable {
         self.uncertain = uncertain
         self.devicePaid = devicePaid
         self.deviceUnpaid = deviceUnpaid
+        self.deviceCounts = deviceCounts
     }
 }

@@ -33,9 +33,9 @@ public struct MDBChangerPayer: Sendable {
                                            uncertain: dispense.disturbed || dispense.timedOut))
         case .paidValue(let payout):
             countedFromSetupRead = payout.countedAtSetup
-            // Its tubes' fall is what it paid; its PAYOUT STATUS is logged beside it by the mech.
+            // Its tubes' fall is what it paid; its PAYOUT STATUS is checked against that fall.
             dispensed.append(DispenseCount(type: PayoutStep.anyType, count: 1, tubes: payout.tubes.counts, jammed: payout.jammed,
-                                           uncertain: payout.disturbed || payout.timedOut))
+                                           uncertain: payout.disturbed || payout.timedOut, deviceCounts: payout.status?.counts))
         default:
             break
         }
