@@ -73,12 +73,17 @@ public struct MDBChangerDevice: Sendable {
         public var asked: Int
         public var left: Int
         public var paid = 0
+        /// The alternative payout these coins of one tube were part of (its number, from 1);
+        /// nil for a DISPENSE.
+        public var alternative: Int?
     }
 
     /// An alternative payout (level 3, PAYOUT 0Fh 02h) the changer is paying: a value, in coins
     /// it chose itself when asked, paid in order.
     public struct ValuePayout: Sendable, Hashable {
-        /// The value asked, in scaled units.
+        /// Its number, from 1 (the ground truth's `valuePayouts`), and the value asked, in
+        /// scaled units.
+        public var number: Int
         public var askedScaled: Int
         /// The coin types still to pay, in order.
         public var queue: [Int]
@@ -126,6 +131,9 @@ public struct MDBChangerDevice: Sendable {
     public private(set) var valuePayout: ValuePayout?
     /// The last alternative payout's coins per type, once it is over (PAYOUT STATUS).
     private var lastValuePaid = [Int](repeating: 0, count: 16)
+    /// Alternative payouts begun, and those ended since the last `takeEndedValuePayouts`.
+    private var valuePayoutsBegun = 0
+    private var endedValuePayouts: [(ValuePayout, PayoutEnd)] = []
 
     /// Paying a DISPENSE or an alternative payout.
     public var isPaying: Bool { payout != nil || valuePayout != nil }
@@ -281,6 +289,13 @@ public struct MDBChangerDevice: Sendable {
         queue([MDBChangerStatus.tubeJam.rawValue])
     }
 
+    /// Alternative payouts that ended since the last call, oldest first (their coins are in
+    /// `takeEndedPayouts` too, a row per tube).
+    public mutating func takeEndedValuePayouts() -> [(ValuePayout, PayoutEnd)] {
+        defer { endedValuePayouts.removeAll() }
+        return endedValuePayouts
+    }
+
     /// Payouts that ended since the last call, oldest first.
     public mutating func takeEndedPayouts() -> [(Payout, PayoutEnd)] {
         defer { endedPayouts.removeAll() }
@@ -293,7 +308,8 @@ public struct MDBChangerDevice: Sendable {
     private mutating func startValuePayout(scaled: Int) {
         var left = scaled
         var held = tubes
-        var current = ValuePayout(askedScaled: scaled, queue: [])
+        valuePayoutsBegun += 1
+        var current = ValuePayout(number: valuePayoutsBegun, askedScaled: scaled, queue: [])
         let types = (0..<min(settings.credits.count, 16)).filter { settings.tubeRouting & (1 << $0) != 0 && settings.credits[$0] > 0 }
             .sorted { settings.credits[$0] > settings.credits[$1] }
         while let type = types.first(where: { Int(settings.credits[$0]) <= left && held[$0] > 0 }) {
@@ -310,8 +326,9 @@ public struct MDBChangerDevice: Sendable {
     private mutating func finishValuePayout(_ end: PayoutEnd) {
         guard let current = valuePayout else { return }
         for type in 0..<16 where current.planned[type] > 0 || current.paid[type] > 0 {
-            endedPayouts.append((Payout(type: type, asked: current.planned[type], left: 0, paid: current.paid[type]), end))
+            endedPayouts.append((Payout(type: type, asked: current.planned[type], left: 0, paid: current.paid[type], alternative: current.number), end))
         }
+        endedValuePayouts.append((current, end))
         lastValuePaid = current.paid
         valuePayout = nil
     }

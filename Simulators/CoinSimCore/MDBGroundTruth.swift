@@ -32,6 +32,9 @@ public struct MDBGroundTruth: Codable, Sendable {
     /// Every DISPENSE the changer took, in order, with what it paid; and the value paid out
     /// per currency: what a correct host's payout journal records, coin for coin.
     public var payouts: [Payout] = []
+    /// Every alternative payout (PAYOUT 0Fh 02h) the changer took, in order: the value asked
+    /// and paid. Its coins are rows of `payouts` too, marked with its number.
+    public var valuePayouts: [ValuePayout] = []
     public var paidOutValue: [String: Int64] = [:]
     /// Lines from the host, and those the adapter could not read.
     public var hostLines = 0
@@ -64,6 +67,16 @@ public struct MDBGroundTruth: Codable, Sendable {
         public var paid: Int
         public var valueMinor: Int64
         /// "paid", "jam" or "reset" (a reset or power cycle stopped it).
+        public var ended: String
+        /// The alternative payout these coins were part of (`valuePayouts`' number); nil for a
+        /// DISPENSE.
+        public var alternative: Int?
+    }
+
+    public struct ValuePayout: Codable, Sendable {
+        public var number: Int
+        public var askedMinor: Int64
+        public var paidMinor: Int64
         public var ended: String
     }
 

@@ -157,8 +157,14 @@ public final class MDBSimulator {
                 truth.tubeLags += 1
             }
             let value = changer.settings.valueMinor(ofType: payout.type) ?? 0
-            truth.payouts.append(MDBGroundTruth.Payout(type: payout.type, asked: payout.asked, paid: payout.paid, valueMinor: value, ended: how.rawValue))
+            truth.payouts.append(MDBGroundTruth.Payout(type: payout.type, asked: payout.asked, paid: payout.paid, valueMinor: value, ended: how.rawValue,
+                                                       alternative: payout.alternative))
             truth.paidOutValue[scenario.currency, default: 0] += Int64(payout.paid) * value
+        }
+        for (payout, how) in changer.takeEndedValuePayouts() {
+            let paid = payout.paid.enumerated().reduce(Int64(0)) { $0 + Int64($1.element) * (changer.settings.valueMinor(ofType: $1.offset) ?? 0) }
+            truth.valuePayouts.append(MDBGroundTruth.ValuePayout(number: payout.number, askedMinor: Int64(payout.askedScaled) * Int64(changer.settings.scalingFactor),
+                                                                 paidMinor: paid, ended: how.rawValue))
         }
     }
 

@@ -55,9 +55,13 @@ public struct MDBMoneyAudit: Sendable {
         var truthPaid: [Int: Int] = [:]
         for payout in truth.payouts { truthPaid[payout.type, default: 0] += payout.paid }
         let recorded = tubes.map { $0.map(Int.init) } ?? []
-        out = PayoutVerdict(PayoutJournalTally(payouts), devicePaid: truthPaid, dispenses: truth.payouts.count,
+        out = PayoutVerdict(PayoutJournalTally(payouts), devicePaid: truthPaid, dispenses: truth.payouts.filter { $0.alternative == nil }.count,
                             inventoryMismatch: truth.tubesAtEnd.indices.filter { type in (recorded.indices.contains(type) ? recorded[type] : -1) != truth.tubesAtEnd[type] },
-                            values: Dictionary(uniqueKeysWithValues: truth.typeValues.enumerated().map { ($0.offset, $0.element) }))
+                            valuePayouts: truth.valuePayouts.map { payout in
+                                var coins: [Int: Int] = [:]
+                                for row in truth.payouts where row.alternative == payout.number { coins[row.type, default: 0] += row.paid }
+                                return DeviceValuePayout(askedMinor: payout.askedMinor, paidMinor: payout.paidMinor, coins: coins)
+                            })
         jams = truth.payouts.filter { $0.ended == "jam" }.count
         resetsMidPayout = truth.payouts.filter { $0.ended == "reset" }.count
         lostReplies = truth.lostReplies

@@ -8,8 +8,9 @@ public struct PayoutJournalTally: Sendable {
     public var payouts = 0
     public var open = 0
     public var asked: [Int: Int] = [:]
-    /// What value steps asked (a changer that chose the coins: MDB level 3), in minor units.
-    public var askedValueMinor: Int64 = 0
+    /// What each value step asked (a changer that chose the coins: MDB level 3), in minor units,
+    /// in the journal's order.
+    public var valueSteps: [Int64] = []
     public var recorded: [Int: Int] = [:]
     public var paidMinor: Int64 = 0
     public var debtMinor: Int64 = 0
@@ -20,7 +21,7 @@ public struct PayoutJournalTally: Sendable {
         open = records.filter(\.isOpen).count
         for record in records {
             for step in record.steps {
-                if step.paysValue { askedValueMinor += step.valueMinor } else { asked[step.type, default: 0] += step.count }
+                if step.paysValue { valueSteps.append(step.valueMinor) } else { asked[step.type, default: 0] += step.count }
             }
             guard let settlement = record.settlement else { continue }
             for (type, count) in settlement.paidCoins { recorded[type, default: 0] += count }

@@ -19,25 +19,33 @@ public struct PayoutVerdict: Sendable {
 
     /// `devicePaid`: coins that left the device, per type or unit; every type either side
     /// names is judged (a unit the ledger paid from and the device never had is a mismatch).
-    /// `values`: each type's coin value, for value steps (a changer that chose the coins): the
-    /// coins beyond what DISPENSEs asked are paid twice only past what the value steps asked.
-    public init(_ tally: PayoutJournalTally, devicePaid: [Int: Int], dispenses: Int, inventoryMismatch: [Int], values: [Int: Int64] = [:]) {
+    /// `valuePayouts`: the values the device paid choosing the coins itself (MDB level 3), in
+    /// the order it took them, their coins among `devicePaid`. Each is held to a value step of
+    /// the journal, in the journal's order (some journalled steps never sent): one that matches
+    /// no step, or paid more than its step asked, paid its coins twice. The rest of the coins
+    /// are held to what the DISPENSEs asked, type by type.
+    public init(_ tally: PayoutJournalTally, devicePaid: [Int: Int], dispenses: Int, inventoryMismatch: [Int], valuePayouts: [DeviceValuePayout] = []) {
         payouts = tally.payouts
         open = tally.open
         paidMinor = tally.paidMinor
         debtMinor = tally.debtMinor
         self.dispenses = dispenses
         self.inventoryMismatch = inventoryMismatch
-        var budget = tally.askedValueMinor
-        let types = Set(devicePaid.keys).union(tally.recorded.keys).union(tally.asked.keys).sorted { values[$0] ?? 0 > values[$1] ?? 0 }
-        for type in types {
-            var beyond = tally.paidTwice(type, devicePaid: devicePaid[type, default: 0])
-            if let value = values[type], value > 0, beyond > 0 {
-                let covered = min(Int64(beyond), budget / value)
-                budget -= covered * value
-                beyond -= Int(covered)
+        var byValue: [Int: Int] = [:]
+        var steps = tally.valueSteps.makeIterator()
+        for payout in valuePayouts {
+            for (type, count) in payout.coins { byValue[type, default: 0] += count }
+            var matched = false
+            while let asked = steps.next() {
+                if asked == payout.askedMinor {
+                    matched = true
+                    break
+                }
             }
-            paidTwice += beyond
+            if !matched || payout.paidMinor > payout.askedMinor { paidTwice += payout.coins.values.reduce(0, +) }
+        }
+        for type in Set(devicePaid.keys).union(tally.recorded.keys).union(tally.asked.keys) {
+            paidTwice += tally.paidTwice(type, devicePaid: devicePaid[type, default: 0] - byValue[type, default: 0])
             unpaidUnrecorded += tally.unpaidUnrecorded(type, devicePaid: devicePaid[type, default: 0])
         }
     }

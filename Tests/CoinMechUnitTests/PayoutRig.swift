@@ -52,6 +52,12 @@ struct PayoutRig<Device: RigDevice> {
     var tracing = false
     private(set) var trace: [String] = []
     private var paidSeen: [Int: Int] = [:]
+    /// Every step sent, in order, with the coins that left the device while it was the last one
+    /// sent (the core sends the next only once the last is counted, so the coins that leave in
+    /// between are that step's): the judge holds each to what it asked.
+    private var sent: [(asked: SentStep, paid: [Int: Int])] = []
+    private var attributed: [Int: Int] = [:]
+    private enum SentStep { case dispense(type: Int, count: Int), value(Int64) }
     private var faultsSeen: [String: Int] = [:]
 
     init(seed: UInt64, capabilities: PayoutCapabilities, faults: PayoutRigFaults = PayoutRigFaults(), makeDevice: (inout SplitMix64) -> Device) {
@@ -186,6 +192,21 @@ struct PayoutRig<Device: RigDevice> {
         return outputs
     }
 
+    /// A step goes out: the coins that left since the last one was sent are that one's.
+    private mutating func send(_ step: SentStep) {
+        attribute()
+        sent.append((step, [:]))
+    }
+
+    private mutating func attribute() {
+        for (unit, paid) in device.paidByUnit where paid != attributed[unit, default: 0] {
+            let new = paid - attributed[unit, default: 0]
+            attributed[unit] = paid
+            if sent.isEmpty { sent.append((.dispense(type: -1, count: 0), [:])) }  // nothing asked yet
+            sent[sent.count - 1].paid[unit, default: 0] += new
+        }
+    }
+
     private mutating func note(_ line: String) {
         trace.append("\(now / 1_000_000) ms: \(line)")
     }
@@ -211,9 +232,11 @@ struct PayoutRig<Device: RigDevice> {
             case .count:
                 device.count(now: now, random: &random)
             case .dispense(let type, let count):
+                send(.dispense(type: type, count: count))
                 pending.insert(contentsOf: feed(.dispenseSent(device.dispense(type: type, count: count, now: now, random: &random))), at: 0)
             case .payValue(let value):
                 valueSteps += 1
+                send(.value(value))
                 pending.insert(contentsOf: feed(.dispenseSent(device.payValue(value, now: now, random: &random))), at: 0)
             case .askAccount(let record):
                 pending.insert(contentsOf: feed(.account(device.account(record))), at: 0)
@@ -281,13 +304,8 @@ struct PayoutRig<Device: RigDevice> {
 
     private mutating func judge() {
         let records = ledger.requested.compactMap { ledger.payouts[$0] }
-        var asked: [Int: Int] = [:], recorded: [Int: Int] = [:]
-        // Value steps (the changer chose the coins) ask a value, not coins of a unit.
-        var valueAsked: Int64 = 0
+        var recorded: [Int: Int] = [:]
         for record in records {
-            for step in record.steps {
-                if step.paysValue { valueAsked += step.valueMinor } else { asked[step.type, default: 0] += step.count }
-            }
             guard let settlement = record.settlement else {
                 problems.append("OPEN: payout \(record.order.requestID) never settled")
                 continue
@@ -300,10 +318,39 @@ struct PayoutRig<Device: RigDevice> {
                 problems.append("payout \(record.order.requestID): the asker heard \(said), the ledger holds \(settlement)")
             }
         }
-        // What left beyond the coins asked of each unit is paid twice, unless value steps asked it.
+        // Each step sent held to what it asked: a DISPENSE to its count of its unit, a value
+        // step to its value (a budget summed over all of them would let one step overpay where
+        // another paid short).
+        attribute()
+        // Every step sent was journalled first: the steps sent are the journal's steps in order,
+        // some left out (journalled, and the daemon died before sending them).
+        var journalled = records.flatMap(\.steps).makeIterator()
+        for (index, step) in sent.enumerated() {
+            if case .dispense(-1, 0) = step.asked { continue }
+            var found = false
+            while let next = journalled.next() {
+                switch step.asked {
+                case .dispense(let type, let count): found = !next.paysValue && next.type == type && next.count == count
+                case .value(let value): found = next.paysValue && next.valueMinor == value
+                }
+                if found { break }
+            }
+            if !found {
+                problems.append("NOT JOURNALLED: step \(index + 1) sent (\(step.asked)) is not the journal's next step")
+                break
+            }
+        }
         let values = device.unitValues
-        let beyond = device.paidByUnit.reduce(Int64(0)) { $0 + Int64(max($1.value - asked[$1.key, default: 0], 0)) * (values[$1.key] ?? 0) }
-        if beyond > valueAsked { problems.append("PAID TWICE: \(beyond) paid beyond the coins the journal asked of each unit, and its value steps asked \(valueAsked)") }
+        for (index, step) in sent.enumerated() {
+            switch step.asked {
+            case .dispense(let type, let count):
+                let beyond = step.paid.reduce(0) { $0 + ($1.key == type ? max($1.value - count, 0) : $1.value) }
+                if beyond > 0 { problems.append("PAID TWICE: \(beyond) coin(s) left beyond step \(index + 1) sent (\(count) of unit \(type)): \(step.paid)") }
+            case .value(let asked):
+                let worth = step.paid.reduce(Int64(0)) { $0 + Int64($1.value) * (values[$1.key] ?? 0) }
+                if worth > asked { problems.append("PAID TWICE: \(worth) left for step \(index + 1) sent, a value step of \(asked): \(step.paid)") }
+            }
+        }
         for (unit, paid) in device.paidByUnit.sorted(by: { $0.key < $1.key }) {
             if paid != recorded[unit, default: 0] { problems.append("UNPAID OR UNRECORDED: unit \(unit) paid \(paid) coins, the ledger says \(recorded[unit, default: 0])") }
         }
