@@ -42,7 +42,7 @@ extension Ledger {
     private static func payouts(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [PayoutRecord] {
         let rows = try Row.fetchAll(db, sql: """
             SELECT p.request_id, p.source, p.requested_seq, p.currency, p.amount_minor, p.by, p.state, p.paid_minor, p.debt_minor,
-                   p.settled_seq, p.device, e.detail
+                   p.settled_seq, p.device, p.credit_account, e.detail
             FROM payouts p LEFT JOIN events e ON e.seq = p.settled_seq
             WHERE \(condition) ORDER BY p.requested_seq
             """, arguments: arguments)
@@ -60,7 +60,8 @@ extension Ledger {
                 }
                 return read
             }
-            let order = PayoutOrder(requestID: requestID, amountMinor: row["amount_minor"], currency: row["currency"], by: row["by"])
+            let order = PayoutOrder(requestID: requestID, amountMinor: row["amount_minor"], currency: row["currency"], by: row["by"],
+                                    creditAccount: row["credit_account"])
             var settlement: PayoutSettlement?
             if let state: String = row["state"], state != "open", let outcome = PayoutSettlement.Outcome(rawValue: state) {
                 let detail = (row["detail"] as String?).flatMap(Self.detail) ?? [:]

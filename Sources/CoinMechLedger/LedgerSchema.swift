@@ -207,6 +207,37 @@ enum LedgerSchema {
         migrator.registerMigration("v11-value-steps") { db in
             try db.execute(sql: "ALTER TABLE payout_steps ADD COLUMN tubes_before TEXT")
         }
+        // A customer's credit held by the daemon: a balance per source, account and currency
+        // that coins raise and sales, change and expiry lower, never below 0; each sale, refund
+        // and expiry once per request id; the payout that paid credit back names its account.
+        migrator.registerMigration("v12-credit") { db in
+            try db.execute(sql: """
+                CREATE TABLE credit_accounts (
+                    source TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    currency TEXT NOT NULL,
+                    balance_minor INTEGER NOT NULL DEFAULT 0 CHECK (balance_minor >= 0),
+                    opened_seq INTEGER NOT NULL REFERENCES events(seq),
+                    moved_seq INTEGER NOT NULL,
+                    moved_time REAL NOT NULL,
+                    PRIMARY KEY (source, account, currency)
+                ) WITHOUT ROWID;
+                CREATE TABLE credit_moves (
+                    request_id TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind = 'spent' OR kind = 'refunded' OR kind = 'expired'),
+                    source TEXT NOT NULL,
+                    account TEXT NOT NULL,
+                    currency TEXT NOT NULL,
+                    amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),
+                    item TEXT,
+                    by TEXT NOT NULL,
+                    seq INTEGER NOT NULL REFERENCES events(seq),
+                    balance_after INTEGER NOT NULL CHECK (balance_after >= 0),
+                    PRIMARY KEY (request_id, kind)
+                ) WITHOUT ROWID;
+                ALTER TABLE payouts ADD COLUMN credit_account TEXT;
+                """)
+        }
         return migrator
     }
 

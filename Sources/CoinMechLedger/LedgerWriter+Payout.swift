@@ -5,19 +5,21 @@ import GRDB
 /// Money out: the payout journal's three writes. Each runs inside one `append` transaction, so
 /// a step's event and its row land together or not at all.
 extension LedgerWriter {
-    func payoutRequested(_ order: PayoutOrder, source: String, plan: String, device: String?) throws -> LedgerEvent {
+    func payoutRequested(_ order: PayoutOrder, source: String, plan: String, device: String?) throws -> [LedgerEvent] {
         // The loop looks the request id up first; this is the guarantee behind it.
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM payouts WHERE request_id = ?", arguments: [order.requestID]) == true {
             throw LedgerPrecondition(message: "payout request \(order.requestID) is on the ledger already: it is answered from there, never paid again")
         }
         var detail = ["request_id": order.requestID, "amount_minor": "\(order.amountMinor)", "currency": order.currency, "by": order.by, "plan": plan]
         if let device { detail["device"] = device }
+        if let account = order.creditAccount { detail["credit_account"] = account }
         let (event, seq) = try insertEvent(kind: .payoutRequested, source: source, detail: detail)
         try db.execute(sql: """
-            INSERT INTO payouts (request_id, source, requested_seq, currency, amount_minor, by, state, device)
-            VALUES (?, ?, ?, ?, ?, ?, 'open', ?)
-            """, arguments: [order.requestID, source, seq, order.currency, order.amountMinor, order.by, device])
-        return event
+            INSERT INTO payouts (request_id, source, requested_seq, currency, amount_minor, by, state, device, credit_account)
+            VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)
+            """, arguments: [order.requestID, source, seq, order.currency, order.amountMinor, order.by, device, order.creditAccount])
+        guard let account = order.creditAccount else { return [event] }
+        return [event, try returnCredit(order, account: account, source: source)]
     }
 
     func payoutDispensing(requestID: String, step: Int, _ dispense: PayoutStep) throws -> LedgerEvent {

@@ -20,13 +20,17 @@ struct LedgerWriter {
         case .collect(let by):
             return .recorded([try collect(by: by)])
         case .payoutRequested(let order, let source, let plan, let device):
-            return .recorded([try payoutRequested(order, source: source, plan: plan, device: device)])
+            return .recorded(try payoutRequested(order, source: source, plan: plan, device: device))
         case .payoutDispensing(let requestID, let step, let dispense):
             return .recorded([try payoutDispensing(requestID: requestID, step: step, dispense)])
         case .payoutSettled(let requestID, let settlement):
             return .recorded([try payoutSettled(requestID: requestID, settlement)])
         case .inventory(let change):
             return .recorded([try inventory(change)])
+        case .creditOpened(let source, let account, let currencies, let by):
+            return .recorded(try creditOpened(source: source, account: account, currencies: currencies, by: by))
+        case .credit(let move):
+            return .recorded([try credit(move)])
         }
     }
 
@@ -137,6 +141,7 @@ struct LedgerWriter {
                 ON CONFLICT (period, currency, denomination) DO UPDATE SET
                     count = count + 1, value_minor = value_minor + excluded.value_minor, weight_g = weight_g + excluded.weight_g
                 """).execute(arguments: [currency, denomination, value, weight])
+            if let source = event.source { try raiseCredit(source: source, currency: currency, valueMinor: value, coinSeq: event.seq) }
         }
         return event
     }

@@ -84,4 +84,16 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
     case inventoryPaid = "inventory_paid"
     case inventoryRefilled = "inventory_refilled"
     case inventorySet = "inventory_set"
+
+    /// A customer's credit (docs/LEDGER.md, credit): the columns `currency` and `value_minor`
+    /// hold the amount moved; detail `request_id`, `account`, `by`, `balance_minor` (after), and
+    /// `item` for a sale. An account opened for the source's currencies (detail `account`,
+    /// `currencies`, `by`); a sale approved; a sale that failed after approval put back; credit
+    /// paid back as change (beside its `payout_requested`); credit left standing taken to the
+    /// cash box.
+    case creditOpened = "credit_opened"
+    case creditSpent = "credit_spent"
+    case creditRefunded = "credit_refunded"
+    case creditReturned = "credit_returned"
+    case creditExpired = "credit_expired"
 }

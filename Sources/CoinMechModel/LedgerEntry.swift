@@ -28,4 +28,11 @@ public enum LedgerEntry: Sendable, Equatable {
     case payoutSettled(requestID: String, PayoutSettlement)
     /// A hopper's level moved: coins a payout step paid, an operator's refill or count.
     case inventory(InventoryChange)
+    /// Credit held for `source` from now on: an account named `account` in each currency, at 0
+    /// (those open already are left as they are). Coins credited after it raise it.
+    case creditOpened(source: String, account: String, currencies: [String], by: String)
+    /// A sale, a refund of one, or an expiry (`CreditMove`). Refused (`LedgerError.precondition`)
+    /// for a request id on the ledger already, a sale beyond the balance, a refund of no sale
+    /// or of one refunded, an expiry of a balance that has moved.
+    case credit(CreditMove)
 }

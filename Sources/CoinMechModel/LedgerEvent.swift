@@ -34,6 +34,8 @@ public struct LedgerEvent: Sendable, Hashable, Codable {
     /// their own, not inside the detail).
     public var collected: [TotalsRow]?
     public var collectedUnconfirmed: [TotalsRow]?
+    /// For a credit event as it was written: the balance it left (its detail's `balance_minor`).
+    public var creditBalanceMinor: Int64?
 
     public init(
         seq: Int64, time: Double, kind: String, source: String? = nil, epoch: Int64? = nil, deviceSeq: Int64? = nil,

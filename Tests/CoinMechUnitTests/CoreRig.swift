@@ -93,9 +93,9 @@ struct FakeLedger {
                 event.collected = []
                 event.collectedUnconfirmed = []
                 outcomes.append(.recorded([event]))
-            case .payoutRequested, .payoutDispensing, .payoutSettled, .inventory:
-                // The deciding core never journals money out: the loop's payout does.
-                Issue.record("the deciding core wrote a payout entry: \(entry)")
+            case .payoutRequested, .payoutDispensing, .payoutSettled, .inventory, .creditOpened, .credit:
+                // The deciding core never journals money out or a customer's credit moves.
+                Issue.record("the deciding core wrote a payout or credit entry: \(entry)")
             }
         }
         return AppendResult(outcomes: outcomes, events: outcomes.flatMap { if case .recorded(let e) = $0 { return e }; return [] })

@@ -88,7 +88,7 @@ struct FakePayoutLedger {
                                                  updatedSeq: event.seq)
             if let record = PayoutCore.record(change, before: before, seq: event.seq) { operatorChanges[record.requestID] = record }
             return event
-        case .decision, .resolve, .lateCredit, .note, .collect:
+        case .decision, .resolve, .lateCredit, .note, .collect, .creditOpened, .credit:
             throw .write(message: "the payout core wrote a money-in entry: \(entry)")
         }
     }
