@@ -342,7 +342,8 @@ public struct PayoutCore: Sendable {
             guard let record = found.payout else { break }
             // Asked before: answered from the ledger, never paid again.
             let first = record.order
-            guard first.amountMinor == request.amountMinor, request.currency == nil || request.currency == first.currency else {
+            guard first.amountMinor == request.amountMinor, request.currency == nil || request.currency == first.currency,
+                  first.creditAccount == request.creditAccount else {
                 return [.reply(ticket, .badRequest("request id \(id) was used for a payout of \(first.amountMinor) \(first.currency): a request id names one payout"))]
             }
             return [.reply(ticket, .payout(record, coins: device.coins?.coins ?? [:], repeated: true))]
@@ -357,7 +358,7 @@ public struct PayoutCore: Sendable {
         if let currency = request.currency, currency != coins.currency {
             return [.reply(ticket, .badRequest("the change is paid in \(coins.currency), not \(currency)"))]
         }
-        let order = PayoutOrder(requestID: id, amountMinor: request.amountMinor, currency: coins.currency, by: request.by)
+        let order = PayoutOrder(requestID: id, amountMinor: request.amountMinor, currency: coins.currency, by: request.by, creditAccount: request.creditAccount)
         logger.notice("payout asked for", metadata: ["request_id": id, "amount_minor": "\(request.amountMinor)", "by": request.by])
         job = Job(order: order, ticket: ticket, askedAt: now, stage: .holding(since: now))
         return [.hold(true)] + advance(now)

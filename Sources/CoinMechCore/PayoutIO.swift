@@ -62,12 +62,16 @@ public struct PayoutRequest: Sendable, Hashable {
     public var currency: String?
     /// Who asked (the peer's user name).
     public var by: String
+    /// The customer's credit it pays back (`CreditCore`'s cancel), if any: journalled with the
+    /// payout, which takes the amount off that credit.
+    public var creditAccount: String?
 
-    public init(requestID: String, amountMinor: Int64, currency: String?, by: String) {
+    public init(requestID: String, amountMinor: Int64, currency: String?, by: String, creditAccount: String? = nil) {
         self.requestID = requestID
         self.amountMinor = amountMinor
         self.currency = currency
         self.by = by
+        self.creditAccount = creditAccount
     }
 }
 
