@@ -359,6 +359,13 @@ public struct MDBChangerHost: Sendable {
             outputs.append(.event(.pollReplyLost))
             nextTubeStatus = now
         }
+        if Self.code(command) == MDBChangerCommand.coinTypeCode {
+            // The changer may have taken it: what it accepts is unknown until a COIN TYPE is
+            // answered. Kept as the last answer, a hold right after a let-go whose reply was
+            // lost was taken for granted while the changer took coins into its tubes mid-payout
+            // (the crash suite's MDB run: a deposit hid a coin paid, unpaid_unrecorded 1).
+            forgetAcceptance(&outputs)
+        }
         failed(now: now, &outputs)
     }
 

@@ -60,7 +60,7 @@ public enum MDBChangerHostEvent: Sendable, Hashable, CustomStringConvertible {
         case .dispensed(let dispense): dispense.description
         case .paidValue(let payout): payout.description
         case .accepting(let mask): "accepting coin types \(String(mask, radix: 16))"
-        case .acceptanceUnknown: "what the changer accepts is unknown until it is set up again"
+        case .acceptanceUnknown: "what the changer accepts is unknown until a COIN TYPE is answered"
         case .unexpectedReply(let line): "unexpected reply from the MDB adapter: \(line)"
         case .pollReplyLost: "a POLL got no reply: what the changer reported in it is lost"
         case .notResponding(let failures): "changer not responding (\(failures) lines unanswered)"

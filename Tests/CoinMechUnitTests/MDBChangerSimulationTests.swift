@@ -16,6 +16,8 @@ struct MDBChangerSimulationTests {
         var changer = MDBChangerDevice()
         var now: UInt64 = 0
         var events: [MDBChangerHostEvent] = []
+        /// The next line that begins so is taken by the changer and its reply lost.
+        var loseReplyTo: String?
 
         mutating func carry(_ outputs: [MDBChangerHostOutput]) {
             var pending = outputs
@@ -26,6 +28,10 @@ struct MDBChangerSimulationTests {
                 case .send(let command):
                     now += MDBChangerSimulationTests.ms
                     let reply = changer.handle(command.text[...])
+                    if let prefix = loseReplyTo, command.text.hasPrefix(prefix) {
+                        loseReplyTo = nil
+                        continue
+                    }
                     now += MDBChangerSimulationTests.ms
                     pending += host.received(Array((reply.text + "\r\n").utf8), at: now)
                 }
@@ -140,6 +146,21 @@ struct MDBChangerSimulationTests {
         #expect(line.host.isStill)
         #expect(line.changer.enabled == 0 && line.changer.manualDispense == 0, "held: no coin type, no manual dispense button")
         return line
+    }
+
+    @Test("a let-go whose COIN TYPE reply is lost leaves what the changer takes unknown: the next hold is still only once it takes nothing")
+    func holdAfterLostCoinType() {
+        var line = Self.held()
+        // Let go, and the changer takes the coin types, but its answer is lost on the line.
+        line.loseReplyTo = "R,0C"
+        line.carry(line.host.holdForPayout(false, now: line.now))
+        #expect(line.changer.enabled == 0x003F)
+        // Held again before the host tried anything more.
+        line.carry(line.host.holdForPayout(true, now: line.now))
+        line.run(until: line.now + 1_500 * Self.ms)
+        #expect(line.host.isStill)
+        #expect(line.changer.enabled == 0 && line.changer.manualDispense == 0, "still only while the changer takes nothing (it takes 0x\(String(line.changer.enabled, radix: 16)))")
+        #expect(line.events.contains(.acceptanceUnknown))
     }
 
     @Test("a DISPENSE is counted from the tubes once the changer stops saying payout busy: the fall is what it paid")
