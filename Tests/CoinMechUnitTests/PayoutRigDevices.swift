@@ -61,7 +61,9 @@ enum RigBounds {
 /// writes reaches the changer at once; its reply is lost at `lossRate` (the changer acted, the
 /// host hears nothing and times out). While it pays, a coin leaves its tube every 80 ms; a
 /// payout jams at `jamRate` a coin; the tube count read after a DISPENSE is one coin high at
-/// `lagRate` (its sensor has not caught up; the next count is right).
+/// `lagRate` (its sensor has not caught up; the next count is right). A customer puts a coin in
+/// at `depositRate` a turn: it goes into a tube if the changer takes its type, as a changer
+/// not held would take it mid-payout and hide a coin paid behind it.
 struct RigChanger: RigDevice {
     var device: MDBChangerDevice
     var host = MDBChangerHost()
@@ -70,6 +72,7 @@ struct RigChanger: RigDevice {
     var lossRate: Double
     var jamRate: Double
     var lagRate: Double
+    var depositRate: Double
     var nextCoinAt: UInt64?
     /// When the host's timers last ran: a timer that stays due runs again a millisecond later,
     /// as the daemon's loop wakes again, not at once.
@@ -89,6 +92,7 @@ struct RigChanger: RigDevice {
         lossRate = faults ? 0.03 : 0
         jamRate = faults ? 0.02 : 0
         lagRate = faults ? 0.2 : 0
+        depositRate = faults ? 0.1 : 0
         line = SplitMix64(seed: random.next())
     }
 
@@ -103,6 +107,7 @@ struct RigChanger: RigDevice {
         lossRate = 0
         jamRate = 0
         lagRate = 0
+        depositRate = 0
     }
 
     /// A changer's tubes are filled by coins it takes, not by an operator's refill.
@@ -133,6 +138,9 @@ struct RigChanger: RigDevice {
     }
 
     mutating func advance(to time: UInt64, hostAlive: Bool, random: inout SplitMix64) {
+        if Double.random(in: 0..<1, using: &line) < depositRate, device.insert(type: Int.random(in: 0..<3, using: &line)) != .rejected {
+            faults["deposit", default: 0] += 1
+        }
         var rounds = 0
         while stuck == nil {
             rounds += 1
@@ -189,6 +197,8 @@ struct RigChanger: RigDevice {
         host = MDBChangerHost()
         payer = MDBChangerPayer()
         carry(host.start(now: self.now))
+        // The chain lets it take its three coins between payouts, as the daemon's does.
+        carry(host.setAllowed(0x0007, now: self.now))
     }
 }
 
