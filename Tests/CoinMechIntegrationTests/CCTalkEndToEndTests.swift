@@ -225,7 +225,7 @@ struct CCTalkEndToEndTests {
             state_dir: state
             runtime_dir: run
             cache_dir: cache
-            ledger: {max_size_mb: 0.0825}
+            ledger: {max_size_mb: 0.0905}
             \(Self.chain)
             """, scenario: """
             seed: 4

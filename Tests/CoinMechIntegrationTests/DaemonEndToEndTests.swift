@@ -369,7 +369,7 @@ struct DaemonEndToEndTests {
 
     @Test("a full ledger: no coin is credited unrecorded, the mech is inhibited, the error is loud")
     func ledgerFull() throws {
-        let harness = try DaemonHarness(extra: "ledger: {max_size_mb: 0.0825}")
+        let harness = try DaemonHarness(extra: "ledger: {max_size_mb: 0.0905}")
         try harness.startSimulator("coins: 400\nrate_per_s: 80\nseed: 8\nmix: {quarter: 1}\nbaud: 115200\n")
         try harness.startDaemon()
         let truth = try harness.simulatorTruth()

@@ -207,7 +207,7 @@ struct MDBEndToEndTests {
     @Test("a full ledger: the changer is held at COIN TYPE 0 and returns every coin; nothing is credited unrecorded or twice")
     func ledgerFull() throws {
         let rig = try Rig("mdb-full", scenario: "name: mdb-full\nseed: 12\ncoins: 120\nrate_per_s: 8\ncurrency: USD\nmix: {nickel: 1, quarter: 1}\n",
-                          simulatorArguments: ["--linger-ms", "500", "--host-timeout", "20"], extra: "ledger: {max_size_mb: 0.0825}")
+                          simulatorArguments: ["--linger-ms", "500", "--host-timeout", "20"], extra: "ledger: {max_size_mb: 0.0905}")
         let daemon = try rig.startDaemon()
         var connection: CoinMechConnection?
         try TestSupport.waitUntil("the daemon's socket", timeout: 20) {
