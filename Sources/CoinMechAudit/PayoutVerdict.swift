@@ -32,17 +32,14 @@ public struct PayoutVerdict: Sendable {
         self.dispenses = dispenses
         self.inventoryMismatch = inventoryMismatch
         var byValue: [Int: Int] = [:]
-        var steps = tally.valueSteps.makeIterator()
+        // The next journalled step a device payout may match: one that matches none leaves it
+        // where it was, so a payout taken twice does not make every later one unmatched.
+        var next = tally.valueSteps.startIndex
         for payout in valuePayouts {
             for (type, count) in payout.coins { byValue[type, default: 0] += count }
-            var matched = false
-            while let asked = steps.next() {
-                if asked == payout.askedMinor {
-                    matched = true
-                    break
-                }
-            }
-            if !matched || payout.paidMinor > payout.askedMinor { paidTwice += payout.coins.values.reduce(0, +) }
+            let match = tally.valueSteps[next...].firstIndex(of: payout.askedMinor)
+            if let match { next = match + 1 }
+            if match == nil || payout.paidMinor > payout.askedMinor { paidTwice += payout.coins.values.reduce(0, +) }
         }
         for type in Set(devicePaid.keys).union(tally.recorded.keys).union(tally.asked.keys) {
             paidTwice += tally.paidTwice(type, devicePaid: devicePaid[type, default: 0] - byValue[type, default: 0])

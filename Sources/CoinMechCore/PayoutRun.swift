@@ -171,11 +171,12 @@ public struct PayoutRun: Sendable {
             Dictionary(uniqueKeysWithValues: coins.keys.map { ($0, counts.indices.contains($0) ? counts[$0] : 0) })
         }
         if value > step.valueMinor {
-            let recorded = Self.capped(fallen, to: step.valueMinor, reported: reported, coins)
+            let values = coins.mapValues(\.valueMinor)
+            let recorded = Self.capped(fallen, to: step.valueMinor, reported: reported, values: values)
             for (type, count) in recorded { paid[type, default: 0] += count }
             valueQueue = []
             reason = "the tubes fell by \(value) for a value step of \(step.valueMinor), more than it asked (a tube sensor wrong, or coins taken out by hand): "
-                + "\(Self.worth(recorded, coins)) recorded as paid, nothing more paid; check the tubes"
+                + "\(Self.worth(recorded, values: values)) recorded as paid, nothing more paid; check the tubes"
             return
         }
         for (type, fall) in fallen { paid[type, default: 0] += fall }
@@ -193,13 +194,13 @@ public struct PayoutRun: Sendable {
 
     /// What a fall worth more than `value` is recorded as: `reported` where it is within the
     /// fall and the value, else the fall's largest coins up to the value.
-    static func capped(_ fallen: [Int: Int], to value: Int64, reported: [Int: Int]?, _ coins: [Int: PayoutCoin]) -> [Int: Int] {
-        if let reported, reported.allSatisfy({ $0.value >= 0 && $0.value <= fallen[$0.key, default: 0] }), worth(reported, coins) <= value {
+    static func capped(_ fallen: [Int: Int], to value: Int64, reported: [Int: Int]?, values: [Int: Int64]) -> [Int: Int] {
+        if let reported, reported.allSatisfy({ $0.value >= 0 && $0.value <= fallen[$0.key, default: 0] }), worth(reported, values: values) <= value {
             return reported.filter { $0.value > 0 }
         }
         var left = value, taken: [Int: Int] = [:]
-        for (type, fall) in fallen.sorted(by: { coins[$0.key]?.valueMinor ?? 0 > coins[$1.key]?.valueMinor ?? 0 }) {
-            guard let coin = coins[type]?.valueMinor, coin > 0 else { continue }
+        for (type, fall) in fallen.sorted(by: { values[$0.key] ?? 0 > values[$1.key] ?? 0 }) {
+            guard let coin = values[type], coin > 0 else { continue }
             let count = min(Int64(fall), left / coin)
             if count > 0 { taken[type] = Int(count) }
             left -= count * coin
@@ -207,8 +208,8 @@ public struct PayoutRun: Sendable {
         return taken
     }
 
-    static func worth(_ counts: [Int: Int], _ coins: [Int: PayoutCoin]) -> Int64 {
-        counts.reduce(Int64(0)) { $0 + Int64($1.value) * (coins[$1.key]?.valueMinor ?? 0) }
+    static func worth(_ counts: [Int: Int], values: [Int: Int64]) -> Int64 {
+        counts.reduce(Int64(0)) { $0 + Int64($1.value) * (values[$1.key] ?? 0) }
     }
 
     private static func describe(_ counts: [Int: Int]) -> String {
@@ -302,7 +303,12 @@ public struct PayoutRun: Sendable {
             let now = tubes.indices.contains(type) ? tubes[type] : first
             paid[type] = min(max(first - now, 0), asked[type] ?? 0)
         }
-        let paidMinor = paid.reduce(Int64(0)) { $0 + Int64($1.value) * (values[$1.key] ?? 0) }
+        // Value steps are capped per tube, so their falls across several tubes can add up past
+        // what the payout asked: never recorded beyond it, as a value step's fall is live.
+        if worth(paid, values: values) > record.order.amountMinor {
+            paid = capped(paid, to: record.order.amountMinor, reported: nil, values: values)
+        }
+        let paidMinor = worth(paid, values: values)
         var reason = record.steps.isEmpty ? "the daemon stopped before any coin was to move"
             : paidMinor < record.order.amountMinor ? "the daemon stopped mid-payout; the device's own count (the changer's tubes, the hopper's last payout) says what was paid" : nil
         // A tube above its count before the payout was filled while no daemon watched: what it
@@ -314,9 +320,11 @@ public struct PayoutRun: Sendable {
         return settlement(order: record.order, paidMinor: paidMinor, paid: paid, reason: reason, afterRestart: true)
     }
 
-    /// The largest count a journalled step's numbers may hold (a tube, a DISPENSE): beyond it
-    /// the journal is taken as damaged, not as a fact to pay or owe by.
-    static let largestCount = 65_535
+    /// The largest count a journalled step's numbers may hold (a tube, a hopper's level, a
+    /// DISPENSE): beyond it the journal is taken as damaged, not as a fact to pay or owe by.
+    /// Above any level an operator can set (100,000) and any hopper holds, and low enough
+    /// that no settlement's sum overflows.
+    static let largestCount = 1_000_000
 
     /// Why an open payout's journal cannot be settled from, if it cannot: an amount or a step
     /// out of range, or a value step whose tube counts did not read back (a damaged ledger).

@@ -454,8 +454,12 @@ public struct MDBChangerHost: Sendable {
     }
 
     private mutating func handle(_ reply: MDBAdapterReply, to command: MDBAdapterCommand, now: UInt64, _ outputs: inout [MDBChangerHostOutput]) {
-        // Nobody answered on the bus: as if no reply came.
-        if case .peripheral(.noAnswer) = reply { return failed(now: now, &outputs) }
+        // Nobody answered on the bus: as if no reply came. A COIN TYPE may have been taken with
+        // its ACK lost on the bus: what the changer accepts is unknown, as for a lost reply.
+        if case .peripheral(.noAnswer) = reply {
+            if Self.code(command) == MDBChangerCommand.coinTypeCode { forgetAcceptance(&outputs) }
+            return failed(now: now, &outputs)
+        }
         if case .peripheral = reply {
             if !isResponding {
                 isResponding = true

@@ -16,8 +16,10 @@ struct MDBChangerSimulationTests {
         var changer = MDBChangerDevice()
         var now: UInt64 = 0
         var events: [MDBChangerHostEvent] = []
-        /// The next line that begins so is taken by the changer and its reply lost.
+        /// The next line that begins so is taken by the changer and its reply lost, or answered
+        /// NACK by the adapter (its ACK lost on the bus).
         var loseReplyTo: String?
+        var nackReplyTo: String?
 
         mutating func carry(_ outputs: [MDBChangerHostOutput]) {
             var pending = outputs
@@ -33,6 +35,11 @@ struct MDBChangerSimulationTests {
                         continue
                     }
                     now += MDBChangerSimulationTests.ms
+                    if let prefix = nackReplyTo, command.text.hasPrefix(prefix) {
+                        nackReplyTo = nil
+                        pending += host.received(Array("p,NACK\r\n".utf8), at: now)
+                        continue
+                    }
                     pending += host.received(Array((reply.text + "\r\n").utf8), at: now)
                 }
             }
@@ -148,11 +155,13 @@ struct MDBChangerSimulationTests {
         return line
     }
 
-    @Test("a let-go whose COIN TYPE reply is lost leaves what the changer takes unknown: the next hold is still only once it takes nothing")
-    func holdAfterLostCoinType() {
+    @Test("a let-go whose COIN TYPE reply is lost, or NACKed, leaves what the changer takes unknown: the next hold is still only once it takes nothing",
+          arguments: [false, true])
+    func holdAfterLostCoinType(nacked: Bool) {
         var line = Self.held()
-        // Let go, and the changer takes the coin types, but its answer is lost on the line.
-        line.loseReplyTo = "R,0C"
+        // Let go, and the changer takes the coin types, but its answer is lost on the line (or
+        // on the bus: the adapter says NACK).
+        if nacked { line.nackReplyTo = "R,0C" } else { line.loseReplyTo = "R,0C" }
         line.carry(line.host.holdForPayout(false, now: line.now))
         #expect(line.changer.enabled == 0x003F)
         // Held again before the host tried anything more.

@@ -122,6 +122,25 @@ struct PayoutValueStepTests {
         }
     }
 
+    @Test("a value step left open whose tubes all fell is settled at most at the payout's amount, largest coins first")
+    func openValueStepCapped() {
+        let order = PayoutRunTests.order(50)
+        let record = PayoutRecord(order: order, source: "mdb", requestedSeq: 1, settledSeq: nil, steps: [.value(50, tubesBefore: [4, 3, 8])], settlement: nil)
+        // Each tube fell within the step's value in its coin (4 nickels, 3 dimes, 2 quarters):
+        // together 100, twice what was asked.
+        let settlement = PayoutRun.settle(record, tubes: [0, 0, 6], reported: 16, values: Self.coins.mapValues(\.valueMinor))
+        #expect(settlement.paidMinor == 50 && settlement.debtMinor == 0 && settlement.paidCoins == [2: 2])
+    }
+
+    @Test("a hopper level an operator may set (up to 100,000 coins) is a count, not damage: the open payout settles from it")
+    func largeHopperLevel() {
+        let order = PayoutOrder(requestID: "r1", amountMinor: 400, currency: "EUR", by: "test")
+        let step = PayoutStep(type: 0, coinID: "EU200A", valueMinor: 200, count: 2, tubeBefore: 100_000)
+        let record = PayoutRecord(order: order, source: "cctalk", requestedSeq: 1, settledSeq: nil, steps: [step], settlement: nil)
+        let settlement = PayoutRun.settle(record, tubes: [99_998], reported: 1)
+        #expect(settlement.paidMinor == 400 && settlement.debtMinor == 0 && settlement.paidCoins == [0: 2])
+    }
+
     @Test("numbers out of range in an open payout's journal settle as unverified, and no sum overflows")
     func outOfRange() {
         let values = Self.coins.mapValues(\.valueMinor)

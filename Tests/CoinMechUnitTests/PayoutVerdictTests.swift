@@ -37,6 +37,14 @@ struct PayoutVerdictTests {
         #expect(verdict.paidTwice == 2)
     }
 
+    @Test("a value no step asked counts its own coins only: the payouts after it still match their steps")
+    func unmatchedDoesNotCascade() {
+        let paid = [DeviceValuePayout(askedMinor: 30, paidMinor: 30, coins: [2: 1, 0: 1]), DeviceValuePayout(askedMinor: 50, paidMinor: 50, coins: [2: 2]),
+                    DeviceValuePayout(askedMinor: 100, paidMinor: 100, coins: [2: 4])]
+        let verdict = PayoutVerdict(Self.journal([50, 100]), devicePaid: [2: 7, 0: 1], dispenses: 0, inventoryMismatch: [], valuePayouts: paid)
+        #expect(verdict.paidTwice == 2)
+    }
+
     @Test("a journalled step never sent is skipped, and a DISPENSE's coins are still held to its count")
     func skippedAndDispensed() {
         let paid = [DeviceValuePayout(askedMinor: 100, paidMinor: 100, coins: [2: 4])]
