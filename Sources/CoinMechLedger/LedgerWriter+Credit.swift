@@ -13,8 +13,8 @@ extension LedgerWriter {
             let open = try Bool.fetchOne(db, sql: "SELECT 1 FROM credit_accounts WHERE source = ? AND account = ? AND currency = ?",
                                          arguments: [source, account, currency]) == true
             guard !open else { continue }
-            let event = try insertCreditEvent(.creditOpened, source: source, currency: currency, valueMinor: 0,
-                                              detail: ["account": account, "by": by, "balance_minor": "0"])
+            let event = try insertCreditEvent(.creditOpened, source: source, currency: currency, valueMinor: 0, balance: 0,
+                                              detail: ["account": account, "by": by])
             try db.execute(sql: """
                 INSERT INTO credit_accounts (source, account, currency, balance_minor, opened_seq, moved_seq, moved_time)
                 VALUES (?, ?, ?, 0, ?, ?, ?)
@@ -38,10 +38,7 @@ extension LedgerWriter {
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM credit_moves WHERE request_id = ? AND kind = ?", arguments: [move.requestID, move.kind.rawValue]) == true {
             throw LedgerPrecondition(message: "credit request \(move.requestID) (\(move.kind.rawValue)) is on the ledger already: it is answered from there")
         }
-        guard let balance = try Int64.fetchOne(db, sql: "SELECT balance_minor FROM credit_accounts WHERE source = ? AND account = ? AND currency = ?",
-                                               arguments: [move.source, move.account, move.currency]) else {
-            throw LedgerPrecondition(message: "no credit is held for \(move.source)/\(move.account) in \(move.currency)")
-        }
+        let balance = try balance(source: move.source, account: move.account, currency: move.currency)
         let after: Int64
         switch move.kind {
         case .spent:
@@ -68,15 +65,15 @@ extension LedgerWriter {
             }
             after = 0
         }
-        var detail = ["request_id": move.requestID, "account": move.account, "by": move.by, "balance_minor": "\(after)"]
+        var detail = ["request_id": move.requestID, "account": move.account, "by": move.by]
         if let item = move.item { detail["item"] = item }
-        let event = try insertCreditEvent(move.kind.eventKind, source: move.source, currency: move.currency, valueMinor: move.amountMinor, detail: detail)
+        let event = try insertCreditEvent(move.kind.eventKind, source: move.source, currency: move.currency, valueMinor: move.amountMinor, balance: after,
+                                          detail: detail)
         try db.execute(sql: """
             INSERT INTO credit_moves (request_id, kind, source, account, currency, amount_minor, item, by, seq, balance_after)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [move.requestID, move.kind.rawValue, move.source, move.account, move.currency, move.amountMinor, move.item, move.by, event.seq, after])
-        try db.execute(sql: "UPDATE credit_accounts SET balance_minor = ?, moved_seq = ?, moved_time = ? WHERE source = ? AND account = ? AND currency = ?",
-                       arguments: [after, event.seq, time, move.source, move.account, move.currency])
+        try setBalance(after, by: event, source: move.source, account: move.account, currency: move.currency)
         return event
     }
 
@@ -87,29 +84,43 @@ extension LedgerWriter {
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM credit_moves WHERE request_id = ?", arguments: [order.requestID]) == true {
             throw LedgerPrecondition(message: "request id \(order.requestID) is a sale's: paying credit back takes an id of its own")
         }
-        guard let balance = try Int64.fetchOne(db, sql: "SELECT balance_minor FROM credit_accounts WHERE source = ? AND account = ? AND currency = ?",
-                                               arguments: [source, account, order.currency]) else {
-            throw LedgerPrecondition(message: "no credit is held for \(source)/\(account) in \(order.currency)")
-        }
+        let balance = try balance(source: source, account: account, currency: order.currency)
         guard balance >= order.amountMinor else {
             throw LedgerPrecondition(message: "paying back \(order.amountMinor) \(order.currency) is more than the credit of \(balance)")
         }
         let after = balance - order.amountMinor
-        let event = try insertCreditEvent(.creditReturned, source: source, currency: order.currency, valueMinor: order.amountMinor,
-                                          detail: ["request_id": order.requestID, "account": account, "by": order.by, "balance_minor": "\(after)"])
-        try db.execute(sql: "UPDATE credit_accounts SET balance_minor = ?, moved_seq = ?, moved_time = ? WHERE source = ? AND account = ? AND currency = ?",
-                       arguments: [after, event.seq, time, source, account, order.currency])
+        let event = try insertCreditEvent(.creditReturned, source: source, currency: order.currency, valueMinor: order.amountMinor, balance: after,
+                                          detail: ["request_id": order.requestID, "account": account, "by": order.by])
+        try setBalance(after, by: event, source: source, account: account, currency: order.currency)
         return event
     }
 
+    /// An account's balance; refused where no credit is held for it.
+    private func balance(source: String, account: String, currency: String) throws -> Int64 {
+        guard let balance = try Int64.fetchOne(db, sql: "SELECT balance_minor FROM credit_accounts WHERE source = ? AND account = ? AND currency = ?",
+                                               arguments: [source, account, currency]) else {
+            throw LedgerPrecondition(message: "no credit is held for \(source)/\(account) in \(currency)")
+        }
+        return balance
+    }
+
+    /// An account's balance after `event` moved it.
+    private func setBalance(_ balance: Int64, by event: LedgerEvent, source: String, account: String, currency: String) throws {
+        try db.execute(sql: "UPDATE credit_accounts SET balance_minor = ?, moved_seq = ?, moved_time = ? WHERE source = ? AND account = ? AND currency = ?",
+                       arguments: [balance, event.seq, time, source, account, currency])
+    }
+
     /// A credit event: the amount in the `currency` and `value_minor` columns, as a coin's is,
-    /// so that SQL sums it by kind.
-    private func insertCreditEvent(_ kind: EventKind, source: String, currency: String, valueMinor: Int64, detail: [String: String]) throws -> LedgerEvent {
+    /// so that SQL sums it by kind, and the balance it left in its detail (`balance_minor`).
+    private func insertCreditEvent(_ kind: EventKind, source: String, currency: String, valueMinor: Int64, balance: Int64,
+                                   detail: [String: String]) throws -> LedgerEvent {
+        var detail = detail
+        detail["balance_minor"] = "\(balance)"
         let json = try Self.json(detail)
         try db.execute(sql: "INSERT INTO events (time, kind, source, currency, value_minor, detail) VALUES (?, ?, ?, ?, ?, ?)",
                        arguments: [time, kind.rawValue, source, currency, valueMinor, json])
         var event = LedgerEvent(seq: db.lastInsertedRowID, time: time, kind: kind.rawValue, source: source, currency: currency, valueMinor: valueMinor, detail: json)
-        event.creditBalanceMinor = detail["balance_minor"].flatMap { Int64($0) }
+        event.creditBalanceMinor = balance
         return event
     }
 }
