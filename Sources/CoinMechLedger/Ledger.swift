@@ -35,6 +35,14 @@ public final class Ledger: Sendable {
         }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            // One opener at a time brings the schema up to date. GRDB's migrator reads which
+            // migrations are missing outside their transactions, so a second process opening a
+            // fresh ledger at once (a test's reader, the crash suite's audit, an operator's
+            // tool beside the starting daemon) applied them again and failed ("duplicate column
+            // name"), and the daemon did not start. An advisory lock on the directory, not the
+            // database file: closing any descriptor of that file would drop SQLite's own locks.
+            let lock = try DirectoryLock(directory)
+            defer { lock.release() }
             pool = try DatabasePool(path: path, configuration: configuration)
             // After the pool, not in prepareDatabase: DatabasePool.init switches the writer to
             // WAL and then sets `synchronous = NORMAL` on it, which would undo a pragma set

@@ -116,7 +116,11 @@ struct MDBEndToEndTests {
         let rig = try Rig("mdb-stop", scenario: "name: mdb-stop\nseed: 8\ncoins: 0\nrate_per_s: 2\ncurrency: USD\nmix: {nickel: 1, quarter: 1}\n",
                           simulatorArguments: ["--host-timeout", "20"])
         let daemon = try rig.startDaemon()
-        try TestSupport.waitUntil("3 coins credited", timeout: 60) { ((try? rig.accepts().count) ?? 0) >= 3 }
+        do {
+            try TestSupport.waitUntil("3 coins credited", timeout: 60) { ((try? rig.accepts().count) ?? 0) >= 3 }
+        } catch let timedOut as WaitTimedOut {
+            throw TestFailure("\(timedOut)\n-- coinmechd:\n\(daemon.stderr.suffix(6000))\n-- coinsim:\n\(rig.sim.stderr.suffix(3000))")
+        }
         daemon.signal(SIGTERM)
         #expect(daemon.wait(timeout: 20) == 0, "\(daemon.stderr)")
         rig.sim.signal(SIGTERM)
