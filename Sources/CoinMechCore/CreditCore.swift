@@ -182,8 +182,10 @@ public struct CreditCore: Sendable {
                 return [.reply(ticket, .kept(balanceMinor: account.balanceMinor, currency: account.currency,
                                              reason: "no device here pays change: the credit stays"))] + next(now)
             }
-            stage = .returning(command, ticket, asked: account.balanceMinor, balance: account.balanceMinor, retried: false)
-            return [.payout(PayoutRequest(requestID: id, amountMinor: account.balanceMinor, currency: account.currency, by: by, creditAccount: settings.account))]
+            // Change, not a cash withdrawal: what is above a payout's largest amount stays credit.
+            let asked = min(account.balanceMinor, PayoutPlanner.maximumAmount)
+            stage = .returning(command, ticket, asked: asked, balance: account.balanceMinor, retried: false)
+            return [.payout(PayoutRequest(requestID: id, amountMinor: asked, currency: account.currency, by: by, creditAccount: settings.account))]
         }
     }
 

@@ -212,4 +212,19 @@ struct CreditCoreTests {
         #expect(kept == .kept(balanceMinor: 25, currency: "USD", reason: "no device here pays change: the credit stays"))
         #expect(none.payouts.isEmpty && none.balance == 25)
     }
+
+    // A payout is change, at most `PayoutPlanner.maximumAmount`: the planner traps on more. A
+    // credit above it (a cabinet that takes notes, a long session) was asked whole.
+    @Test("cancel: a credit above the largest payout asks for the largest, and the rest stays credit")
+    func cancelAboveTheLargestPayout() throws {
+        var bench = try Bench("credit-core-large")
+        try bench.quarters(1...4001)
+        #expect(bench.balance == 100_025)
+        bench.payoutAnswer = { request in
+            let order = PayoutOrder(requestID: request.requestID, amountMinor: request.amountMinor, currency: "USD", by: request.by, creditAccount: request.creditAccount)
+            return .payout(PayoutRecord(order: order, source: "serial", requestedSeq: 1, settledSeq: nil, steps: [], settlement: nil), coins: [:], repeated: false)
+        }
+        guard case .returned(_, 25)? = bench.ask(.cancel(requestID: "c1", by: "kiosk")) else { Issue.record("\(bench.replies)"); return }
+        #expect(bench.payouts.map(\.amountMinor) == [100_000])
+    }
 }
