@@ -28,17 +28,23 @@ final class CoreExecutor {
     private(set) var deciding: DecidingCore
     private(set) var acceptor: AcceptorCore?
     private(set) var payout: PayoutCore?
+    /// The customer's credit (`CreditCore`): set by `CoreExecutor+Credit`.
+    var credit: CreditCore?
+    /// The commands the credit core answers, by ticket (their reply names them), and the
+    /// payouts it asked for a cancel, whose answers go back to it.
+    var creditCommands: [Ticket: CreditCommand] = [:]
+    var creditPayouts: Set<Ticket> = []
     let mech: any Mech
     private let confirming: (any ConfirmingMech)?
     let acceptorMech: (any AcceptorMech)?
     let payingMech: (any PayingMech)?
     /// The coin positions the operator allows (`source.positions`), for a coin acceptor.
     private let operatorPositions: CoinPositionMask?
-    private let decider: ChainDecider
-    private let ledger: Ledger
-    private let hub: EventHub
+    let decider: ChainDecider
+    let ledger: Ledger
+    let hub: EventHub
     private let logger: Logger
-    private let failpoints: Failpoints
+    let failpoints: Failpoints
     /// Where teach mode's calibration files may be written, and how.
     private let stateDirectory: String
     private let calibrations: CalibrationFiles
@@ -61,6 +67,7 @@ final class CoreExecutor {
         var deciding: DecidingCore
         var acceptor: AcceptorCore?
         var payout: PayoutCore?
+        var credit: CreditCore?
         var mech: any Mech
         var payingMech: (any PayingMech)?
         var operatorPositions: CoinPositionMask?
@@ -72,6 +79,7 @@ final class CoreExecutor {
         deciding = parts.deciding
         acceptor = parts.acceptor
         payout = parts.payout
+        credit = parts.credit
         mech = parts.mech
         confirming = parts.mech as? any ConfirmingMech
         acceptorMech = parts.mech as? any AcceptorMech
@@ -90,10 +98,20 @@ final class CoreExecutor {
 
     /// Names an operator's command until a core replies to it.
     func ticket(_ completion: @escaping Completion, chain: Chain? = nil) -> Ticket {
-        nextTicket += 1
-        let ticket = Ticket(nextTicket)
+        let ticket = freshTicket()
         tickets[ticket] = (completion, chain)
         return ticket
+    }
+
+    /// A ticket no operator waits on: one core's request to another (a cancel's payout).
+    func freshTicket() -> Ticket {
+        nextTicket += 1
+        return Ticket(nextTicket)
+    }
+
+    /// Answers the operator waiting on `ticket`.
+    func complete(_ ticket: Ticket, _ result: Result<JSON, CommandError>) {
+        tickets.removeValue(forKey: ticket)?.completion(result)
     }
 
     func publishStatus() {
@@ -347,6 +365,10 @@ final class CoreExecutor {
             case .publish(let events):
                 hub.publish(events)
             case .reply(let ticket, let answer):
+                if creditPayouts.remove(ticket) != nil {
+                    stepCredit(.payoutAnswered(answer))
+                    continue
+                }
                 publishStatus()
                 tickets.removeValue(forKey: ticket)?.completion(OperatorReplies.reply(answer))
             case .failpoint(let point):

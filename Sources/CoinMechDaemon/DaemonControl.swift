@@ -71,6 +71,7 @@ struct DaemonControl: ControlPlane {
         reply.decisionLatency = .init(boundsMicroseconds: LatencyHistogram.boundsMicroseconds.map { Int64($0) }, counts: latency.counts.map { Int64($0) },
                                       sumMicroseconds: Int64(latency.sumMicroseconds))
         reply.version = Daemon.version
+        reply.credit = ((try? creditAccounts()) ?? []).map(Self.account)
         // A link out of service keeps the mech inhibited whatever the operator said.
         // (The chain's own word until the deciding loop has reviewed it, just after a start.)
         reply.pluginInhibit = status.core.pluginInhibit ?? PluginHealthReview.inhibitReason(chain.outOfService)
@@ -126,7 +127,13 @@ struct DaemonControl: ControlPlane {
             loop.submit(.inventory(InventoryRequest(unit: unit, kind: .refill(coins: coins), requestID: requestID, by: peer.userName), completion: completion))
         case .float(let unit, let level, let requestID):
             loop.submit(.inventory(InventoryRequest(unit: unit, kind: .float(level: level), requestID: requestID, by: peer.userName), completion: completion))
-        case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan:
+        case .spend(let amount, let currency, let item, let requestID):
+            loop.submit(.credit(.spend(requestID: requestID, amountMinor: amount, currency: currency, item: item, by: peer.userName), completion: completion))
+        case .refund(let requestID):
+            loop.submit(.credit(.refund(requestID: requestID, by: peer.userName), completion: completion))
+        case .cancel(let requestID):
+            loop.submit(.credit(.cancel(requestID: requestID, by: peer.userName), completion: completion))
+        case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan, .credit:
             completion(.failure(CommandError(.badRequest, "'\(command.name.rawValue)' is not a control command")))
         }
     }

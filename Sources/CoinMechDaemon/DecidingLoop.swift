@@ -74,13 +74,15 @@ public final class DecidingLoop: @unchecked Sendable {
         case payout(PayoutRequest, completion: Completion)
         /// An operator's refill or count of a payout unit (`PayoutCore`).
         case inventory(InventoryRequest, completion: Completion)
+        /// The sale application's command on the customer's credit (`CreditCore`).
+        case credit(CreditCommand, completion: Completion)
 
         /// Who hears how it went.
         var completion: Completion {
             switch self {
             case .inhibit(_, _, let completion), .collect(_, let completion), .install(_, let completion), .reloadFailed(_, let completion),
                  .teachStart(_, _, let completion), .teachCommit(_, let completion), .teachAbort(_, let completion), .explain(_, let completion),
-                 .payout(_, let completion), .inventory(_, let completion):
+                 .payout(_, let completion), .inventory(_, let completion), .credit(_, let completion):
                 completion
             }
         }
@@ -159,7 +161,11 @@ public final class DecidingLoop: @unchecked Sendable {
         if !restored.pending.isEmpty {
             logger.notice("accepted coins from before the restart wait for the mech's word", metadata: ["pending": "\(restored.pending.count)"])
         }
-        let parts = CoreExecutor.Parts(deciding: deciding, acceptor: acceptor, payout: payout, mech: made, payingMech: payingMech,
+        // The customer's credit, an account per currency the cabinet takes: those configured,
+        // else those the chain's links declare (the coins it can credit at all).
+        let currencies = source.currenciesConfigured ? source.coins.currencies : chain.current.acceptPolicy.coins.currencies
+        let credit = CreditCore(settings: CreditCore.Settings(source: source.name, currencies: currencies, paysOut: payout != nil))
+        let parts = CoreExecutor.Parts(deciding: deciding, acceptor: acceptor, payout: payout, credit: credit, mech: made, payingMech: payingMech,
                                        operatorPositions: context.acceptor?.positions, decisionJournal: decisionJournal,
                                        commitSpeed: source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) })
         executor = CoreExecutor(parts, decider: ChainDecider(chain: chain, sourceName: source.name, logger: logger), ledger: ledger, hub: hub,
@@ -209,10 +215,12 @@ public final class DecidingLoop: @unchecked Sendable {
         // A changer with payouts left open is held from its first COIN TYPE on: its tubes must
         // count only what those payouts paid.
         executor.startPayout()
+        executor.startCredit()
         reviewPluginHealth()
         while !stopping.load(ordering: .sequentiallyConsistent) {
             turn(now: .now)
             executor.stepDeciding(.tick)
+            executor.stepCredit(.tick)
             runCommands()
             reviewPluginHealth()
             executor.publishStatus()
@@ -284,6 +292,8 @@ public final class DecidingLoop: @unchecked Sendable {
             case .inventory(let request, let completion):
                 guard executor.payout != nil else { completion(Self.givesNoChange); continue }
                 executor.stepPayout(.inventory(request, ticket: executor.ticket(completion)))
+            case .credit(let command, let completion):
+                executor.stepCredit(.command(command, ticket: executor.ticket(completion)))
             }
         }
     }

@@ -79,4 +79,42 @@ enum OperatorReplies {
         }
         return reply
     }
+
+    /// The credit core's answer to `spend`, `refund` or `cancel`.
+    static func reply(_ answer: CreditAnswer, to command: CreditCommand) -> Result<JSON, CommandError> {
+        let id = command.requestID
+        switch answer {
+        case .spent(let record, let repeated), .refunded(let record, let repeated):
+            var reply = CreditReply(requestID: id, state: record.move.kind == .refunded ? .refunded : .approved, currency: record.move.currency,
+                                    balanceMinor: record.balanceAfterMinor)
+            reply.amountMinor = record.move.amountMinor
+            reply.item = record.move.item
+            reply.seq = record.seq
+            reply.repeated = repeated
+            return .success(reply.json)
+        case .short(let balance, let currency):
+            var reply = CreditReply(requestID: id, state: .refused, currency: currency, balanceMinor: balance)
+            reply.reason = "credit_short"
+            if case .spend(_, let amount, _, let item, _) = command {
+                reply.amountMinor = amount
+                reply.item = item
+            }
+            return .success(reply.json)
+        case .returned(let payout, let kept):
+            guard case .payout(let record, let coins, let repeated) = payout else { return reply(payout) }
+            var reply = CreditReply(requestID: id, state: .returned, currency: record.order.currency, balanceMinor: kept)
+            reply.keptMinor = kept
+            reply.payout = payoutReply(record: record, coins: coins, repeated: repeated)
+            reply.repeated = repeated
+            return .success(reply.json)
+        case .kept(let balance, let currency, let reason):
+            var reply = CreditReply(requestID: id, state: .kept, currency: currency, balanceMinor: balance)
+            reply.reason = reason
+            return .success(reply.json)
+        case .unavailable(let message):
+            return .failure(CommandError(.unavailable, message))
+        case .badRequest(let field, let message):
+            return .failure(CommandError(.badRequest, "\"\(field)\": \(message)"))
+        }
+    }
 }

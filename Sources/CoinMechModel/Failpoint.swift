@@ -41,7 +41,10 @@ public enum Failpoint: String, Sendable, CaseIterable {
     /// An operator's refill or float committed, before the loop hears of it. `fail` makes that
     /// commit report a failure though it landed.
     case inventoryCommitted = "inventory-committed"
+    /// A sale or a refund of the customer's credit committed, before the loop hears of it.
+    /// `fail` makes that commit report a failure though it landed.
+    case creditCommitted = "credit-committed"
 
     /// Whether the place asks `Failpoints.fails`, so that `fail` can be armed there.
-    public var canFail: Bool { self == .payoutMovesCommitted || self == .inventoryCommitted }
+    public var canFail: Bool { self == .payoutMovesCommitted || self == .inventoryCommitted || self == .creditCommitted }
 }

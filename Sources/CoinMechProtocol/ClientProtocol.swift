@@ -42,6 +42,17 @@ public enum ClientProtocol {
         }
     }
 
+    /// A sale's `item`: what the sale application calls it, 1 to 64 bytes of UTF-8 with no
+    /// control, format, separator or private-use characters (it is shown on screens and logs).
+    public static func isItem(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.unicodeScalars.allSatisfy { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned: false
+            default: true
+            }
+        }
+    }
+
     /// The daemon's first line on every connection: the protocol, who speaks it, and the last
     /// recorded event's `seq`.
     public static func hello(version: String, seq: Int64) -> JSON {

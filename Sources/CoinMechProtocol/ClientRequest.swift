@@ -121,13 +121,39 @@ public struct ClientRequest: Sendable, Equatable {
                 throw Failure(id: id, .badRequest, "\"coins\" is required: the coins loaded into the hopper")
             }
             return .refill(unit: unit, coins: Int(try integer(fields, "coins", default: 0, range: ClientProtocol.inventoryCoins, id: id)), requestID: requestID)
+        case .credit: return .credit
+        case .spend:
+            let (amount, currency) = try payoutAmount(fields, id: id, what: "a sale's price")
+            var item: String?
+            if let field = fields["item"], field != .null {
+                guard let text = field.string, ClientProtocol.isItem(text) else {
+                    throw Failure(id: id, .badRequest, "\"item\" must name what is sold in 1 to 64 bytes of printable text (no control characters)")
+                }
+                item = text
+            }
+            return .spend(amountMinor: amount, currency: currency, item: item, requestID: try requestID(fields, known, id: id))
+        case .refund: return .refund(requestID: try requestID(fields, known, id: id))
+        case .cancel: return .cancel(requestID: try requestID(fields, known, id: id))
         }
     }
 
+    /// `request_id` (required) of the credit commands: one id names one sale, refund or return.
+    static func requestID(_ fields: [String: JSON], _ name: OperatorCommand.Name, id: JSON?) throws(Failure) -> String {
+        guard let requestID = fields["request_id"]?.string, ClientProtocol.isRequestID(requestID) else {
+            let what = switch name {
+            case .refund: "the request id of the sale to put back"
+            case .cancel: "unique per return of the credit (a repeat is answered from the ledger, never paid again)"
+            default: "unique per sale (a repeat is answered from the ledger, never charged again)"
+            }
+            throw Failure(id: id, .badRequest, "\"request_id\" is required: 1 to 64 characters of A-Z a-z 0-9 . _ : -, \(what)")
+        }
+        return requestID
+    }
+
     /// `amount_minor` (required) and `currency` (optional) of `payout_plan` and `payout`.
-    static func payoutAmount(_ fields: [String: JSON], id: JSON?) throws(Failure) -> (Int64, String?) {
+    static func payoutAmount(_ fields: [String: JSON], id: JSON?, what: String = "the amount") throws(Failure) -> (Int64, String?) {
         guard fields["amount_minor"] != nil, fields["amount_minor"] != .null else {
-            throw Failure(id: id, .badRequest, "\"amount_minor\" is required: the amount in the currency's smallest unit, e.g. 35 for 0.35")
+            throw Failure(id: id, .badRequest, "\"amount_minor\" is required: \(what) in the currency's smallest unit, e.g. 35 for 0.35")
         }
         let amount = try integer(fields, "amount_minor", default: 0, range: ClientProtocol.payoutAmount, id: id)
         var currency: String?

@@ -38,6 +38,16 @@ public enum OperatorCommand: Sendable, Equatable {
     /// level is set to it. Once per `requestID`, as `refill`: a retry after a payout moved the
     /// level does not set it back to the old count.
     case float(unit: String, level: Int, requestID: String)
+    /// The customer's credit as the ledger holds it: the source's accounts, one per currency.
+    case credit
+    /// Approve a sale of `amountMinor` (within `ClientProtocol.payoutAmount`) from the
+    /// customer's credit, once per `requestID`; `item` names what is sold; `currency` (nil:
+    /// the credit's only one). A sale beyond the credit is refused with the balance.
+    case spend(amountMinor: Int64, currency: String?, item: String?, requestID: String)
+    /// Put back the sale approved under `requestID`: it failed after approval.
+    case refund(requestID: String)
+    /// Pay the customer's credit back as change (the escrow return), once per `requestID`.
+    case cancel(requestID: String)
 
     /// A command's `cmd`, and whether it needs control permission.
     public enum Name: String, Sendable, CaseIterable {
@@ -51,12 +61,13 @@ public enum OperatorCommand: Sendable, Equatable {
         case payout
         case refill
         case float
+        case credit, spend, refund, cancel
 
         /// Changes state (or could): the peer must be a control user or group.
         public var isControl: Bool {
             switch self {
-            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout, .refill, .float: true
-            case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan: false
+            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout, .refill, .float, .spend, .refund, .cancel: true
+            case .status, .chain, .totals, .events, .subscribe, .teachStatus, .explain, .payoutPlan, .credit: false
             }
         }
     }
@@ -80,13 +91,17 @@ public enum OperatorCommand: Sendable, Equatable {
         case .payout: .payout
         case .refill: .refill
         case .float: .float
+        case .credit: .credit
+        case .spend: .spend
+        case .refund: .refund
+        case .cancel: .cancel
         }
     }
 
     /// Its arguments as the request carries them (absent optional ones left out).
     public var arguments: [String: JSON] {
         switch self {
-        case .status, .chain, .totals, .collect, .reload, .teachStatus, .teachCommit, .teachAbort:
+        case .status, .chain, .totals, .collect, .reload, .teachStatus, .teachCommit, .teachAbort, .credit:
             return [:]
         case .events(let since, let limit):
             return ["since": .int(since), "limit": .int(limit)]
@@ -115,6 +130,13 @@ public enum OperatorCommand: Sendable, Equatable {
             return ["unit": .string(unit), "coins": .int(Int64(coins)), "request_id": .string(requestID)]
         case .float(let unit, let level, let requestID):
             return ["unit": .string(unit), "level": .int(Int64(level)), "request_id": .string(requestID)]
+        case .spend(let amount, let currency, let item, let requestID):
+            var fields: [String: JSON] = ["amount_minor": .int(amount), "request_id": .string(requestID)]
+            if let currency { fields["currency"] = .string(currency) }
+            if let item { fields["item"] = .string(item) }
+            return fields
+        case .refund(let requestID), .cancel(let requestID):
+            return ["request_id": .string(requestID)]
         }
     }
 

@@ -102,6 +102,8 @@ public struct StatusReply: Sendable, Equatable {
     /// Decided coins' time from the reading's arrival to the answer: bucket upper bounds in µs
     /// (a last bucket, beyond them, for the rest), the count per bucket, the sum in µs.
     public var decisionLatency = DecisionLatency()
+    /// The customer's credit, one account per currency (as `credit` shows it).
+    public var credit: [CreditBalanceReply.Account] = []
 
     public struct DecisionLatency: Sendable, Equatable {
         public var boundsMicroseconds: [Int64] = []
@@ -145,6 +147,7 @@ public struct StatusReply: Sendable, Equatable {
             "decision_latency": ["bounds_us": .array(decisionLatency.boundsMicroseconds.map(JSON.int)),
                                  "counts": .array(decisionLatency.counts.map(JSON.int)), "sum_us": .int(decisionLatency.sumMicroseconds)],
         ]
+        result["credit"] = .array(credit.map(\.json))
         if let pluginInhibit { result["plugin_inhibit"] = .string(pluginInhibit) }
         if let acceptor { result["acceptor"] = acceptor.json }
         return .object(result)
@@ -173,6 +176,7 @@ public struct StatusReply: Sendable, Equatable {
         version = s["version"]?.string ?? ""
         acceptor = s["acceptor"].flatMap { $0 == .null ? nil : Acceptor(json: $0) }
         ledgerBytes = s["ledger_bytes"]?.int ?? 0
+        credit = (s["credit"]?.array ?? []).compactMap { try? CreditBalanceReply.Account(json: $0) }
         let latency = s["decision_latency"]
         decisionLatency = DecisionLatency(boundsMicroseconds: (latency?["bounds_us"]?.array ?? []).compactMap(\.int),
                                           counts: (latency?["counts"]?.array ?? []).compactMap(\.int), sumMicroseconds: latency?["sum_us"]?.int ?? 0)

@@ -298,7 +298,7 @@ final class ClientHandler: ChannelInboundHandler {
                     handler.subscribe(since: since)
                     return nil
                 }
-            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout, .refill, .float:
+            case .inhibit, .collect, .reload, .teachStart, .teachCommit, .teachAbort, .payout, .refill, .float, .spend, .refund, .cancel:
                 let peer = peer
                 onDecidingThread(id) { completion in control.control(command, by: peer, completion: completion) }
             case .teachStatus:
@@ -309,6 +309,8 @@ final class ClientHandler: ChannelInboundHandler {
                 reply(id, { () throws(CommandError) in try control.payoutPlan(amountMinor: amount, currency: currency) }) { _, plan in
                     ClientProtocol.reply(id: id, result: plan)
                 }
+            case .credit:
+                reply(id, { () throws(CommandError) in try control.credit() }) { _, credit in ClientProtocol.reply(id: id, result: credit) }
             }
         } catch {
             send(ClientProtocol.error(id: id, error.code, error.message))

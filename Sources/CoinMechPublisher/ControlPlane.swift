@@ -29,4 +29,6 @@ public protocol ControlPlane: Sendable {
     /// How the changer would pay an amount from its tubes as it last counted them, or the
     /// nearest amounts it can pay; nothing moves.
     func payoutPlan(amountMinor: Int64, currency: String?) throws(CommandError) -> JSON
+    /// The customer's credit as the ledger holds it (a ledger read, off the deciding thread).
+    func credit() throws(CommandError) -> JSON
 }

@@ -29,7 +29,7 @@ struct CoinCtl: ParsableCommand {
             control command); 4 the daemon did not answer in time or spoke gibberish; 64 usage \
             error.
             """,
-        subcommands: [Status.self, Totals.self, Tubes.self, Hoppers.self, Refill.self, Float.self, PayoutPlan.self, Payout.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
+        subcommands: [Status.self, Totals.self, Tubes.self, Hoppers.self, Refill.self, Float.self, PayoutPlan.self, Payout.self, Credit.self, Watch.self, Events.self, Chain.self, Explain.self, Inhibit.self, Collect.self, Reload.self, Teach.self])
 }
 
 struct Common: ParsableArguments {

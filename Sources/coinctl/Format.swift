@@ -151,6 +151,26 @@ enum Format {
         }
     }
 
+    static func credit(_ c: CreditReply) -> String {
+        let repeated = c.repeated == true ? " (asked before: from the ledger)" : ""
+        let amount = c.amountMinor.map { "\(c.currency) \(money($0, c.currency))" } ?? ""
+        let balance = "\(c.currency) \(money(c.balanceMinor, c.currency))"
+        switch c.state {
+        case .approved:
+            return "sale \(c.requestID): approved \(amount)\(c.item.map { " for \($0)" } ?? ""); credit left \(balance)\(repeated)"
+        case .refused:
+            return "sale \(c.requestID): refused, \(amount) is more than the credit of \(balance); nothing recorded"
+        case .refunded:
+            return "sale \(c.requestID): refunded \(amount); credit now \(balance)\(repeated)"
+        case .returned:
+            let paid = c.payout.map { payout($0) } ?? "the change is under way"
+            let kept = (c.keptMinor ?? 0) > 0 ? "; \(c.currency) \(money(c.keptMinor ?? 0, c.currency)) no coins make stays credit" : ""
+            return "return \(c.requestID): \(paid)\(kept)"
+        case .kept:
+            return "return \(c.requestID): nothing paid back, the credit of \(balance) stays: \(c.reason ?? "")"
+        }
+    }
+
     private static func nearest(_ amount: Int64?, _ currency: String, else none: String) -> String {
         amount.map { "\(currency) \(money($0, currency))" } ?? none
     }

@@ -80,6 +80,31 @@ struct ClientRequestTests {
         #expect(failure.message.hasPrefix("\"request_id\" is required"), "\(failure.message)")
     }
 
+    @Test("a credit command with a bad field is refused with bad_request naming the field, before the daemon sees it", arguments: [
+        (#"{"cmd": "spend", "amount_minor": 0, "request_id": "s1", "id": 3}"#, "amount_minor"),
+        (#"{"cmd": "spend", "amount_minor": -25, "request_id": "s1", "id": 3}"#, "amount_minor"),
+        (#"{"cmd": "spend", "amount_minor": 1.5, "request_id": "s1", "id": 3}"#, "amount_minor"),
+        (#"{"cmd": "spend", "amount_minor": "125", "request_id": "s1", "id": 3}"#, "amount_minor"),
+        (#"{"cmd": "spend", "amount_minor": 100001, "request_id": "s1", "id": 3}"#, "amount_minor"),
+        (#"{"cmd": "spend", "request_id": "s1", "id": 3}"#, "amount_minor"),
+        (#"{"cmd": "spend", "amount_minor": 125, "id": 3}"#, "request_id"),
+        (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s 1", "id": 3}"#, "request_id"),
+        (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s1", "currency": "usd", "id": 3}"#, "currency"),
+        (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s1", "item": "", "id": 3}"#, "item"),
+        (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s1", "item": "B4\u0007", "id": 3}"#, "item"),
+        (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s1", "item": "B\u200b4", "id": 3}"#, "item"),
+        (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s1", "item": "B4\u2028", "id": 3}"#, "item"),
+        (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s1", "item": 4, "id": 3}"#, "item"),
+        (#"{"cmd": "refund", "id": 3}"#, "request_id"),
+        (#"{"cmd": "cancel", "request_id": "", "id": 3}"#, "request_id"),
+    ])
+    func creditFields(line: String, field: String) throws {
+        let request = try ClientRequest.parse(line).get()
+        guard case .failure(let failure) = request.command else { Issue.record("\(line) was taken"); return }
+        #expect(failure.code == .badRequest && failure.id == .int(3))
+        #expect(failure.message.hasPrefix("\"\(field)\""), "\(failure.message)")
+    }
+
     private func failureMessage(_ line: String) -> String {
         line.hasPrefix("{") ? "missing \"cmd\" (a string)" : "not a JSON object"
     }

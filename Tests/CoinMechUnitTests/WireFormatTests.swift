@@ -28,6 +28,12 @@ struct WireFormatTests {
         (.payout(amountMinor: 35, currency: "USD", requestID: "sale-1042"), #"{"amount_minor":35,"cmd":"payout","currency":"USD","id":1,"request_id":"sale-1042"}"#),
         (.refill(unit: "EU200A", coins: 40, requestID: "load-7"), #"{"cmd":"refill","coins":40,"id":1,"request_id":"load-7","unit":"EU200A"}"#),
         (.float(unit: "0", level: 120, requestID: "count-3"), #"{"cmd":"float","id":1,"level":120,"request_id":"count-3","unit":"0"}"#),
+        (.credit, #"{"cmd":"credit","id":1}"#),
+        (.spend(amountMinor: 150, currency: "USD", item: "A4", requestID: "sale-7"),
+         #"{"amount_minor":150,"cmd":"spend","currency":"USD","id":1,"item":"A4","request_id":"sale-7"}"#),
+        (.spend(amountMinor: 150, currency: nil, item: nil, requestID: "sale-8"), #"{"amount_minor":150,"cmd":"spend","id":1,"request_id":"sale-8"}"#),
+        (.refund(requestID: "sale-7"), #"{"cmd":"refund","id":1,"request_id":"sale-7"}"#),
+        (.cancel(requestID: "esc-3"), #"{"cmd":"cancel","id":1,"request_id":"esc-3"}"#),
     ])
     func requests(command: OperatorCommand, line: String) throws {
         #expect(command.request(id: .int(1)).description == line)
@@ -38,8 +44,9 @@ struct WireFormatTests {
 
     @Test("every command has a wire name, and the read and control sets are the documented ones")
     func names() {
-        #expect(ClientProtocol.readCommands == ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain", "payout_plan"])
-        #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort", "payout", "refill", "float"])
+        #expect(ClientProtocol.readCommands == ["status", "totals", "chain", "events", "subscribe", "teach_status", "explain", "payout_plan", "credit"])
+        #expect(ClientProtocol.controlCommands == ["inhibit", "collect", "reload", "teach_start", "teach_commit", "teach_abort", "payout", "refill", "float",
+                                                  "spend", "refund", "cancel"])
     }
 
     @Test("the example session's hello, reply and error, as PROTOCOL.md prints them")
@@ -53,7 +60,7 @@ struct WireFormatTests {
         let refused = ClientRequest.parse(#"{"cmd":"fly","id":2}"#).flatMap { request in request.command.map { _ in request } }
         guard case .failure(let failure) = refused else { Issue.record("'fly' was taken"); return }
         #expect(ClientProtocol.error(id: failure.id, failure.code, failure.message).description
-            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: chain, collect, events, explain, float, inhibit, payout, payout_plan, refill, reload, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
+            == #"{"error":{"code":"unknown_command","message":"unknown command 'fly' (known: cancel, chain, collect, credit, events, explain, float, inhibit, payout, payout_plan, refill, refund, reload, spend, status, subscribe, teach_abort, teach_commit, teach_start, teach_status, totals)"},"id":2,"ok":false,"type":"reply"}"#)
     }
 
     @Test("events: a pending accept, its coin, a rejection, a lost source, and how a subscriber gets them")
@@ -102,12 +109,56 @@ struct WireFormatTests {
         reply.version = "0.5.0"
         reply.ledgerBytes = 1_327_104
         reply.decisionLatency = .init(boundsMicroseconds: [1000, 5000], counts: [130, 11, 1], sumMicroseconds: 92_000)
-        #expect(reply.json.description == #"{"chain_generation":3,"counters":{"accepted":120,"bad_alloy":0,"connects":1,"credited":117,"deadline_passed":0,"duplicates":0,"late_answers":0,"protocol_errors":1,"queries":4,"readings":142,"reconnects":0,"rejected":22,"returned_after_accept":1,"unconfirmed":0},"decision_latency":{"bounds_us":[1000,5000],"counts":[130,11,1],"sum_us":92000},"heartbeat_age_ms":12,"inhibited":false,"last_seq":170,"ledger":"ok","ledger_bytes":1327104,"link_problems":[{"cause":"crashes","link":"third-party","reason":"crashed 3 times within 60 s","since":1795287001.2,"state":"quarantined"}],"links":4,"pending":2,"plugin_errors":[{"count":3,"last":"plugin accepted what cannot be credited","link":"third-party"}],"plugin_inhibit":"link 'third-party' is quarantined: crashed 3 times within 60 s","plugin_lies":[{"count":1,"last":"'dime' is 10 USD minor units, not 100","link":"third-party"}],"source":{"device":"/dev/coinmech0","kind":"serial","state":"connected"},"uptime_s":3723.4,"version":"0.5.0"}"#)
+        reply.credit = [.init(account: "serial", currency: "USD", balanceMinor: 150, movedSeq: 168)]
+        #expect(reply.json.description == #"{"chain_generation":3,"counters":{"accepted":120,"bad_alloy":0,"connects":1,"credited":117,"deadline_passed":0,"duplicates":0,"late_answers":0,"protocol_errors":1,"queries":4,"readings":142,"reconnects":0,"rejected":22,"returned_after_accept":1,"unconfirmed":0},"credit":[{"account":"serial","balance_minor":150,"currency":"USD","moved_seq":168}],"decision_latency":{"bounds_us":[1000,5000],"counts":[130,11,1],"sum_us":92000},"heartbeat_age_ms":12,"inhibited":false,"last_seq":170,"ledger":"ok","ledger_bytes":1327104,"link_problems":[{"cause":"crashes","link":"third-party","reason":"crashed 3 times within 60 s","since":1795287001.2,"state":"quarantined"}],"links":4,"pending":2,"plugin_errors":[{"count":3,"last":"plugin accepted what cannot be credited","link":"third-party"}],"plugin_inhibit":"link 'third-party' is quarantined: crashed 3 times within 60 s","plugin_lies":[{"count":1,"last":"'dime' is 10 USD minor units, not 100","link":"third-party"}],"source":{"device":"/dev/coinmech0","kind":"serial","state":"connected"},"uptime_s":3723.4,"version":"0.5.0"}"#)
         #expect(StatusReply(json: reply.json) == reply)
         var down = StatusReply(source: .init(kind: "cctalk", device: "/dev/ttyUSB0", connected: false, reason: "device removed"), inhibited: true)
         down.ledgerOK = false
         down.acceptor = StatusReply.Acceptor(json: ["accepting": false])
         #expect(StatusReply(json: down.json) == down)
         #expect(down.json["source"]?["reason"] == .string("device removed") && down.json["ledger"] == .string("failing"))
+    }
+
+    @Test("credit: the balance, a sale approved, refused, refunded, the credit returned and kept, as PROTOCOL.md prints them, and read back")
+    func credit() throws {
+        let balance = CreditBalanceReply(source: "serial", accounts: [.init(account: "serial", currency: "USD", balanceMinor: 150, movedSeq: 412)])
+        #expect(balance.json.description == #"{"accounts":[{"account":"serial","balance_minor":150,"currency":"USD","moved_seq":412}],"source":"serial"}"#)
+        #expect(try CreditBalanceReply(json: balance.json) == balance)
+
+        var approved = CreditReply(requestID: "sale-7", state: .approved, currency: "USD", balanceMinor: 25)
+        approved.amountMinor = 125
+        approved.item = "A4"
+        approved.seq = 413
+        approved.repeated = false
+        var refused = CreditReply(requestID: "sale-8", state: .refused, currency: "USD", balanceMinor: 25)
+        refused.amountMinor = 125
+        refused.reason = "credit_short"
+        var refunded = CreditReply(requestID: "sale-7", state: .refunded, currency: "USD", balanceMinor: 150)
+        refunded.amountMinor = 125
+        refunded.seq = 414
+        refunded.repeated = false
+        var payout = PayoutReply(requestID: "esc-3", state: .done, amountMinor: 150, currency: "USD", repeated: false)
+        payout.paidMinor = 150
+        payout.debtMinor = 0
+        payout.afterRestart = false
+        payout.seq = 420
+        payout.coins = [PaidCoins(type: 2, coinID: "USD25", valueMinor: 25, count: 6)]
+        var returned = CreditReply(requestID: "esc-3", state: .returned, currency: "USD", balanceMinor: 0)
+        returned.keptMinor = 0
+        returned.payout = payout
+        returned.repeated = false
+        var kept = CreditReply(requestID: "esc-4", state: .kept, currency: "USD", balanceMinor: 150)
+        kept.reason = "no device here pays change: the credit stays"
+        let lines = [
+            #"{"amount_minor":125,"balance_minor":25,"currency":"USD","item":"A4","repeated":false,"request_id":"sale-7","seq":413,"state":"approved"}"#,
+            #"{"amount_minor":125,"balance_minor":25,"currency":"USD","reason":"credit_short","request_id":"sale-8","state":"refused"}"#,
+            #"{"amount_minor":125,"balance_minor":150,"currency":"USD","repeated":false,"request_id":"sale-7","seq":414,"state":"refunded"}"#,
+            #"{"balance_minor":0,"currency":"USD","kept_minor":0,"payout":{"after_restart":false,"amount_minor":150,"coins":[{"coin_id":"USD25","count":6,"type":2,"value_minor":25}],"currency":"USD","debt_minor":0,"paid_minor":150,"repeated":false,"request_id":"esc-3","seq":420,"state":"done"},"repeated":false,"request_id":"esc-3","state":"returned"}"#,
+            #"{"balance_minor":150,"currency":"USD","reason":"no device here pays change: the credit stays","request_id":"esc-4","state":"kept"}"#,
+        ]
+        for (reply, line) in zip([approved, refused, refunded, returned, kept], lines) {
+            #expect(reply.json.description == line)
+            #expect(try CreditReply(json: reply.json) == reply)
+        }
     }
 }

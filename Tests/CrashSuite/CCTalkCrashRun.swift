@@ -31,6 +31,8 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
         case .payoutMovesCommitted: self == .cctalk
         // No run refills or counts a hopper.
         case .inventoryCommitted: false
+        // No run sells from the credit yet.
+        case .creditCommitted: false
         default: true
         }
     }

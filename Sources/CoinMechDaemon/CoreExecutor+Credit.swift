@@ -1,0 +1,70 @@
+import CoinMechCore
+import CoinMechFailpoints
+import CoinMechLedger
+import CoinMechModel
+import CoinMechProtocol
+
+/// The credit core's shell: its ledger reads and commits, the payouts it asks of the payout
+/// core (a cancel), and its replies. On the deciding loop's thread, as the other cores'.
+extension CoreExecutor {
+    /// Opens the source's accounts (those open already are left as they are).
+    func startCredit() {
+        guard var core = credit else { return }
+        let outputs = core.start()
+        credit = core
+        carryOut(outputs)
+    }
+
+    func stepCredit(_ input: CreditInput) {
+        guard var core = credit else { return }
+        if case .command(let command, let ticket) = input { creditCommands[ticket] = command }
+        let outputs = core.step(input, at: .now)
+        credit = core
+        carryOut(outputs)
+    }
+
+    private func carryOut(_ outputs: [CreditOutput]) {
+        for output in outputs {
+            switch output {
+            case .lookUp(let requestID):
+                stepCredit(.lookedUp(Result { () throws(LedgerError) in
+                    CreditLookup(accounts: try ledger.creditAccounts(source: decider.sourceName), moves: try ledger.creditMoves(requestID: requestID),
+                                 payout: try ledger.payout(requestID: requestID))
+                }))
+            case .commit(let entries):
+                do throws(LedgerError) {
+                    let result = try ledger.append(entries)
+                    // A disk error after the commit landed (a test's failpoint): the core reads it back.
+                    if entries.contains(where: \.isCreditMove), failpoints.fails(.creditCommitted) {
+                        throw .write(message: "failpoint credit-committed: the commit landed, and is reported failed")
+                    }
+                    stepCredit(.committed(result))
+                } catch {
+                    stepCredit(.commitFailed(error))
+                }
+            case .payout(let request):
+                guard payout != nil else {
+                    stepCredit(.payoutAnswered(.unavailable("this mech gives no change: the credit stays")))
+                    continue
+                }
+                let ticket = freshTicket()
+                creditPayouts.insert(ticket)
+                stepPayout(.payout(request, ticket: ticket))
+            case .publish(let events):
+                hub.publish(events)
+            case .reply(let ticket, let answer):
+                publishStatus()
+                guard let command = creditCommands.removeValue(forKey: ticket) else { continue }
+                complete(ticket, OperatorReplies.reply(answer, to: command))
+            }
+        }
+    }
+}
+
+extension LedgerEntry {
+    /// A sale, a refund or an expiry.
+    fileprivate var isCreditMove: Bool {
+        if case .credit = self { return true }
+        return false
+    }
+}
