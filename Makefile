@@ -8,7 +8,8 @@ RELEASE_FLAGS := -c release --scratch-path $(RELEASE_BUILD)
 RELEASE_BIN := $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 
 .PHONY: all hooks build test demo demo-check bench bench-fraud install uninstall check-systemd test-vm vm-prepare clean bootstrap test-crash test-crash-short deb test-deb release-build pluginval model-check \
-	fuzz-build fuzz-build-fleet fuzz fuzz-all fuzz-short test-bridge test-fleet test-fleet-long test-ca install-fleet soak
+	fuzz-build fuzz-build-fleet fuzz fuzz-all fuzz-short test-bridge test-fleet test-fleet-long test-ca install-fleet soak \
+	test-c-client
 
 # Installation layout (make install PREFIX=/usr DESTDIR=/tmp/stage).
 PREFIX ?= /usr/local
@@ -80,6 +81,16 @@ demo-check:
 	@out=$$(DEMO_NO_BUILD=1 DEMO_SECONDS=5 scripts/demo.sh 2>&1) || { echo "$$out"; echo "demo-check: the demo failed"; exit 1; }; \
 	echo "$$out" | grep -q " CREDIT " || { echo "$$out"; echo "demo-check: the demo showed no credited coin"; exit 1; }; \
 	echo "demo-check: DEMO_SECONDS=5 make demo shows coins and exits 0"
+
+## The C client library (clients/c, docs in clients/c/README.md): libcoinmech-client.so built
+## with cc -std=c11 -Wall -Wextra -Werror into .build-c-client, then its tests: against a fake
+## daemon (every error path), the reader fuzzed under AddressSanitizer and UBSan, and against
+## coinsim and coinmechd across two daemon restarts, from COINMECH_BIN_DIR (default: the debug
+## build's, when it has coinmechd; without either the integration test is skipped, loudly).
+## Needs no Swift build: `SWIFT=true make test-c-client COINMECH_BIN_DIR=...` runs no swift at all.
+C_CLIENT_BIN = $(or $(COINMECH_BIN_DIR),$(if $(wildcard $(BIN)/coinmechd),$(BIN)))
+test-c-client:
+	COINMECH_BIN_DIR=$(C_CLIENT_BIN) $(MAKE) --no-print-directory -C clients/c test
 
 ## The money proof: coinmechd killed at every failpoint, then at 50 random moments with SIGKILL,
 ## and paused past the mech's deadline 10 times, while coinsim plays a fast scenario; then
