@@ -459,9 +459,16 @@ static int fill_event(coinmech_conn *c, cmj_span msg, coinmech_event *e) {
         int_field(body, "value_minor", &e->value_minor, &e->has_value_minor))
         return breaks(c, COINMECH_E_PROTOCOL, "event %lld has a field of the wrong type", (long long)e->seq);
     if (cmj_get(body, "detail", &detail) && cmj_type(detail) == CMJ_OBJECT) {
-        /* Operator events' details are strings; credit events' balance is a number. */
+        /* Operator events' details are strings ("balance_minor":"25"); a number is read too. */
         cmj_span v;
-        if (cmj_get(detail, "balance_minor", &v) && cmj_int64(v, &e->balance_minor) == 0) e->has_balance_minor = 1;
+        char digits[24];
+        if (cmj_get(detail, "balance_minor", &v)) {
+            if (cmj_type(v) == CMJ_STRING && cmj_string(v, digits, sizeof digits) == 0) {
+                v.p = digits;
+                v.n = strlen(digits);
+            }
+            if (cmj_int64(v, &e->balance_minor) == 0) e->has_balance_minor = 1;
+        }
         if (cmj_get(detail, "request_id", &v) && cmj_string(v, e->request_id, sizeof e->request_id) > 0) e->truncated = 1;
     }
     if (!e->has_balance_minor && int_field(body, "balance_minor", &e->balance_minor, &e->has_balance_minor) != 0)
