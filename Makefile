@@ -71,6 +71,23 @@ test: bootstrap
 	COINMECH_BIN_DIR=$(BIN) $(SCRATCH) $(TEST_TMPDIR) $(SWIFT) test --skip-build --filter CoinMechUnitTests
 	COINMECH_BIN_DIR=$(BIN) $(SCRATCH) $(TEST_TMPDIR) $(SWIFT) test --skip-build --no-parallel --filter CoinMechIntegrationTests
 
+## The Python client library (clients/python, its README): installed into a venv with pip from
+## the system's setuptools and wheel, without the network (--no-build-isolation --no-index), then
+## its tests with unittest: unit tests against an in-process fake daemon, and integration tests
+## that run coinsim and coinmechd from COINMECH_BIN_DIR (default: this build's binaries; nothing
+## is built here) and compare what the client receives with the ledger (coinctl events), across
+## cut sockets and a daemon restart. Debian: python3-venv, python3-setuptools, python3-wheel.
+PYTHON_CLIENT_PYTHON ?= /usr/bin/python3
+PYTHON_CLIENT_VENV ?= .build/python-client-venv
+COINMECH_BIN_DIR ?= $(BIN)
+.PHONY: test-python-client
+test-python-client:
+	rm -rf $(PYTHON_CLIENT_VENV)
+	$(PYTHON_CLIENT_PYTHON) -m venv --system-site-packages $(PYTHON_CLIENT_VENV)
+	$(PYTHON_CLIENT_VENV)/bin/python -m pip install --quiet --no-build-isolation --no-index --no-deps ./clients/python
+	cd clients/python && COINMECH_BIN_DIR=$(if $(COINMECH_BIN_DIR),$(abspath $(COINMECH_BIN_DIR))) COINMECH_KEEP_FAILED=1 \
+		$(abspath $(SCRATCH)) $(TEST_TMPDIR) $(abspath $(PYTHON_CLIENT_VENV))/bin/python -m unittest discover -s tests -t . -v
+
 ## coinsim + coinmechd with the shipped demo configuration, watched with coinctl.
 ## DEMO_SECONDS=N stops it by itself after N seconds.
 demo: bootstrap

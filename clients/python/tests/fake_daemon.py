@@ -193,15 +193,26 @@ class FakeDaemon:
             if self.events_per_connection is not None and sent >= self.events_per_connection:
                 return
             self._send(conn, {"type": "event", "seq": event["seq"], "event": event})
+            since = event["seq"]
             sent += 1
-        # Then live: wait until the test stops us (or the client goes away).
+        # Then live: what `publish` adds, until the test stops us (or the client goes away).
         conn.settimeout(0.05)
         while not self.stopping.is_set():
+            with self.lock:
+                live = self.ledger.after(since)
+            for event in live:
+                self._send(conn, {"type": "event", "seq": event["seq"], "event": event})
+                since = event["seq"]
             try:
                 if conn.recv(1) == b"":
                     return
             except TimeoutError:
                 continue
+
+    def publish(self, event: dict[str, Any]) -> None:
+        """Record a new event: subscribers get it live."""
+        with self.lock:
+            self.ledger.events.append(event)
 
     def close(self) -> None:
         self.stopping.set()

@@ -291,6 +291,12 @@ class AsyncWatch:
             self._connection.close()
             self._connection = None
 
+    async def open(self) -> AsyncWatch:
+        """Connect and subscribe now (else the first ``poll`` does)."""
+        if self._connection is None:
+            await self._open(None)
+        return self
+
     async def poll(self, timeout: float | None = None) -> Event | None:
         """The next event, or None when none came within ``timeout`` seconds."""
         await self.commit()

@@ -351,6 +351,13 @@ class Watch:
             self._connection.close()
             self._connection = None
 
+    def open(self) -> Watch:
+        """Connect and subscribe now (else the first ``poll`` does): events recorded from here
+        on are delivered. Raises when the daemon cannot be reached."""
+        if self._connection is None:
+            self._open(None)
+        return self
+
     def poll(self, timeout: float | None = None) -> Event | None:
         """The next event, or None when none came within ``timeout`` seconds (None: wait for
         ever). Commits the event delivered before (the caller is done with it)."""

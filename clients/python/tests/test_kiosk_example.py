@@ -1,0 +1,48 @@
+"""examples/kiosk.py against the fake daemon: waits for credit, sells with spend, returns the
+rest with cancel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+from .credit_fake import CreditBook
+from .fake_daemon import FakeDaemon, FakeLedger, make_events
+
+KIOSK = Path(__file__).resolve().parents[1] / "examples" / "kiosk.py"
+
+
+class KioskExampleTests(unittest.TestCase):
+    def test_waits_for_credit_sells_and_returns_the_rest(self):
+        book = CreditBook(balance=0)
+        daemon = FakeDaemon(lambda request, connection, daemon: book.answer(request), ledger=FakeLedger(make_events(3)))
+        self.addCleanup(daemon.close)
+        kiosk = subprocess.Popen([sys.executable, str(KIOSK), "--socket", daemon.path, "--price", "150", "--wait", "20"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+        self.addCleanup(kiosk.kill)
+        try:
+            daemon.wait_for(lambda: any(r.message.get("cmd") == "credit" for r in daemon.requests), timeout=20)
+            book.balance = 200  # two coins came: the daemon raised the credit, then published them
+            for event in make_events(2, first=4):
+                daemon.publish(event)
+            out, err = kiosk.communicate(timeout=30)
+        finally:
+            if kiosk.poll() is None:
+                kiosk.kill()
+            kiosk.wait()
+        self.assertEqual(kiosk.returncode, 0, err.decode())
+        text = out.decode()
+        self.assertIn("sold A4 for 1.50 USD", text)
+        self.assertIn("change: 0.50 USD (done)", text)
+        self.assertEqual([r.message["since"] for r in daemon.commands("subscribe")], [3])
+        spend = daemon.commands("spend")
+        self.assertEqual([(s.message["amount_minor"], s.message["item"]) for s in spend], [(150, "A4")])
+        self.assertEqual(len(daemon.commands("cancel")), 1)
+        self.assertEqual(book.balance, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
