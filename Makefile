@@ -70,6 +70,8 @@ test: bootstrap
 	$(MAKE) --no-print-directory demo-check
 	COINMECH_BIN_DIR=$(BIN) $(SCRATCH) $(TEST_TMPDIR) $(SWIFT) test --skip-build --filter CoinMechUnitTests
 	COINMECH_BIN_DIR=$(BIN) $(SCRATCH) $(TEST_TMPDIR) $(SWIFT) test --skip-build --no-parallel --filter CoinMechIntegrationTests
+	COINMECH_REQUIRE_INTEGRATION=1 $(MAKE) --no-print-directory test-c-client COINMECH_BIN_DIR=$(BIN)
+	COINMECH_REQUIRE_INTEGRATION=1 $(MAKE) --no-print-directory test-python-client COINMECH_BIN_DIR=$(BIN)
 
 ## The Python client library (clients/python, its README): installed into a venv with pip from
 ## the system's setuptools and wheel, without the network (--no-build-isolation --no-index), then
@@ -107,7 +109,7 @@ demo-check:
 ## Needs no Swift build: `SWIFT=true make test-c-client COINMECH_BIN_DIR=...` runs no swift at all.
 C_CLIENT_BIN = $(or $(COINMECH_BIN_DIR),$(if $(wildcard $(BIN)/coinmechd),$(BIN)))
 test-c-client:
-	COINMECH_BIN_DIR=$(C_CLIENT_BIN) $(MAKE) --no-print-directory -C clients/c test
+	COINMECH_BIN_DIR=$(if $(C_CLIENT_BIN),$(abspath $(C_CLIENT_BIN))) $(MAKE) --no-print-directory -C clients/c test
 
 ## The money proof: coinmechd killed at every failpoint, then at 50 random moments with SIGKILL,
 ## and paused past the mech's deadline 10 times, while coinsim plays a fast scenario; then

@@ -12,7 +12,7 @@ from pathlib import Path
 from .credit_fake import CreditBook
 from .fake_daemon import FakeDaemon, FakeLedger, make_events
 
-KIOSK = Path(__file__).resolve().parents[1] / "examples" / "kiosk.py"
+KIOSK = Path(__file__).resolve().parents[3] / "examples" / "kiosk.py"
 
 
 class KioskExampleTests(unittest.TestCase):
