@@ -31,8 +31,8 @@ enum CrashProtocol: String, ExpressibleByArgument, CaseIterable {
         case .payoutMovesCommitted: self == .cctalk
         // No run refills or counts a hopper.
         case .inventoryCommitted: false
-        // No run sells from the credit yet.
-        case .creditCommitted: false
+        // Only the MDB run has a sale application.
+        case .creditCommitted: self == .mdb
         default: true
         }
     }

@@ -17,7 +17,7 @@ struct CrashSuite: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coinmech-crash",
         abstract: "Prove nothing was lost, doubled or credited wrongly: kill coinmechd at every step (play), or judge a ledger (audit).",
-        subcommands: [Play.self, LedgerAudit.self],
+        subcommands: [Play.self, LedgerAudit.self, Sell.self],
         defaultSubcommand: Play.self)
 
     static func ownDirectory() -> String {
@@ -95,6 +95,17 @@ struct Verdict {
     /// The ccTalk run's money out, from its hoppers.
     var hoppers: HopperMoneyAudit?
     var payer: Payer.State?
+    /// The MDB run's sale application: the customer's credit judged against its journal.
+    var credit: CreditAudit?
+    var sale = SaleRun()
+
+    struct SaleRun {
+        var kills = 0
+        var starts = 0
+        /// Commands it never had an answer to, and refusals it could not retry out of.
+        var unanswered = 0
+        var badRequests = 0
+    }
 
     /// Daemons that died mid-run: each may take one POLL reply's coins with it (MDB).
     var deaths: Int { failpoints + kills }
@@ -102,7 +113,9 @@ struct Verdict {
     var skippedAllowed: Int { 2 * deaths }
 
     var isClean: Bool {
-        if let mdb { return mdb.isClean && mdb.skipped <= skippedAllowed }
+        if let mdb {
+            return mdb.isClean && mdb.skipped <= skippedAllowed && credit?.isClean != false && sale.unanswered == 0 && sale.badRequests == 0
+        }
         if let cctalk { return cctalk.isClean && hoppers?.isClean != false }
         return audit.isClean
     }
@@ -113,7 +126,9 @@ struct Verdict {
         if let mdb {
             return [("a payout that jammed", mdb.jams), ("a payout cut by a power cycle", mdb.resetsMidPayout),
                     ("a payout repeated after a death", payer?.repeats ?? 0), ("a reply the adapter lost", mdb.lostReplies),
-                    ("a tube count that disagreed with its DISPENSE", mdb.tubeLags)].filter { $0.1 == 0 }.map(\.0)
+                    ("a tube count that disagreed with its DISPENSE", mdb.tubeLags), ("a sale application killed", sale.kills),
+                    ("a sale", credit?.sales ?? 0), ("a sale put back", credit?.refunds ?? 0),
+                    ("the credit paid back as change", credit?.returns ?? 0)].filter { $0.1 == 0 }.map(\.0)
         }
         if let hoppers {
             return [("a hopper that jammed", hoppers.jams), ("a hopper that lost power mid-payout", hoppers.powerDowns),
@@ -135,7 +150,14 @@ struct Verdict {
                 + "\"repeats\": \(payer?.repeats ?? 0), \"refused\": \(payer?.refused ?? 0), \"jams\": \(mdb.jams), \"resets_mid_payout\": \(mdb.resetsMidPayout), "
                 + "\"lost_replies\": \(mdb.lostReplies), \"tube_lags\": \(mdb.tubeLags), "
                 + "\"paid_minor\": \(mdb.paidMinor), \"debt_minor\": \(mdb.debtMinor), \"open\": \(mdb.open), "
-                + "\"paid_twice\": \(mdb.paidTwice), \"unpaid_unrecorded\": \(mdb.unpaidUnrecorded), \"inventory_mismatch\": \(mdb.inventoryMismatch.count)}"
+                + "\"paid_twice\": \(mdb.paidTwice), \"unpaid_unrecorded\": \(mdb.unpaidUnrecorded), \"inventory_mismatch\": \(mdb.inventoryMismatch.count)"
+                + (credit.map { c in
+                    ", \"sales\": \(c.sales), \"refunds\": \(c.refunds), \"returns\": \(c.returns), \"spent_twice\": \(c.spentTwice), "
+                        + "\"approved_beyond_credit\": \(c.approvedBeyondCredit), \"lost\": \(c.lost), \"phantom_moves\": \(c.phantom), "
+                        + "\"money_conserved\": \(c.moneyConserved), \"coins_in_minor\": \(c.coinsInMinor), \"sales_minor\": \(c.salesMinor - c.refundedMinor), "
+                        + "\"change_paid_minor\": \(c.changePaidMinor), \"owed_minor\": \(c.owedMinor), \"standing_minor\": \(c.standingMinor), "
+                        + "\"app_kills\": \(sale.kills), \"app_unanswered\": \(sale.unanswered), \"app_bad_requests\": \(sale.badRequests)"
+                } ?? "") + "}"
         }
         if let cctalk {
             return "{\"protocol\": \"cctalk\", \"seed\": \(seed), \"failpoints\": \(failpoints), \"kills\": \(kills), \"stalls\": \(stalls), "
@@ -163,6 +185,11 @@ final class Run {
     let lineProtocol: CrashProtocol
     var random: SplitMix64
     private var simulator: ChildProcess?
+    /// The sale application (`coinmech-crash sell`), killed and started again during the run.
+    private var seller: ChildProcess?
+    private var sellerStarts = 0
+    private var sellerKills = 0
+    var sellerJournal: String { "\(dir)/sale-journal.jsonl" }
     private var daemon: ChildProcess?
     private var daemonStarts = 0
     private var killCount = 0
@@ -222,6 +249,7 @@ final class Run {
         case .serial: nil
         }
         payer?.start()
+        if lineProtocol == .mdb { try startSeller() }
 
         if failpoints {
             for point in Failpoints.Point.allCases where lineProtocol.passes(point) {
@@ -247,6 +275,14 @@ final class Run {
         try finish()
         if lineProtocol == .mdb {
             verdict.mdb = try mdbAudit()
+            verdict.credit = try creditAudit()
+            let journal = try SaleJournal.answers(sellerJournal)
+            verdict.sale = Verdict.SaleRun(kills: sellerKills, starts: journal.starts, unanswered: journal.unanswered,
+                                           badRequests: journal.answers.filter { $0.state == "bad_request" }.count)
+            if let credit = verdict.credit, !credit.isClean { print(credit.problems.joined(separator: "\n")) }
+            if verdict.sale.unanswered + verdict.sale.badRequests > 0 {
+                print("the sale application: \(verdict.sale.unanswered) commands never answered, \(verdict.sale.badRequests) refused as bad (\(sellerJournal))")
+            }
             if let audit = verdict.mdb, !verdict.isClean {
                 print(audit.problems)
                 if audit.skipped > verdict.skippedAllowed { print("SKIPPED: \(audit.skipped) kept coins not credited, more than \(verdict.skippedAllowed) for \(verdict.deaths) deaths") }
@@ -306,8 +342,10 @@ final class Run {
     /// a settlement is received or committed), N from 1 to 12. The others come at a random moment.
     private func randomKill() throws {
         killCount += 1
+        // The sale application dies too, a third of the time: it must ask again what it had asked.
+        if seller != nil, random.next() % 3 == 0 { try killSeller() }
         let coinSteps: [Failpoints.Point] = [.afterCommit, .journalled, .answerWritten, .confirmationReceived, .confirmationCommitted, .payoutJournalled, .payoutDispensing,
-                                             .payoutCounted].filter { lineProtocol.passes($0) }
+                                             .payoutCounted, .creditCommitted].filter { lineProtocol.passes($0) }
         if killCount % 2 == 0, let point = coinSteps.randomElement(using: &random) {
             let hit = Int.random(in: 1...12, using: &random)
             let daemon = try startDaemon(environment: ["COINMECH_FAILPOINTS": "\(point.rawValue)=kill@\(hit)"])
@@ -351,6 +389,12 @@ final class Run {
         let daemon = try startDaemon()
         try waitForSocket(daemon)
         usleep(1_000_000)
+        // The sale application asks what it has unanswered, then stops.
+        if let seller {
+            seller.signal(SIGTERM)
+            guard seller.wait(timeout: 90) == 0 else { throw CrashSuiteError("the sale application did not stop cleanly: see \(seller.stderrPath)") }
+            self.seller = nil
+        }
         guard let sim = simulator else { return }
         sim.signal(SIGTERM)
         let client = try CoinMechConnection(path: socket)
@@ -362,6 +406,22 @@ final class Run {
         guard sim.wait(timeout: 30) == 0 else { throw CrashSuiteError("coinsim did not finish: see \(dir)/coinsim.log") }
         daemon.signal(SIGTERM)
         guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("the last daemon did not stop cleanly: see \(daemon.stderrPath)") }
+    }
+
+    private func startSeller() throws {
+        sellerStarts += 1
+        seller = try ChildProcess(path: "\(CrashSuite.ownDirectory())/coinmech-crash",
+                                  ["sell", "--socket", socket, "--journal", sellerJournal, "--seed", "\(random.next())"],
+                                  stderrPath: "\(dir)/sell-\(sellerStarts).log")
+    }
+
+    private func killSeller() throws {
+        guard let seller else { return }
+        seller.signal(SIGKILL)
+        guard seller.wait(timeout: 30) != nil else { throw CrashSuiteError("the sale application did not die on SIGKILL") }
+        sellerKills += 1
+        print("the sale application killed")
+        try startSeller()
     }
 
     private func startDaemon(environment: [String: String] = [:]) throws -> ChildProcess {

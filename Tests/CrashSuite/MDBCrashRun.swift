@@ -103,6 +103,14 @@ extension Run {
             """.write(toFile: "\(dir)/crash.yaml", atomically: true, encoding: .utf8)
     }
 
+    /// The customer's credit on the ledger, replayed, against the sale application's journal.
+    func creditAudit() throws -> CreditAudit {
+        let ledger = try Ledger(directory: "\(dir)/state")
+        return CreditAudit(source: "mdb", currency: "USD", events: try ledger.events(since: 0, limit: 100_000_000), payouts: try ledger.payouts(source: "mdb"),
+                           balanceMinor: try ledger.creditAccounts(source: "mdb").first { $0.currency == "USD" }?.balanceMinor,
+                           answers: try SaleJournal.answers(sellerJournal).answers)
+    }
+
     /// Whether the run's changer pays values itself (level 3's alternative payout): odd seeds.
     static func paysValue(seed: UInt64) -> Bool { seed % 2 == 1 }
 
