@@ -2,6 +2,7 @@ import CoinFacts
 import CoinMechCore
 import CoinMechDrivers
 import CoinMechHotplug
+import CoinMechModel
 
 /// Where readings come from, as the configuration's `source` table says (docs/CONFIG.md): the
 /// mech, configured by its kind's driver (`MechDrivers.table`), and what every kind shares.
@@ -18,6 +19,8 @@ public struct SourceConfiguration: Sendable, Equatable {
     public var coins: CabinetCoins = .allMint
     /// Whether `currencies` was configured (else every mint currency is taken, with a warning).
     public var currenciesConfigured = false
+    /// What becomes of credit left standing (`standing_credit`).
+    public var standingCredit: StandingCredit = .keep
 
     public init(name: String, kind: String, mech: any MechSettings, answerDeadline: AnswerDeadline? = nil) {
         self.name = name
@@ -35,6 +38,6 @@ public struct SourceConfiguration: Sendable, Equatable {
 
     public static func == (a: Self, b: Self) -> Bool {
         a.name == b.name && a.kind == b.kind && a.mech.isSame(as: b.mech) && a.answerDeadline == b.answerDeadline && a.coins == b.coins
-            && a.currenciesConfigured == b.currenciesConfigured
+            && a.currenciesConfigured == b.currenciesConfigured && a.standingCredit == b.standingCredit
     }
 }

@@ -7,7 +7,7 @@ import Foundation
 
 extension SourceConfiguration {
     /// The `source` table's keys every kind has; each driver adds its own.
-    static let sharedKeys = ["kind", "name", "deadline_ms", "commit_allowance_ms", "currencies", "tokens"]
+    static let sharedKeys = ["kind", "name", "deadline_ms", "commit_allowance_ms", "currencies", "tokens", "standing_credit"]
 
     /// Reads the `source` table of `table`: its kind's driver reads its part, then the cabinet's
     /// coins and the answer deadline.
@@ -32,6 +32,7 @@ extension SourceConfiguration {
         let mech = try driver.parse(sourceTable, resolve: resolve)
         var source = SourceConfiguration(name: name, kind: kindName, mech: mech)
         (source.coins, source.currenciesConfigured) = try CabinetCoinsSettings.parse(sourceTable)
+        source.standingCredit = try StandingCreditSettings.parse(sourceTable)
         // A kind whose mech returns a coin it hears nothing about in time has a default deadline
         // (serial: 50 ms); the others have one only when it is configured.
         if let deadline = try sourceTable.double("deadline_ms") ?? driver.defaultDeadlineMilliseconds {

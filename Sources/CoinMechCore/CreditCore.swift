@@ -21,6 +21,10 @@ public struct CreditCore: Sendable {
         public var paysOut: Bool
         /// How long after a start whose accounts were not written it is tried again.
         public var ledgerRetry: Duration = .seconds(1)
+        /// Credit left standing: kept, expired or paid back once untouched this long.
+        public var standing: StandingCredit = .keep
+        /// How often standing credit is looked for (one ledger read).
+        public var reviewInterval: Duration = .seconds(5)
 
         public init(source: String, currencies: [String], paysOut: Bool) {
             self.source = source
@@ -40,13 +44,22 @@ public struct CreditCore: Sendable {
         /// A cancel's payout asked of the payout core: `asked` of the credit `balance`;
         /// `retried`: a second ask for the nearest amount the coins make.
         case returning(CreditCommand, Ticket, asked: Int64, balance: Int64, retried: Bool)
+        /// Standing credit looked for, at this wall time (seconds since 1970).
+        case reviewing(wallTime: Double)
+        /// Standing credit taken to the cash box.
+        case expiring
     }
+
+    /// Who waits on what the standing-credit rule asks: nobody (no operator's ticket is this high).
+    static let ruleTicket = Ticket(.max)
+    static let ruleName = "coinmechd (standing credit)"
 
     public let settings: Settings
     private var stage: Stage?
     private var waiting: [(CreditCommand, Ticket)] = []
     private var opened = false
     private var retryAt: Instant?
+    private var nextReview: Instant?
 
     public init(settings: Settings) {
         self.settings = settings
@@ -62,13 +75,26 @@ public struct CreditCore: Sendable {
     }
 
     public mutating func step(_ input: CreditInput, at now: Instant) -> [CreditOutput] {
+        // What the standing-credit rule asked is nobody's command: no reply goes out for it.
+        steps(input, at: now).filter { output in
+            if case .reply(let ticket, _) = output { return ticket != Self.ruleTicket }
+            return true
+        }
+    }
+
+    private mutating func steps(_ input: CreditInput, at now: Instant) -> [CreditOutput] {
         switch input {
         case .command(let command, let ticket):
             if let why = Self.malformed(command) { return [.reply(ticket, why)] }
             waiting.append((command, ticket))
             return next(now)
-        case .tick:
+        case .tick(let wallTime):
             if stage == nil, !opened, let retryAt, now >= retryAt { return start() }
+            if stage == nil, waiting.isEmpty, opened, settings.standing.afterSeconds != nil, now >= nextReview ?? now {
+                nextReview = now + settings.reviewInterval
+                stage = .reviewing(wallTime: wallTime)
+                return [.lookUp(requestID: "")]
+            }
             return next(now)
         case .lookedUp(let result):
             return lookedUp(result, now: now)
@@ -112,6 +138,10 @@ public struct CreditCore: Sendable {
             case .success(let found):
                 return judge(command, ticket, found, now: now)
             }
+        case .reviewing(let wallTime):
+            stage = nil
+            guard case .success(let found) = result else { return next(now) }
+            return review(found, wallTime: wallTime, now: now)
         case .readingBack(let command, let ticket, let error):
             stage = nil
             guard case .success(let found) = result else {
@@ -124,6 +154,31 @@ public struct CreditCore: Sendable {
             return [.reply(ticket, .unavailable("the ledger cannot write (\(error)): nothing done; ask again under the same request id"))] + next(now)
         default:
             return []
+        }
+    }
+
+    /// Standing credit under the rule: the first account untouched for long enough expires or
+    /// is paid back. Its request id names the event that last moved it, so a move in between
+    /// (a coin, a sale) makes another id, and a rule applied once is never applied twice.
+    private mutating func review(_ found: CreditLookup, wallTime: Double, now: Instant) -> [CreditOutput] {
+        guard let after = settings.standing.afterSeconds,
+              let due = found.accounts.first(where: { $0.account == settings.account && $0.balanceMinor > 0 && wallTime - $0.movedTime >= after }) else {
+            return next(now)
+        }
+        switch settings.standing {
+        case .keep:
+            return next(now)
+        case .expire:
+            let expiry = CreditMove(kind: .expired, requestID: "expiry-\(due.movedSeq)", source: settings.source, account: settings.account,
+                                    currency: due.currency, amountMinor: due.balanceMinor, by: Self.ruleName)
+            stage = .expiring
+            return [.commit([.credit(expiry)])]
+        case .payBack:
+            guard settings.paysOut else { return next(now) }
+            let id = "standing-\(due.movedSeq)"
+            let asked = min(due.balanceMinor, PayoutPlanner.maximumAmount)
+            stage = .returning(.cancel(requestID: id, by: Self.ruleName), Self.ruleTicket, asked: asked, balance: due.balanceMinor, retried: false)
+            return [.payout(PayoutRequest(requestID: id, amountMinor: asked, currency: due.currency, by: Self.ruleName, creditAccount: settings.account))]
         }
     }
 
@@ -221,6 +276,9 @@ public struct CreditCore: Sendable {
             stage = nil
             opened = true
             return (result.events.isEmpty ? [] : [.publish(result.events)]) + next(now)
+        case .expiring:
+            stage = nil
+            return [.publish(result.events)] + next(now)
         case .committing(_, let ticket, let move):
             stage = nil
             guard let event = result.events.first, let after = event.creditBalanceMinor else {
@@ -243,6 +301,10 @@ public struct CreditCore: Sendable {
         case .committing(let command, let ticket, _):
             stage = .readingBack(command, ticket, error)
             return [.lookUp(requestID: command.requestID)]
+        case .expiring:
+            // Moved meanwhile (a precondition), or not written: judged again at the next review.
+            stage = nil
+            return next(now)
         default:
             return []
         }

@@ -14,8 +14,9 @@ public enum CreditInput: Sendable {
     case commitFailed(LedgerError)
     /// The payout core's answer to the `.payout` asked for a cancel.
     case payoutAnswered(PayoutAnswer)
-    /// Time passes: a start whose accounts were not written is tried again.
-    case tick
+    /// Time passes: a start whose accounts were not written is tried again, and credit left
+    /// standing is looked for; `wallTime` (seconds since 1970) is what the ledger's times are.
+    case tick(wallTime: Double)
 }
 
 /// What the credit core asks its shell to do, in order. Those marked "step back" must have

@@ -164,7 +164,9 @@ public final class DecidingLoop: @unchecked Sendable {
         // The customer's credit, an account per currency the cabinet takes: those configured,
         // else those the chain's links declare (the coins it can credit at all).
         let currencies = source.currenciesConfigured ? source.coins.currencies : chain.current.acceptPolicy.coins.currencies
-        let credit = CreditCore(settings: CreditCore.Settings(source: source.name, currencies: currencies, paysOut: payout != nil))
+        var creditSettings = CreditCore.Settings(source: source.name, currencies: currencies, paysOut: payout != nil)
+        creditSettings.standing = source.standingCredit
+        let credit = CreditCore(settings: creditSettings)
         let parts = CoreExecutor.Parts(deciding: deciding, acceptor: acceptor, payout: payout, credit: credit, mech: made, payingMech: payingMech,
                                        operatorPositions: context.acceptor?.positions, decisionJournal: decisionJournal,
                                        commitSpeed: source.answerDeadline.map { CommitSpeedWatch(allowance: $0.commitAllowance) })
@@ -220,7 +222,7 @@ public final class DecidingLoop: @unchecked Sendable {
         while !stopping.load(ordering: .sequentiallyConsistent) {
             turn(now: .now)
             executor.stepDeciding(.tick)
-            executor.stepCredit(.tick)
+            executor.stepCredit(.tick(wallTime: Date().timeIntervalSince1970))
             runCommands()
             reviewPluginHealth()
             executor.publishStatus()

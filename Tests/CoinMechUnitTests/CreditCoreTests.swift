@@ -27,9 +27,11 @@ struct CreditCoreTests {
 
         enum CommitFault { case landedReportedFailed, notWritten }
 
-        init(_ name: String, paysOut: Bool = true, ledger: Ledger? = nil) throws {
+        init(_ name: String, paysOut: Bool = true, ledger: Ledger? = nil, standing: StandingCredit = .keep) throws {
             self.ledger = try ledger ?? Ledger(directory: TestSupport.temporaryDirectory(name))
-            core = CreditCore(settings: CreditCore.Settings(source: "serial", currencies: ["USD"], paysOut: paysOut))
+            var settings = CreditCore.Settings(source: "serial", currencies: ["USD"], paysOut: paysOut)
+            settings.standing = standing
+            core = CreditCore(settings: settings)
             let outputs = core.start()
             carry(outputs)
         }
@@ -43,6 +45,16 @@ struct CreditCoreTests {
         }
 
         var balance: Int64? { try? ledger.creditAccounts(source: "serial").first?.balanceMinor }
+
+        /// Time passes: `seconds` after the account last moved, by the ledger's clock; each tick
+        /// a review interval after the last on the core's.
+        mutating func tick(secondsAfterMove seconds: Double) throws {
+            let moved = try #require(try ledger.creditAccounts(source: "serial").first).movedTime
+            ticks += 1
+            carry(core.step(.tick(wallTime: moved + seconds), at: Instant(nanoseconds: 1_000_000_000 + ticks * 10_000_000_000)))
+        }
+
+        private var ticks: UInt64 = 0
 
         @discardableResult
         mutating func ask(_ command: CreditCommand) -> CreditAnswer? {
@@ -226,5 +238,56 @@ struct CreditCoreTests {
         }
         guard case .returned(_, 25)? = bench.ask(.cancel(requestID: "c1", by: "kiosk")) else { Issue.record("\(bench.replies)"); return }
         #expect(bench.payouts.map(\.amountMinor) == [100_000])
+    }
+
+    @Test("standing credit: kept by default; expired whole once untouched for its time, once, and a coin in between starts the time again")
+    func standingExpires() throws {
+        var kept = try Bench("credit-standing-keep")
+        try kept.quarters(1...2)
+        try kept.tick(secondsAfterMove: 1_000_000)
+        #expect(kept.balance == 50 && kept.published.allSatisfy { $0.kind != "credit_expired" })
+
+        var bench = try Bench("credit-standing-expire", standing: .expire(afterSeconds: 600))
+        try bench.quarters(1...2)
+        try bench.tick(secondsAfterMove: 599)
+        #expect(bench.balance == 50, "not yet")
+        try bench.tick(secondsAfterMove: 601)
+        #expect(bench.balance == 0)
+        let expiries = try bench.ledger.events(since: 0, limit: 1000).filter { $0.kind == "credit_expired" }
+        #expect(expiries.count == 1 && expiries.first?.valueMinor == 50, "\(expiries)")
+        // Nothing left to expire; a coin later stands on its own time.
+        try bench.tick(secondsAfterMove: 10_000)
+        try bench.quarters(3...3)
+        try bench.tick(secondsAfterMove: 300)
+        #expect(bench.balance == 25)
+        try bench.tick(secondsAfterMove: 700)
+        #expect(bench.balance == 0)
+        #expect(try bench.ledger.events(since: 0, limit: 1000).filter { $0.kind == "credit_expired" }.map(\.valueMinor) == [50, 25])
+    }
+
+    @Test("standing credit paid back: asked of the payout core once untouched for its time, under an id naming the move it stood after")
+    func standingPaidBack() throws {
+        var bench = try Bench("credit-standing-payback", standing: .payBack(afterSeconds: 120))
+        try bench.quarters(1...2)
+        let moved = try #require(try bench.ledger.creditAccounts(source: "serial").first).movedSeq
+        let ledger = bench.ledger
+        bench.payoutAnswer = { request in
+            let order = PayoutOrder(requestID: request.requestID, amountMinor: request.amountMinor, currency: "USD", by: request.by, creditAccount: request.creditAccount)
+            if (try? ledger.payout(requestID: order.requestID)) == nil {
+                _ = try? ledger.append([.payoutRequested(order, source: "serial", plan: "2×USD25", device: nil)])
+            }
+            guard let record = try? ledger.payout(requestID: order.requestID) else { return .unavailable("not journalled") }
+            return .payout(record, coins: [:], repeated: false)
+        }
+        try bench.tick(secondsAfterMove: 60)
+        #expect(bench.payouts.isEmpty)
+        try bench.tick(secondsAfterMove: 121)
+        #expect(bench.payouts.map(\.requestID) == ["standing-\(moved)"] && bench.payouts.first?.amountMinor == 50 && bench.balance == 0)
+        #expect(bench.replies.isEmpty, "nobody asked: nobody is answered")
+
+        var none = try Bench("credit-standing-nopay", paysOut: false, standing: .payBack(afterSeconds: 120))
+        try none.quarters(1...1)
+        try none.tick(secondsAfterMove: 1000)
+        #expect(none.payouts.isEmpty && none.balance == 25, "no device pays change: the credit stays")
     }
 }
