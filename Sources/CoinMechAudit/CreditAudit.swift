@@ -53,6 +53,9 @@ public struct CreditAudit: Sendable, Equatable {
     public var spentTwice = 0
     public var lost = 0
     public var phantom = 0
+    /// Commands the application was told moved nothing (refused, kept, bad_request) whose move
+    /// is on the ledger all the same: the customer charged, or paid, behind its back.
+    public var refusedButMoved = 0
     /// Credit events whose `balance_minor` is not the replay's, and the account's column against it.
     public var balanceMismatches = 0
     public var problems: [String] = []
@@ -63,7 +66,7 @@ public struct CreditAudit: Sendable, Equatable {
             && balanceMismatches == 0
     }
 
-    public var isClean: Bool { moneyConserved && approvedBeyondCredit == 0 && spentTwice == 0 && lost == 0 && phantom == 0 }
+    public var isClean: Bool { moneyConserved && approvedBeyondCredit == 0 && spentTwice == 0 && lost == 0 && phantom == 0 && refusedButMoved == 0 }
 
     /// `events`: the whole ledger in seq order; `payouts`: its payouts; `balanceMinor`: the
     /// account's column at the end; `answers`: the application's record (nil: not judged against it).
@@ -166,8 +169,19 @@ public struct CreditAudit: Sendable, Equatable {
                     lost += 1
                     problems.append("return \(answer.requestID) was told to the application and is not on the ledger")
                 }
-            default:
+            case (_, "unanswered"):
                 break
+            case (let kind, let state):
+                // Told it moved nothing: nothing of its kind may be on the ledger under its id.
+                let move = switch kind {
+                case .spend: EventKind.creditSpent
+                case .refund: EventKind.creditRefunded
+                case .cancel: EventKind.creditReturned
+                }
+                if onLedger.contains(move.rawValue) {
+                    refusedButMoved += 1
+                    problems.append("\(kind.rawValue) \(answer.requestID) was answered \(state), and the ledger has its \(move.rawValue)")
+                }
             }
         }
         for id in moved.keys where !asked.contains(id) {

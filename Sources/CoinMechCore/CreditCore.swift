@@ -44,8 +44,10 @@ public struct CreditCore: Sendable {
         /// A cancel's payout asked of the payout core: `asked` of the credit `balance`;
         /// `retried`: a second ask for the nearest amount the coins make.
         case returning(CreditCommand, Ticket, asked: Int64, balance: Int64, retried: Bool)
-        /// Standing credit looked for, at this wall time (seconds since 1970).
-        case reviewing(wallTime: Double)
+        /// Standing credit looked for.
+        case reviewing
+        /// A cancel's payout answered: the account read back for the balance it left.
+        case reportingReturn(Ticket, PayoutAnswer)
         /// Standing credit taken to the cash box.
         case expiring
     }
@@ -54,15 +56,26 @@ public struct CreditCore: Sendable {
     static let ruleTicket = Ticket(.max)
     static let ruleName = "coinmechd (standing credit)"
 
-    public let settings: Settings
+    public private(set) var settings: Settings
     private var stage: Stage?
     private var waiting: [(CreditCommand, Ticket)] = []
     private var opened = false
     private var retryAt: Instant?
     private var nextReview: Instant?
+    /// When each standing balance was first seen, by its currency and the event that last
+    /// moved it: how long it has stood is timed on the monotonic clock, never the wall clock a
+    /// cabinet without a real-time clock steps at boot. A restart starts the time again.
+    private var standingSince: [String: Instant] = [:]
+    /// A rule that could not be carried out (nothing paid back) is not tried again before this.
+    private var ruleRetry: [String: Instant] = [:]
 
     public init(settings: Settings) {
         self.settings = settings
+    }
+
+    /// Currencies a reload brought in, whose accounts the shell has opened.
+    public mutating func take(currencies: [String]) {
+        for currency in currencies where !settings.currencies.contains(currency) { settings.currencies.append(currency) }
     }
 
     /// Whether the accounts are on the ledger (commands are answered once they are).
@@ -88,11 +101,11 @@ public struct CreditCore: Sendable {
             if let why = Self.malformed(command) { return [.reply(ticket, why)] }
             waiting.append((command, ticket))
             return next(now)
-        case .tick(let wallTime):
+        case .tick:
             if stage == nil, !opened, let retryAt, now >= retryAt { return start() }
             if stage == nil, waiting.isEmpty, opened, settings.standing.afterSeconds != nil, now >= nextReview ?? now {
                 nextReview = now + settings.reviewInterval
-                stage = .reviewing(wallTime: wallTime)
+                stage = .reviewing
                 return [.lookUp(requestID: "")]
             }
             return next(now)
@@ -138,10 +151,17 @@ public struct CreditCore: Sendable {
             case .success(let found):
                 return judge(command, ticket, found, now: now)
             }
-        case .reviewing(let wallTime):
+        case .reviewing:
             stage = nil
             guard case .success(let found) = result else { return next(now) }
-            return review(found, wallTime: wallTime, now: now)
+            return review(found, now: now)
+        case .reportingReturn(let ticket, let answer):
+            stage = nil
+            // What stays credit is the account as the ledger has it now (what no coins made, and
+            // coins that came meanwhile), not what was asked: a repeat answers the same.
+            guard case .payout(let record, _, _) = answer else { return [.reply(ticket, .returned(answer, keptMinor: 0))] + next(now) }
+            let held = (try? result.get())?.accounts.first { $0.account == settings.account && $0.currency == record.order.currency }
+            return [.reply(ticket, .returned(answer, keptMinor: held?.balanceMinor ?? 0))] + next(now)
         case .readingBack(let command, let ticket, let error):
             stage = nil
             guard case .success(let found) = result else {
@@ -160,11 +180,23 @@ public struct CreditCore: Sendable {
     /// Standing credit under the rule: the first account untouched for long enough expires or
     /// is paid back. Its request id names the event that last moved it, so a move in between
     /// (a coin, a sale) makes another id, and a rule applied once is never applied twice.
-    private mutating func review(_ found: CreditLookup, wallTime: Double, now: Instant) -> [CreditOutput] {
-        guard let after = settings.standing.afterSeconds,
-              let due = found.accounts.first(where: { $0.account == settings.account && $0.balanceMinor > 0 && wallTime - $0.movedTime >= after }) else {
-            return next(now)
+    private mutating func review(_ found: CreditLookup, now: Instant) -> [CreditOutput] {
+        guard let after = settings.standing.afterSeconds else { return next(now) }
+        let standing = found.accounts.filter { $0.account == settings.account && $0.balanceMinor > 0 && settings.currencies.contains($0.currency) }
+        let keys = Set(standing.map(Self.standingKey))
+        standingSince = standingSince.filter { keys.contains($0.key) }
+        ruleRetry = ruleRetry.filter { keys.contains($0.key) }
+        var due: CreditAccount?
+        for account in standing {
+            let key = Self.standingKey(account)
+            let since = standingSince[key] ?? now
+            standingSince[key] = since
+            if due == nil, now - since >= .seconds(after), now >= ruleRetry[key] ?? now { due = account }
         }
+        guard let due else { return next(now) }
+        // Tried once per standing balance and back-off: one that cannot be paid back (the coins
+        // held make none of it, the changer is busy) does not hold the changer every review.
+        ruleRetry[Self.standingKey(due)] = now + .seconds(max(after, 60))
         switch settings.standing {
         case .keep:
             return next(now)
@@ -181,6 +213,8 @@ public struct CreditCore: Sendable {
             return [.payout(PayoutRequest(requestID: id, amountMinor: asked, currency: due.currency, by: Self.ruleName, creditAccount: settings.account))]
         }
     }
+
+    private static func standingKey(_ account: CreditAccount) -> String { "\(account.currency)#\(account.movedSeq)" }
 
     /// A command judged on what the ledger holds: answered from it, refused, or committed.
     private mutating func judge(_ command: CreditCommand, _ ticket: Ticket, _ found: CreditLookup, now: Instant) -> [CreditOutput] {
@@ -229,7 +263,7 @@ public struct CreditCore: Sendable {
             if !found.moves.isEmpty {
                 return [.reply(ticket, .badRequest(field: "request_id", "request id \(id) names a sale: paying credit back takes an id of its own"))] + next(now)
             }
-            guard let account = found.accounts.first(where: { $0.account == settings.account && $0.balanceMinor > 0 }) else {
+            guard let account = found.accounts.first(where: { $0.account == settings.account && $0.balanceMinor > 0 && settings.currencies.contains($0.currency) }) else {
                 let currency = found.accounts.first?.currency ?? settings.currencies.first ?? ""
                 return [.reply(ticket, .kept(balanceMinor: 0, currency: currency, reason: "there is no credit to pay back"))] + next(now)
             }
@@ -259,7 +293,8 @@ public struct CreditCore: Sendable {
     }
 
     private func account(_ found: CreditLookup, _ currency: String?) -> CreditAccount? {
-        let mine = found.accounts.filter { $0.account == settings.account }
+        // Accounts of currencies no longer taken keep their balance on the ledger, but sell nothing.
+        let mine = found.accounts.filter { $0.account == settings.account && settings.currencies.contains($0.currency) }
         guard let currency else { return mine.count == 1 ? mine[0] : nil }
         return mine.first { $0.currency == currency }
     }
@@ -311,11 +346,12 @@ public struct CreditCore: Sendable {
     }
 
     private mutating func payoutAnswered(_ answer: PayoutAnswer, now: Instant) -> [CreditOutput] {
-        guard case .returning(let command, let ticket, let asked, let balance, let retried) = stage, case .cancel(let id, let by) = command else { return [] }
+        guard case .returning(let command, let ticket, _, let balance, let retried) = stage, case .cancel(let id, let by) = command else { return [] }
         stage = nil
         switch answer {
         case .payout:
-            return [.reply(ticket, .returned(answer, keptMinor: balance - asked))] + next(now)
+            stage = .reportingReturn(ticket, answer)
+            return [.lookUp(requestID: id)]
         case .refused(let order, let below, _) where !retried && below > 0:
             // No coins held make the whole credit: the nearest amount below it is paid back,
             // and the rest stays credit (a vending machine's "exact change only").

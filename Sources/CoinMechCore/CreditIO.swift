@@ -15,8 +15,8 @@ public enum CreditInput: Sendable {
     /// The payout core's answer to the `.payout` asked for a cancel.
     case payoutAnswered(PayoutAnswer)
     /// Time passes: a start whose accounts were not written is tried again, and credit left
-    /// standing is looked for; `wallTime` (seconds since 1970) is what the ledger's times are.
-    case tick(wallTime: Double)
+    /// standing is looked for.
+    case tick
 }
 
 /// What the credit core asks its shell to do, in order. Those marked "step back" must have

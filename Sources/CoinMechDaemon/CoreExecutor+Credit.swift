@@ -15,6 +15,22 @@ extension CoreExecutor {
         carryOut(outputs)
     }
 
+    /// Opens accounts for currencies a reload brings in (those open are left as they are): a
+    /// coin of a currency without one would raise no credit.
+    func openCredit(currencies: [String]) {
+        guard var core = credit else { return }
+        let source = core.settings.source
+        do throws(LedgerError) {
+            let result = try ledger.append([.creditOpened(source: source, account: core.settings.account, currencies: currencies, by: "coinmechd")])
+            if !result.events.isEmpty { hub.publish(result.events) }
+            core.take(currencies: currencies)
+            credit = core
+        } catch {
+            logger.critical("the credit accounts of a reloaded chain's currencies cannot be written: its coins raise no customer credit until a restart opens them",
+                            metadata: ["currencies": "\(currencies)", "error": "\(error)"])
+        }
+    }
+
     func stepCredit(_ input: CreditInput) {
         guard var core = credit else { return }
         if case .command(let command, let ticket) = input { creditCommands[ticket] = command }
@@ -33,7 +49,9 @@ extension CoreExecutor {
                 }))
             case .commit(let entries):
                 do throws(LedgerError) {
-                    let result = try ledger.append(entries)
+                    // A short wait for another writer (an operator's sqlite3): the deciding
+                    // thread answers coins too. Busy, the core reads back and answers unavailable.
+                    let result = try ledger.append(entries, busyTimeoutMilliseconds: 200)
                     // A disk error after the commit landed (a test's failpoint): the core reads it back.
                     if entries.contains(where: \.isCreditMove), failpoints.fails(.creditCommitted) {
                         throw .write(message: "failpoint credit-committed: the commit landed, and is reported failed")

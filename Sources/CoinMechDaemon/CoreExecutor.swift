@@ -34,6 +34,11 @@ final class CoreExecutor {
     /// payouts it asked for a cancel, whose answers go back to it.
     var creditCommands: [Ticket: CreditCommand] = [:]
     var creditPayouts: Set<Ticket> = []
+    /// The payout core's answers to the credit core, held until the payout core's outputs are
+    /// all carried out: stepped in mid-list, the credit core could ask a payout of a core still
+    /// awaiting a step-back (an `open` answer comes before its recount's commit).
+    private var creditAnswersWaiting: [PayoutAnswer] = []
+    private var payoutDepth = 0
     let mech: any Mech
     private let confirming: (any ConfirmingMech)?
     let acceptorMech: (any AcceptorMech)?
@@ -43,7 +48,7 @@ final class CoreExecutor {
     let decider: ChainDecider
     let ledger: Ledger
     let hub: EventHub
-    private let logger: Logger
+    let logger: Logger
     let failpoints: Failpoints
     /// Where teach mode's calibration files may be written, and how.
     private let stateDirectory: String
@@ -322,7 +327,13 @@ final class CoreExecutor {
         guard var core = payout else { return }
         let outputs = core.step(input, at: .now)
         payout = core
+        payoutDepth += 1
         carryOut(outputs)
+        payoutDepth -= 1
+        // Outermost: the payout core awaits nothing now, and may be asked again.
+        while payoutDepth == 0, !creditAnswersWaiting.isEmpty {
+            stepCredit(.payoutAnswered(creditAnswersWaiting.removeFirst()))
+        }
     }
 
     /// A payout is under way: a stopping daemon counts and settles it first.
@@ -366,7 +377,7 @@ final class CoreExecutor {
                 hub.publish(events)
             case .reply(let ticket, let answer):
                 if creditPayouts.remove(ticket) != nil {
-                    stepCredit(.payoutAnswered(answer))
+                    creditAnswersWaiting.append(answer)
                     continue
                 }
                 publishStatus()

@@ -222,7 +222,7 @@ public final class DecidingLoop: @unchecked Sendable {
         while !stopping.load(ordering: .sequentiallyConsistent) {
             turn(now: .now)
             executor.stepDeciding(.tick)
-            executor.stepCredit(.tick(wallTime: Date().timeIntervalSince1970))
+            executor.stepCredit(.tick)
             runCommands()
             reviewPluginHealth()
             executor.publishStatus()
@@ -275,6 +275,9 @@ public final class DecidingLoop: @unchecked Sendable {
             case .collect(let by, let completion):
                 executor.stepDeciding(.collect(by: by, ticket: executor.ticket(completion)))
             case .install(let new, let completion):
+                // A reload that brings a currency in (none configured: the chain's are taken)
+                // opens its credit account before any of its coins can be decided.
+                if !currenciesConfigured { executor.openCredit(currencies: new.acceptPolicy.coins.currencies) }
                 let record = Occurrence.ReloadRecord(generation: new.generation, previous: chain.current.generation, links: new.composition,
                                                      fingerprint: new.fingerprint)
                 executor.stepDeciding(.reload(record, ticket: executor.ticket(completion, chain: new)))

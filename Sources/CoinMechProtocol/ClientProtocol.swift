@@ -42,6 +42,9 @@ public enum ClientProtocol {
         }
     }
 
+    /// Request ids the daemon gives the moves of credit left standing (`source.standing_credit`).
+    public static let reservedCreditPrefixes = ["standing-", "expiry-"]
+
     /// A sale's `item`: what the sale application calls it, 1 to 64 bytes of UTF-8 with no
     /// control, format, separator or private-use characters (it is shown on screens and logs).
     public static func isItem(_ text: String) -> Bool {

@@ -147,6 +147,10 @@ public struct ClientRequest: Sendable, Equatable {
             }
             throw Failure(id: id, .badRequest, "\"request_id\" is required: 1 to 64 characters of A-Z a-z 0-9 . _ : -, \(what)")
         }
+        // The standing-credit rule's own ids: a client's under them could block the rule's.
+        if let reserved = ClientProtocol.reservedCreditPrefixes.first(where: { requestID.hasPrefix($0) }) {
+            throw Failure(id: id, .badRequest, "\"request_id\": ids beginning '\(reserved)' are the daemon's own (credit left standing); choose another")
+        }
         return requestID
     }
 

@@ -97,6 +97,8 @@ struct ClientRequestTests {
         (#"{"cmd": "spend", "amount_minor": 125, "request_id": "s1", "item": 4, "id": 3}"#, "item"),
         (#"{"cmd": "refund", "id": 3}"#, "request_id"),
         (#"{"cmd": "cancel", "request_id": "", "id": 3}"#, "request_id"),
+        (#"{"cmd": "cancel", "request_id": "standing-41", "id": 3}"#, "request_id"),
+        (#"{"cmd": "spend", "amount_minor": 5, "request_id": "expiry-41", "id": 3}"#, "request_id"),
     ])
     func creditFields(line: String, field: String) throws {
         let request = try ClientRequest.parse(line).get()

@@ -91,6 +91,16 @@ struct CreditAuditTests {
         #expect(audit.lost == 1 && audit.phantom == 1, "\(audit.problems)")
     }
 
+    @Test("a sale the application was told was refused, and a return told kept, that are on the ledger all the same")
+    func refusedButMoved() {
+        var answers = Self.answers
+        answers[2].state = "refused"
+        answers[3].state = "kept"
+        let audit = CreditAudit(source: "mdb", currency: "USD", events: Self.clean().events, payouts: [Self.returned("r1", amount: 35, paid: 30, debt: 5)],
+                                balanceMinor: 0, answers: answers)
+        #expect(audit.refusedButMoved == 2 && !audit.isClean, "\(audit.problems)")
+    }
+
     @Test("money not conserved: the account's column off the events, a return paid and owed more than it took, an event's balance wrong")
     func notConserved() {
         let paidTooMuch = CreditAudit(source: "mdb", currency: "USD", events: Self.clean().events, payouts: [Self.returned("r1", amount: 35, paid: 35, debt: 5)],

@@ -23,7 +23,8 @@ struct CreditCoreTests {
         var commitFault: CommitFault?
         var payoutAnswer: (PayoutRequest) -> PayoutAnswer? = { _ in nil }
         private var tickets: UInt64 = 0
-        let now = Instant(nanoseconds: 1_000_000_000)
+        /// The core's clock: what every input is stepped in at (a tick moves it).
+        var now = Instant(nanoseconds: 1_000_000_000)
 
         enum CommitFault { case landedReportedFailed, notWritten }
 
@@ -46,15 +47,11 @@ struct CreditCoreTests {
 
         var balance: Int64? { try? ledger.creditAccounts(source: "serial").first?.balanceMinor }
 
-        /// Time passes: `seconds` after the account last moved, by the ledger's clock; each tick
-        /// a review interval after the last on the core's.
-        mutating func tick(secondsAfterMove seconds: Double) throws {
-            let moved = try #require(try ledger.creditAccounts(source: "serial").first).movedTime
-            ticks += 1
-            carry(core.step(.tick(wallTime: moved + seconds), at: Instant(nanoseconds: 1_000_000_000 + ticks * 10_000_000_000)))
+        /// A tick `seconds` into the test, on the core's monotonic clock (from `now`).
+        mutating func tick(at seconds: Double) {
+            now = Instant(nanoseconds: 1_000_000_000) + .seconds(seconds)
+            carry(core.step(.tick, at: now))
         }
-
-        private var ticks: UInt64 = 0
 
         @discardableResult
         mutating func ask(_ command: CreditCommand) -> CreditAnswer? {
@@ -210,9 +207,11 @@ struct CreditCoreTests {
         var bench = try Bench("credit-core-part")
         try bench.quarters(1...3)
         bench.ask(Self.spend("s1", 5))
+        let ledger = bench.ledger
         bench.payoutAnswer = { request in
             let order = PayoutOrder(requestID: request.requestID, amountMinor: request.amountMinor, currency: "USD", by: request.by, creditAccount: request.creditAccount)
             guard request.amountMinor == 50 else { return .refused(order, nearestBelow: 50, nearestAbove: 75) }
+            _ = try? ledger.append([.payoutRequested(order, source: "serial", plan: "2×USD25", device: nil)])
             return .payout(PayoutRecord(order: order, source: "serial", requestedSeq: 1, settledSeq: nil, steps: [], settlement: nil), coins: [:], repeated: false)
         }
         guard case .returned(_, 20)? = bench.ask(.cancel(requestID: "c1", by: "kiosk")) else { Issue.record("\(bench.replies)"); return }
@@ -232,35 +231,40 @@ struct CreditCoreTests {
         var bench = try Bench("credit-core-large")
         try bench.quarters(1...4001)
         #expect(bench.balance == 100_025)
+        let ledger = bench.ledger
         bench.payoutAnswer = { request in
             let order = PayoutOrder(requestID: request.requestID, amountMinor: request.amountMinor, currency: "USD", by: request.by, creditAccount: request.creditAccount)
+            _ = try? ledger.append([.payoutRequested(order, source: "serial", plan: "4000×USD25", device: nil)])
             return .payout(PayoutRecord(order: order, source: "serial", requestedSeq: 1, settledSeq: nil, steps: [], settlement: nil), coins: [:], repeated: false)
         }
         guard case .returned(_, 25)? = bench.ask(.cancel(requestID: "c1", by: "kiosk")) else { Issue.record("\(bench.replies)"); return }
         #expect(bench.payouts.map(\.amountMinor) == [100_000])
     }
 
-    @Test("standing credit: kept by default; expired whole once untouched for its time, once, and a coin in between starts the time again")
+    @Test("standing credit: kept by default; expired whole once untouched for its time (the monotonic clock's, from when it was first seen), once; a coin starts the time again")
     func standingExpires() throws {
         var kept = try Bench("credit-standing-keep")
         try kept.quarters(1...2)
-        try kept.tick(secondsAfterMove: 1_000_000)
+        kept.tick(at: 0)
+        kept.tick(at: 1_000_000)
         #expect(kept.balance == 50 && kept.published.allSatisfy { $0.kind != "credit_expired" })
 
         var bench = try Bench("credit-standing-expire", standing: .expire(afterSeconds: 600))
         try bench.quarters(1...2)
-        try bench.tick(secondsAfterMove: 599)
+        bench.tick(at: 0)  // first seen standing
+        bench.tick(at: 595)
         #expect(bench.balance == 50, "not yet")
-        try bench.tick(secondsAfterMove: 601)
+        bench.tick(at: 601)  // the next review, 6 s on (one every 5 s)
         #expect(bench.balance == 0)
         let expiries = try bench.ledger.events(since: 0, limit: 1000).filter { $0.kind == "credit_expired" }
         #expect(expiries.count == 1 && expiries.first?.valueMinor == 50, "\(expiries)")
         // Nothing left to expire; a coin later stands on its own time.
-        try bench.tick(secondsAfterMove: 10_000)
+        bench.tick(at: 10_000)
         try bench.quarters(3...3)
-        try bench.tick(secondsAfterMove: 300)
+        bench.tick(at: 10_300)
+        bench.tick(at: 10_600)
         #expect(bench.balance == 25)
-        try bench.tick(secondsAfterMove: 700)
+        bench.tick(at: 10_901)
         #expect(bench.balance == 0)
         #expect(try bench.ledger.events(since: 0, limit: 1000).filter { $0.kind == "credit_expired" }.map(\.valueMinor) == [50, 25])
     }
@@ -279,15 +283,17 @@ struct CreditCoreTests {
             guard let record = try? ledger.payout(requestID: order.requestID) else { return .unavailable("not journalled") }
             return .payout(record, coins: [:], repeated: false)
         }
-        try bench.tick(secondsAfterMove: 60)
+        bench.tick(at: 0)
+        bench.tick(at: 60)
         #expect(bench.payouts.isEmpty)
-        try bench.tick(secondsAfterMove: 121)
+        bench.tick(at: 121)
         #expect(bench.payouts.map(\.requestID) == ["standing-\(moved)"] && bench.payouts.first?.amountMinor == 50 && bench.balance == 0)
         #expect(bench.replies.isEmpty, "nobody asked: nobody is answered")
 
         var none = try Bench("credit-standing-nopay", paysOut: false, standing: .payBack(afterSeconds: 120))
         try none.quarters(1...1)
-        try none.tick(secondsAfterMove: 1000)
+        none.tick(at: 0)
+        none.tick(at: 1000)
         #expect(none.payouts.isEmpty && none.balance == 25, "no device pays change: the credit stays")
     }
 }

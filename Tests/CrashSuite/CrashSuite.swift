@@ -154,6 +154,7 @@ struct Verdict {
                 + (credit.map { c in
                     ", \"sales\": \(c.sales), \"refunds\": \(c.refunds), \"returns\": \(c.returns), \"spent_twice\": \(c.spentTwice), "
                         + "\"approved_beyond_credit\": \(c.approvedBeyondCredit), \"lost\": \(c.lost), \"phantom_moves\": \(c.phantom), "
+                        + "\"refused_but_moved\": \(c.refusedButMoved), "
                         + "\"money_conserved\": \(c.moneyConserved), \"coins_in_minor\": \(c.coinsInMinor), \"sales_minor\": \(c.salesMinor - c.refundedMinor), "
                         + "\"change_paid_minor\": \(c.changePaidMinor), \"owed_minor\": \(c.owedMinor), \"standing_minor\": \(c.standingMinor), "
                         + "\"app_kills\": \(sale.kills), \"app_unanswered\": \(sale.unanswered), \"app_bad_requests\": \(sale.badRequests)"
@@ -256,6 +257,11 @@ final class Run {
                 try failpoint(point)
                 verdict.failpoints += 1
             }
+            // A sale's commit that landed and is reported failed: read back, answered once.
+            if lineProtocol.passes(.creditCommitted) {
+                try landedReportedFailed(.creditCommitted)
+                verdict.failpoints += 1
+            }
         }
         // Kills at random moments, with the stalls spread among them.
         let stallAfter = Set((0..<stalls).map { stalls == 0 ? 0 : ($0 * max(kills, 1)) / stalls })
@@ -333,6 +339,23 @@ final class Run {
         }
         guard status == 128 + SIGKILL else { throw CrashSuiteError("failpoint \(point.rawValue): the daemon exited with \(status), not by SIGKILL: see \(daemon.stderrPath)") }
         print("failpoint \(point.rawValue) (hit \(hit)): killed there")
+    }
+
+    /// Starts the daemon armed to report a commit at `point` failed though it landed, waits
+    /// until it has, and stops the daemon cleanly: its core must read the ledger back.
+    private func landedReportedFailed(_ point: Failpoints.Point) throws {
+        let hit = Int.random(in: 1...3, using: &random)
+        let daemon = try startDaemon(environment: ["COINMECH_FAILPOINTS": "\(point.rawValue)=fail@\(hit)"])
+        let deadline = Date().addingTimeInterval(60)
+        while !daemon.stderr.contains("failpoint \(point.rawValue): fail") {
+            guard daemon.isRunning else { throw CrashSuiteError("the daemon exited before failpoint \(point.rawValue) failed: see \(daemon.stderrPath)") }
+            guard Date() < deadline else { throw CrashSuiteError("the daemon never reached failpoint \(point.rawValue) (hit \(hit)) in 60 s: see \(daemon.stderrPath)") }
+            usleep(50_000)
+        }
+        usleep(useconds_t(Int.random(in: 200...1000, using: &random)) * 1000)
+        daemon.signal(SIGTERM)
+        guard daemon.wait(timeout: 30) == 0 else { throw CrashSuiteError("after failpoint \(point.rawValue) failed, the daemon did not stop cleanly: see \(daemon.stderrPath)") }
+        print("failpoint \(point.rawValue) (hit \(hit)): a landed commit reported failed, read back")
     }
 
     /// Starts the daemon and kills it with SIGKILL after 0 to 1.5 s: during start-up, between
