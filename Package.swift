@@ -337,7 +337,7 @@ let package = Package(
                 "CoinMechTestSupport", "CoinMechCore", "CoinMechModel", "CoinMechSupport", "CoinMechCCTalk", "CoinMechLedger", "CoinMechSources",
                 "CoinMechSerial", "CoinMechFailpoints", "CoinSimCore", "CoinMechPlugins", "CoinMechChain", "CoinFacts", "CoinMechSettings", "CoinMechEddyCurrent",
                 "CoinMechDaemon", "CoinMechConfiguration", "CoinMechDrivers", "CoinMechTeach", "CoinMechCalibration", "CoinMechProtocol", "CoinMechGPIO", "CoinMechHotplug", "CLinux", "CoinMechPluginABI",
-                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechFleetFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", "CoinMechHarness", "CoinMechAudit", .product(name: "GRDB", package: "GRDB.swift"),
+                "CoinMechPluginKit", "CoinMechFuzzTargets", "CoinMechFleetFuzzTargets", "CoinMechMDB", "CoinMechBridge", "CoinMechMQTT", "CoinMechFleet", "CoinMechFleetWeb", "CoinMechHarness", "CoinMechAudit", "coinctl", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/CoinMechUnitTests"
         ),

@@ -248,8 +248,61 @@ enum Format {
         return formatter
     }()
 
-    /// One line per event; credited coins show the running totals.
-    static func event(_ e: LedgerEvent, totals: [String: Int64]? = nil) -> String {
+    /// A move of the customer's credit: a sale, a refund, the credit paid back as change, or
+    /// expired; each with its request id and the balance it left. None says CREDIT: that word
+    /// is a coin's.
+    static func creditMove(_ e: LedgerEvent) -> String {
+        let detail = e.detailJSON
+        let currency = e.currency ?? "?"
+        let amount = "\(currency) \(money(e.valueMinor ?? 0, currency))"
+        let id = detail?["request_id"]?.string ?? "?"
+        let balance = detail?["balance_minor"]?.string.flatMap { Int64($0) }.map { "\(currency) \(money($0, currency))" } ?? "?"
+        switch EventKind(rawValue: e.kind) {
+        case .creditOpened:
+            return "credit account \(detail?["account"]?.string ?? e.source ?? "?") opened in \(currency)"
+        case .creditSpent:
+            return "SALE \(amount)\(detail?["item"]?.string.map { " for \($0)" } ?? "") (sale \(id)); credit left \(balance)"
+        case .creditRefunded:
+            return "SALE REFUNDED \(amount) (sale \(id)); credit now \(balance)"
+        case .creditReturned:
+            return "CHANGE DUE \(amount): the credit paid back (return \(id)); credit left \(balance)"
+        default:
+            return "EXPIRED \(amount) of credit left standing (\(id)); credit now \(balance)"
+        }
+    }
+
+    /// A payout's journal: requested with its plan, each step, and how it ended. A settlement
+    /// names no currency: `currency` is the one its `payout_requested` named, where known.
+    static func payoutStep(_ e: LedgerEvent, currency asked: String? = nil) -> String {
+        let detail = e.detailJSON
+        func field(_ key: String) -> String { detail?[key]?.string ?? "?" }
+        func amount(_ key: String) -> String {
+            let currency = e.currency ?? detail?["currency"]?.string ?? asked
+            let minor = detail?[key]?.string.flatMap { Int64($0) } ?? 0
+            return [currency, money(minor, currency ?? "")].compactMap { $0 }.joined(separator: " ")
+        }
+        let id = "payout \(field("request_id"))"
+        switch EventKind(rawValue: e.kind) {
+        case .payoutRequested:
+            // `1×USD25 1×USD10` → `1 × USD25, 1 × USD10`
+            let plan = field("plan").split(separator: " ").map { $0.replacingOccurrences(of: "×", with: " × ") }.joined(separator: ", ")
+            return "PAYOUT \(amount("amount_minor")) asked (\(id)): to pay \(plan)"
+        case .payoutDispensing:
+            let before = detail?["tube_before"]?.string.map { "; \($0) in it before" } ?? ""
+            return "PAYING \(field("count")) × \(field("coin_id")) (\(id), step \(field("step"))\(before))"
+        case .payoutDone:
+            return "PAID \(amount("paid_minor")) (\(id), done\(detail?["after_restart"]?.string == "true" ? ", settled after a restart" : ""))"
+        default:
+            let state = e.kind == EventKind.payoutPartial.rawValue ? "PAID SHORT" : "PAYOUT FAILED"
+            var line = "\(state): \(amount("paid_minor")) paid, \(amount("debt_minor")) owed to the customer (\(id))"
+            if let reason = detail?["reason"]?.string { line += ": \(reason)" }
+            return line
+        }
+    }
+
+    /// One line per event; credited coins show the running totals. `payoutCurrencies`: the
+    /// currency of each payout seen asked, by request id (its settlement names none).
+    static func event(_ e: LedgerEvent, totals: [String: Int64]? = nil, payoutCurrencies: [String: String] = [:]) -> String {
         let time = clock.string(from: Date(timeIntervalSince1970: e.time))
         let head = "#\(e.seq) \(time)"
         let detail = e.detailJSON
@@ -274,6 +327,17 @@ enum Format {
             return "\(head) RETURNED AFTER ACCEPT \(coin): \(e.message ?? "")"
         case .coinUnconfirmed:
             return "\(head) UNCONFIRMED \(coin) (not credit): \(e.message ?? "")"
+        case .creditOpened, .creditSpent, .creditRefunded, .creditReturned, .creditExpired:
+            return "\(head) \(creditMove(e))"
+        case .payoutRequested, .payoutDispensing, .payoutDone, .payoutPartial, .payoutFailed:
+            return "\(head) \(payoutStep(e, currency: payoutCurrencies[detail?["request_id"]?.string ?? ""]))"
+        case .tubesCounted:
+            // `0:18,1:10` (type:count) → `18 of type 0, 10 of type 1`
+            let tubes = (detail?["tubes"]?.string ?? "").split(separator: ",").map { pair in
+                let parts = pair.split(separator: ":")
+                return parts.count == 2 ? "\(parts[1]) of type \(parts[0])" : String(pair)
+            }
+            return "\(head) tubes counted (\(detail?["cause"]?.string ?? "?")): \(tubes.isEmpty ? "all empty" : tubes.joined(separator: ", "))"
         default:
             let fields = detail?.object ?? [:]
             let shown = fields.keys.sorted().filter { $0 != "collected" && $0 != "unconfirmed" }.map { "\($0)=\(fields[$0]!.string ?? fields[$0]!.description)" }

@@ -15,6 +15,8 @@ extension CoinCtl {
         func run() throws {
             var last = since
             var value: [String: Int64] = [:]
+            // The currency of each payout asked, for its steps' and settlement's lines.
+            var payoutCurrencies: [String: String] = [:]
             var first = true
             while true {
                 let connection: CoinMechConnection
@@ -29,7 +31,10 @@ extension CoinCtl {
                     if first || last == nil {
                         let totals = try connection.request(.totals, as: CoinMechModel.Totals.self)
                         value = CoinMechModel.Totals.value(of: totals.current)
-                        if !common.json { print("totals since the last collection: \(Format.values(value))") }
+                        if !common.json {
+                            print("totals since the last collection: \(Format.values(value))")
+                            fflush(nil)
+                        }
                     }
                     let reply = try connection.request(.subscribe(since: last, pending: pending), as: SubscribeReply.self)
                     if last == nil { last = reply.since }
@@ -52,10 +57,14 @@ extension CoinCtl {
                             value[currency, default: 0] += amount
                         }
                         if event.kind == EventKind.collect.rawValue { value = [:] }
+                        if event.kind == EventKind.payoutRequested.rawValue, let detail = event.detailJSON,
+                           let id = detail["request_id"]?.string, let currency = detail["currency"]?.string {
+                            payoutCurrencies[id] = currency
+                        }
                         if common.json {
                             print((text["event"] ?? event.json).description)
                         } else {
-                            print(Format.event(event, totals: value))
+                            print(Format.event(event, totals: value, payoutCurrencies: payoutCurrencies))
                         }
                         fflush(nil)
                     }
