@@ -88,7 +88,9 @@ def main() -> int:
     args = parser.parse_args()
 
     def say(line: str) -> None:
-        print(f"{args.prefix}{line}", flush=True)
+        # One write a line (print writes the newline apart): whole lines among the watch's.
+        sys.stdout.write(f"{args.prefix}{line}\n")
+        sys.stdout.flush()
 
     client = coinmech.Client(args.socket)
     try:
