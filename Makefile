@@ -90,16 +90,24 @@ test-python-client:
 	cd clients/python && COINMECH_BIN_DIR=$(if $(COINMECH_BIN_DIR),$(abspath $(COINMECH_BIN_DIR))) COINMECH_KEEP_FAILED=1 \
 		$(abspath $(SCRATCH)) $(TEST_TMPDIR) $(abspath $(PYTHON_CLIENT_VENV))/bin/python -m unittest discover -s tests -t . -v
 
-## coinsim + coinmechd with the shipped demo configuration, watched with coinctl.
+## coinsim's MDB changer + coinmechd with the demo configuration (config/coinmechd.demo-changer.yaml),
+## watched with coinctl, and examples/kiosk.py selling beside it (scripts/demo.sh).
 ## DEMO_SECONDS=N stops it by itself after N seconds.
 demo: bootstrap
 	scripts/demo.sh
 
-## The demo for 5 seconds without rebuilding: it must show accepted coins and exit 0.
+## The demo for 8 seconds without rebuilding: it must show a credited coin, the kiosk's sale
+## (and coinctl watch's line for it), and change paid from the changer's tubes, and exit 0.
+## 8 s, not 5: the changer takes its first coin 1.5 s after the daemon opens it, and a sale
+## needs USD 1.50 of coins first.
 demo-check:
-	@out=$$(DEMO_NO_BUILD=1 DEMO_SECONDS=5 scripts/demo.sh 2>&1) || { echo "$$out"; echo "demo-check: the demo failed"; exit 1; }; \
+	@out=$$(DEMO_NO_BUILD=1 DEMO_SECONDS=8 scripts/demo.sh 2>&1) || { echo "$$out"; echo "demo-check: the demo failed"; exit 1; }; \
 	echo "$$out" | grep -q " CREDIT " || { echo "$$out"; echo "demo-check: the demo showed no credited coin"; exit 1; }; \
-	echo "demo-check: DEMO_SECONDS=5 make demo shows coins and exits 0"
+	echo "$$out" | grep -q "^KIOSK: sold A4 for USD 1.50 " || { echo "$$out"; echo "demo-check: the kiosk sold nothing"; exit 1; }; \
+	echo "$$out" | grep -q " SALE USD 1.50 for A4 " || { echo "$$out"; echo "demo-check: coinctl watch showed no sale"; exit 1; }; \
+	echo "$$out" | grep -Eq "^KIOSK: change USD [0-9]+\.[0-9]{2} paid: [0-9]+ × USD[0-9]+" || { echo "$$out"; echo "demo-check: no change paid from the tubes"; exit 1; }; \
+	echo "$$out" | grep -q " PAID USD " || { echo "$$out"; echo "demo-check: coinctl watch showed no payout done"; exit 1; }; \
+	echo "demo-check: DEMO_SECONDS=8 make demo shows coins credited, a sale and its change, and exits 0"
 
 ## The C client library (clients/c, docs in clients/c/README.md): libcoinmech-client.so built
 ## with cc -std=c11 -Wall -Wextra -Werror into .build-c-client, then its tests: against a fake

@@ -453,7 +453,7 @@ struct DaemonConfigurationTests {
         #expect(okStatus == 0)
     }
 
-    @Test("the shipped configurations are valid", arguments: ["coinmechd.yaml", "coinmechd.demo.yaml", "cctalk.yaml", "cctalk-hoppers.yaml", "mdb.yaml"])
+    @Test("the shipped configurations are valid", arguments: ["coinmechd.yaml", "coinmechd.demo.yaml", "coinmechd.demo-changer.yaml", "cctalk.yaml", "cctalk-hoppers.yaml", "mdb.yaml"])
     func shipped(name: String) throws {
         let daemon = try ChildProcess("coinmechd", ["--config", "\(TestSupport.packageRoot)/config/\(name)", "--plugin-dir", TestSupport.binDirectory, "--check-config"])
         #expect(daemon.wait() == 0, "\(daemon.stderr)")

@@ -6,7 +6,7 @@ import Testing
 
 @Suite("Scenario files: every key parsed, bad files named by key and line")
 struct ScenarioTests {
-    @Test("every shipped scenario parses", arguments: ["default", "eur-mix", "eur-close", "faults", "burst", "soak", "cctalk", "cctalk-hoppers"])
+    @Test("every shipped scenario parses", arguments: ["default", "eur-mix", "eur-close", "faults", "burst", "soak", "cctalk", "cctalk-hoppers", "changer"])
     func shippedScenariosParse(name: String) throws {
         let path = "\(TestSupport.packageRoot)/Simulators/scenarios/\(name).yaml"
         let scenario = try Scenario.load(path: path)
