@@ -130,6 +130,25 @@ public enum BridgeMetrics {
         for (pair, count) in figures.returned {
             counter("coinmech_coins_returned_total", Double(count), [("currency", pair.first), ("denomination", pair.second)], help: "coin_returned events read by this bridge")
         }
+        // The customer's credit: the balance as the daemon holds it (status.credit, summed over
+        // accounts per currency), and the moves this bridge read, with every currency the
+        // daemon holds credit in present (0) so that a query finds them before the first sale.
+        var balances: [String: Int64] = [:]
+        for account in status?["credit"]?.array ?? [] {
+            balances[account["currency"]?.string ?? "?", default: 0] += account["balance_minor"]?.int ?? 0
+        }
+        for (currency, balance) in balances {
+            gauge("coinmech_credit_balance_minor", Double(balance), [("currency", currency)], help: "The customer's credit the daemon holds, minor units (status.credit)")
+        }
+        let creditCurrencies = Set(balances.keys).union(figures.creditMoves.keys.map(\.second))
+        for (kind, series, what) in BridgeFigures.creditKinds {
+            for currency in creditCurrencies.sorted() {
+                let tally = figures.creditMoves[.init(kind, currency)] ?? .init()
+                counter("coinmech_credit_\(series)_total", Double(tally.count), [("currency", currency)], help: "\(what) events read by this bridge")
+                counter("coinmech_credit_\(series)_value_minor_total", Double(tally.minor), [("currency", currency)],
+                        help: "\(what): their value_minor, read by this bridge")
+            }
+        }
         for (pair, count) in figures.rejects {
             counter("coinmech_rejects_total", Double(count), [("link", pair.first), ("reason", pair.second)], help: "Rejected decisions read by this bridge")
         }

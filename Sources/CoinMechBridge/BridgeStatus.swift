@@ -74,6 +74,9 @@ public enum BridgeStatus {
         payload["chain_generation"] = status["chain_generation"] ?? .null
         payload["daemon_version"] = status["version"] ?? .null
         payload["last_seq"] = lastSeq.map(JSON.int) ?? .null
+        // The customer's credit as the daemon holds it: not volatile, a balance is news (a coin
+        // changes it too, so while coins come in a status goes out at most once per poll).
+        payload["credit"] = status["credit"] ?? []
         return .object(payload)
     }
 
@@ -103,6 +106,7 @@ public enum BridgeStatus {
     public static let statusEvents: Set<String> = [
         "inhibit", "reload", "reload_failed", "quarantined", "quarantine_lifted", "ledger_recovered", "source_connected", "source_lost",
         "acceptor_fault", "acceptor_fault_cleared", "teach_start", "teach_commit", "teach_abort", "collect", "coin_unconfirmed",
+        "credit_opened", "credit_spent", "credit_refunded", "credit_returned", "credit_expired",
     ]
     /// Event kinds after which `totals` is read again (at most once a second).
     public static let totalsEvents: Set<String> = ["coin", "coin_unconfirmed", "coin_returned", "collect"]

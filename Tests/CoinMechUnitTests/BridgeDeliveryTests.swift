@@ -217,7 +217,7 @@ struct BridgeStatusTests {
     func example() {
         let status = BridgeStatus.payload(cabinet: "c-0042", site: "paris-nord", daemon: Self.daemon, unreachable: nil, teaching: false, unconfirmed: 1,
                                           delivery: Self.delivery, now: 1795290065.0)
-        #expect(status.description == #"{"acceptor":null,"cabinet":"c-0042","chain_generation":7,"daemon":"connected","daemon_version":"0.5.0","delivery":{"acked_seq":1201,"guarantee":"end_to_end","lag_events":14,"lag_s":0.9,"published_seq":1215},"inhibited":false,"inhibited_by":["plugin"],"last_seq":1215,"ledger":"ok","link_problems":[{"cause":"crashes","link":"third-party","reason":"crashed 3 times within 60 s","since":1795287001.2,"state":"quarantined"}],"pending":0,"plugin_errors":[],"plugin_inhibit":"link 'third-party' is quarantined: crashed 3 times within 60 s","plugin_lies":[],"site":"paris-nord","source":{"device":"/dev/coinmech0","kind":"serial","state":"connected"},"time":1795290065.0,"unconfirmed":1,"v":1}"#)
+        #expect(status.description == #"{"acceptor":null,"cabinet":"c-0042","chain_generation":7,"credit":[],"daemon":"connected","daemon_version":"0.5.0","delivery":{"acked_seq":1201,"guarantee":"end_to_end","lag_events":14,"lag_s":0.9,"published_seq":1215},"inhibited":false,"inhibited_by":["plugin"],"last_seq":1215,"ledger":"ok","link_problems":[{"cause":"crashes","link":"third-party","reason":"crashed 3 times within 60 s","since":1795287001.2,"state":"quarantined"}],"pending":0,"plugin_errors":[],"plugin_inhibit":"link 'third-party' is quarantined: crashed 3 times within 60 s","plugin_lies":[],"site":"paris-nord","source":{"device":"/dev/coinmech0","kind":"serial","state":"connected"},"time":1795290065.0,"unconfirmed":1,"v":1}"#)
     }
 
     @Test("every reason coins are returned, named; an unreachable daemon is one")
@@ -288,6 +288,35 @@ struct BridgeMetricsTests {
         #expect(Self.value(text, #"coinmech_bridge_delivery{guarantee="end_to_end"}"#) == 0)
         #expect(Self.value(text, #"coinmech_bridge_events_resent_total{cause="broker_reconnect"}"#) == 3)
         #expect(text.contains("# TYPE coinmech_coins_credited_total counter") && text.contains("# TYPE coinmech_up gauge"))
+    }
+
+    @Test("the customer's credit: the balance per currency from status.credit, sales, refunds and escrow returns counted once per seq, 0 before the first")
+    func credit() {
+        var daemon = BridgeStatusTests.daemon.object!
+        daemon["credit"] = [["account": "mdb", "currency": "USD", "balance_minor": 150, "moved_seq": 9]]
+        var figures = BridgeFigures()
+        let moves: [JSON] = [["seq": 3, "kind": "credit_spent", "currency": "USD", "value_minor": 75], ["seq": 3, "kind": "credit_spent", "currency": "USD", "value_minor": 75],
+                             ["seq": 4, "kind": "credit_refunded", "currency": "USD", "value_minor": 75], ["seq": 5, "kind": "credit_spent", "currency": "USD", "value_minor": 25],
+                             ["seq": 6, "kind": "credit_returned", "currency": "USD", "value_minor": 50], ["seq": 7, "kind": "credit_opened", "currency": "EUR", "value_minor": 0]]
+        for event in moves { figures.count(event) }
+        let text = String(decoding: BridgeMetrics.render(cabinet: "c1", site: "s", bridgeVersion: "0.7.0", daemon: .init(status: .object(daemon)), figures: figures,
+                                                         delivery: .init(guarantee: "end_to_end", ackedSeq: 0, publishedSeq: 0, lagSeconds: 0)), as: UTF8.self)
+        #expect(Self.value(text, #"coinmech_credit_balance_minor{currency="USD"}"#) == 150)
+        #expect(Self.value(text, #"coinmech_credit_sales_total{currency="USD"}"#) == 2, "seq 3 twice is one sale")
+        #expect(Self.value(text, #"coinmech_credit_sales_value_minor_total{currency="USD"}"#) == 100)
+        #expect(Self.value(text, #"coinmech_credit_refunds_total{currency="USD"}"#) == 1 && Self.value(text, #"coinmech_credit_refunds_value_minor_total{currency="USD"}"#) == 75)
+        #expect(Self.value(text, #"coinmech_credit_returns_total{currency="USD"}"#) == 1 && Self.value(text, #"coinmech_credit_returns_value_minor_total{currency="USD"}"#) == 50)
+        #expect(Self.value(text, #"coinmech_credit_expiries_total{currency="USD"}"#) == 0, "present before the first")
+        #expect(text.contains("# TYPE coinmech_credit_sales_total counter") && text.contains("# TYPE coinmech_credit_balance_minor gauge"))
+        let status = BridgeStatus.payload(cabinet: "c", site: "s", daemon: .object(daemon), unreachable: nil, teaching: false, unconfirmed: 0,
+                                          delivery: BridgeStatusTests.delivery, now: 1)
+        #expect(status["credit"]?.array?.first?["balance_minor"] == 150)
+        var spent = daemon
+        spent["credit"] = [["account": "mdb", "currency": "USD", "balance_minor": 75, "moved_seq": 10]]
+        let after = BridgeStatus.payload(cabinet: "c", site: "s", daemon: .object(spent), unreachable: nil, teaching: false, unconfirmed: 0,
+                                         delivery: BridgeStatusTests.delivery, now: 1)
+        #expect(BridgeStatus.stable(status) != BridgeStatus.stable(after), "a balance is news")
+        #expect(BridgeStatus.statusEvents.isSuperset(of: ["credit_opened", "credit_spent", "credit_refunded", "credit_returned", "credit_expired"]))
     }
 
     @Test("a daemon that did not answer: up is 0 and nothing of the daemon is made up")
