@@ -5,6 +5,12 @@ import Prometheus
 /// open alerts and cabinets by state read from the database at the scrape. A new
 /// swift-prometheus registry per scrape: every figure is read afresh.
 public enum FleetMetrics {
+    /// The credit's moves and their series' names, as the bridge names them (`coinmech_credit_…`).
+    public static let creditSeries: [(kind: String, series: String, what: String)] = [
+        ("credit_spent", "sales", "Sales (credit_spent)"), ("credit_refunded", "refunds", "Sales put back (credit_refunded)"),
+        ("credit_returned", "returns", "Escrow returns: credit paid back as change (credit_returned)"), ("credit_expired", "expiries", "Credit expired (credit_expired)"),
+    ]
+
     public static func text(store: FleetStore, figures: FleetFigures.Snapshot, instance: String, now: Double) async throws -> String {
         let r = PrometheusCollectorRegistry()
         func gauge(_ name: String, _ value: Double, _ labels: [(String, String)] = [], help: String) {
@@ -12,6 +18,10 @@ public enum FleetMetrics {
         }
         func counter(_ name: String, _ value: Int, help: String) {
             let made = r.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: [])
+            if value > 0 { made.increment(by: Double(value)) }
+        }
+        func labeledCounter(_ name: String, _ value: Int64, _ labels: [(String, String)], help: String) {
+            let made = r.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
             if value > 0 { made.increment(by: Double(value)) }
         }
         gauge("coinmech_fleet_info", 1, [("instance_name", instance)], help: "This fleet instance")
@@ -45,6 +55,22 @@ public enum FleetMetrics {
             }
             for kind in (AlertRules.kinds.union(["events_missing", "ledger_conflict", "refused_messages"])).sorted() {
                 gauge("coinmech_fleet_alerts_open", Double(tallies.openAlerts[kind] ?? 0), [("kind", kind)], help: "Open alerts by kind")
+            }
+        }
+        // The customer's credit per cabinet and currency, from the tallies kept as events are
+        // stored (docs/FLEET.md, "The customer's credit"): every kind present, 0 before its first.
+        if let credit = try? await store.creditFigures() {
+            for figures in credit {
+                let labels = [("cabinet", figures.cabinet), ("currency", figures.currency)]
+                if let balance = figures.balanceMinor {
+                    gauge("coinmech_fleet_credit_balance_minor", Double(balance), labels,
+                          help: "The customer's credit: the balance its latest credit event left, plus the coins stored after it")
+                }
+                for (kind, series, what) in Self.creditSeries {
+                    let moves = figures.moves[kind] ?? (0, 0)
+                    labeledCounter("coinmech_fleet_credit_\(series)_total", moves.count, labels, help: "\(what) stored, per cabinet")
+                    labeledCounter("coinmech_fleet_credit_\(series)_value_minor_total", moves.minor, labels, help: "\(what) stored: their value_minor, per cabinet")
+                }
             }
         }
         return String(decoding: r.emitToBuffer(), as: UTF8.self)

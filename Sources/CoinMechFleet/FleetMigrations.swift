@@ -139,5 +139,41 @@ public enum FleetMigrations {
                 listened double precision NOT NULL
             );
             """),
+        Step(version: 5, name: "the customer's credit per cabinet, kept as events are stored", sql: """
+            -- The credit's moves per cabinet, kind and currency (sales, refunds, escrow returns,
+            -- expiries): added to in the transaction that stores their events, so /metrics reads
+            -- a row per figure instead of summing the events at every scrape.
+            CREATE TABLE credit_tallies (
+                cabinet text NOT NULL,
+                kind text NOT NULL,
+                currency text NOT NULL,
+                moves bigint NOT NULL,
+                value_minor numeric NOT NULL,
+                PRIMARY KEY (cabinet, kind, currency)
+            );
+            -- Each credit account's last known balance: the balance_minor of its latest credit
+            -- event stored (seq), and the coins of its source stored after that event.
+            CREATE TABLE credit_balances (
+                cabinet text NOT NULL,
+                account text NOT NULL,
+                currency text NOT NULL,
+                seq bigint NOT NULL,
+                balance_minor bigint NOT NULL,
+                coins_minor numeric NOT NULL,
+                PRIMARY KEY (cabinet, account, currency)
+            );
+            INSERT INTO credit_tallies (cabinet, kind, currency, moves, value_minor)
+                SELECT cabinet, kind, coalesce(currency, '?'), count(*), coalesce(sum(value_minor), 0) FROM events
+                WHERE kind IN ('credit_spent', 'credit_refunded', 'credit_returned', 'credit_expired') GROUP BY 1, 2, 3;
+            INSERT INTO credit_balances (cabinet, account, currency, seq, balance_minor, coins_minor)
+                SELECT l.cabinet, l.account, l.currency, l.seq, l.balance,
+                       coalesce((SELECT sum(c.value_minor) FROM events c WHERE c.cabinet = l.cabinet AND c.kind = 'coin' AND c.seq > l.seq
+                                 AND c.currency = l.currency AND c.event->>'source' = l.account), 0)
+                FROM (SELECT DISTINCT ON (cabinet, account, currency) cabinet, account, currency, seq, balance
+                      FROM (SELECT cabinet, coalesce(event->'detail'->>'account', event->>'source', '?') AS account, coalesce(currency, '?') AS currency, seq,
+                                   CASE WHEN event->'detail'->>'balance_minor' ~ '^[0-9]{1,15}$' THEN (event->'detail'->>'balance_minor')::bigint ELSE 0 END AS balance
+                            FROM events WHERE kind IN ('credit_opened', 'credit_spent', 'credit_refunded', 'credit_returned', 'credit_expired')) m
+                      ORDER BY cabinet, account, currency, seq DESC) l;
+            """),
     ]
 }

@@ -64,8 +64,10 @@ extension FleetStore {
             return (recent, collections, hourly, commands)
         }
         let openAlerts = try await alerts(openOnly: false, cabinet: cabinet)
-        return FleetViews.CabinetPage(now: now, line: line, recentEvents: recent, counters: try await counters(cabinet), collections: collections,
-                                      alerts: openAlerts, hourly: hourly, commands: commands, pendingCollect: try await pendingCollect(cabinet))
+        var page = FleetViews.CabinetPage(now: now, line: line, recentEvents: recent, counters: try await counters(cabinet), collections: collections,
+                                          alerts: openAlerts, hourly: hourly, commands: commands, pendingCollect: try await pendingCollect(cabinet))
+        page.credit = try await creditFromEvents(cabinet)
+        return page
     }
 
     /// EVA-DTS-style counters, since the cabinet's last `collect` and lifetime.

@@ -133,10 +133,15 @@ public struct FleetStore: Sendable {
                         FROM b LEFT JOIN stored USING (cabinet, seq) LEFT JOIN events e USING (cabinet, seq)
                         """, logger: logger)
                     var conflicting: Set<String> = []
+                    var stored: Set<String> = []
                     for try await (cabinet, seq, inserted, conflict) in rows.decode((String, Int64, Bool, Bool).self) {
                         if inserted { outcome.inserted += 1 } else { outcome.duplicates += 1 }
+                        if inserted { stored.insert("\(cabinet)/\(seq)") }
                         if conflict { conflicting.insert("\(cabinet)/\(seq)") }
                     }
+                    // The customer's credit, kept from the first copies in this transaction.
+                    let first = events.filter { stored.remove("\($0.cabinet)/\($0.seq)") != nil }
+                    try await Self.keepCredit(connection, cabinets: first.map(\.cabinet), seqs: first.map(\.seq), kinds: Set(first.map(\.kind)), logger: logger)
                     outcome.conflicts = events.filter { conflicting.contains("\($0.cabinet)/\($0.seq)") }
                     for copy in outcome.conflicts {
                         // The ack is held where it stood before this batch (F5), across restarts too.

@@ -164,6 +164,9 @@ public enum FleetViews {
         /// The latest `collect` event not yet matched by a recorded collection, if any: what a
         /// new collection will be compared against.
         public var pendingCollect: (seq: Int64, money: [Money])?
+        /// The customer's credit per currency, from the cabinet's stored events: sales, refunds,
+        /// escrow returns and expiries (count and value), and the last known balance.
+        public var credit: [FleetStore.CreditFigures] = []
         public init(now: Double, line: CabinetLine, recentEvents: [EventLine], counters: [Counter], collections: [Collection], alerts: [Alert],
                     hourly: [HourlyCredit], commands: [CommandLine], pendingCollect: (seq: Int64, money: [Money])?) {
             self.now = now
@@ -180,7 +183,7 @@ public enum FleetViews {
         public static func == (a: CabinetPage, b: CabinetPage) -> Bool {
             a.now == b.now && a.line == b.line && a.recentEvents == b.recentEvents && a.counters == b.counters && a.collections == b.collections
                 && a.alerts == b.alerts && a.hourly == b.hourly && a.commands == b.commands
-                && a.pendingCollect?.seq == b.pendingCollect?.seq && a.pendingCollect?.money == b.pendingCollect?.money
+                && a.pendingCollect?.seq == b.pendingCollect?.seq && a.pendingCollect?.money == b.pendingCollect?.money && a.credit == b.credit
         }
     }
 }

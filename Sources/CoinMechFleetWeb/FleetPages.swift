@@ -74,6 +74,30 @@ public enum FleetPages {
         }
         b += "</tbody></table>\n</section>\n"
 
+        // The customer's credit the cabinet holds, and what moved it, from its stored events.
+        b += "<section id=\"customer-credit\"><h2>Customer credit</h2>\n"
+        if page.credit.isEmpty {
+            b += "<p>No credit event stored yet.</p>\n"
+        } else {
+            b += "<table><thead><tr><th>Currency</th><th>Balance</th><th>Sales</th><th>Refunds</th><th>Escrow returns</th><th>Expired</th></tr></thead><tbody>\n"
+            for k in page.credit {
+                let money = { (minor: Int64) in formatMoney(FleetViews.Money(currency: k.currency, minor: minor)) }
+                b += "<tr data-credit-currency=\"\(escape(k.currency))\" data-balance=\"\(k.balanceMinor.map(String.init) ?? "")\""
+                for (kind, name) in [("credit_spent", "sales"), ("credit_refunded", "refunds"), ("credit_returned", "returns"), ("credit_expired", "expiries")] {
+                    let moves = k.moves[kind] ?? (0, 0)
+                    b += " data-\(name)=\"\(moves.count)\" data-\(name)-minor=\"\(moves.minor)\""
+                }
+                b += "><td>\(escape(k.currency))</td><td class=\"num\">\(k.balanceMinor.map { escape(money($0)) } ?? "—")</td>"
+                for kind in ["credit_spent", "credit_refunded", "credit_returned", "credit_expired"] {
+                    let moves = k.moves[kind] ?? (0, 0)
+                    b += "<td class=\"num\">\(moves.count) · \(escape(money(moves.minor)))</td>"
+                }
+                b += "</tr>\n"
+            }
+            b += "</tbody></table>\n"
+        }
+        b += "</section>\n"
+
         b += "<section id=\"credit\"><h2>Credit per hour</h2>\n\(CreditPlot.svg(page.hourly, now: page.now))\n</section>\n"
 
         b += "<section id=\"collections\"><h2>Collections</h2>\n"

@@ -1,3 +1,4 @@
+import CoinMechClient
 import CoinMechHarness
 import CoinMechProtocol
 @testable import CoinMechTestSupport
@@ -25,7 +26,7 @@ struct FleetEndToEndTests {
         /// What coinmech-fleet is started with besides the test's own environment.
         let environment: [String: String]
         /// FleetMigrations' steps: the schema is whole once this many are applied.
-        static let schemaSteps = "4"
+        static let schemaSteps = "5"
 
         /// `ingest` is the YAML map of that key; `databaseOptions` and `httpOptions` are added to
         /// the maps of `database` and `http`.
@@ -150,6 +151,112 @@ struct FleetEndToEndTests {
             guard sub.readLine(timeout: 20) == "\(probe) probe" else { throw TestFailure("mosquitto_sub did not subscribe to \(filter): \(sub.stderr)") }
             return sub
         }
+    }
+
+    /// The credit as one cabinet's ledger events make it, per kind: moves and minor units, and
+    /// the balance (coins of the source in, sales out, refunds in, returns and expiries out).
+    /// Independent of the daemon's `credit_accounts`, the bridge's and the fleet's figures.
+    struct LedgerCredit: Equatable, CustomStringConvertible {
+        var moves: [String: (count: Int, minor: Int64)] = [:]
+        var balance: Int64 = 0
+        static func == (a: Self, b: Self) -> Bool {
+            a.balance == b.balance && a.moves.count == b.moves.count && a.moves.allSatisfy { b.moves[$0.key]?.count == $0.value.count && b.moves[$0.key]?.minor == $0.value.minor }
+        }
+        var description: String { "balance \(balance), " + moves.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.count)×\($0.value.minor)" }.joined(separator: ", ") }
+        func count(_ kind: String) -> Double { Double(moves[kind]?.count ?? 0) }
+        func minor(_ kind: String) -> Double { Double(moves[kind]?.minor ?? 0) }
+
+        init(_ rig: MDBEndToEndTests.Rig) throws {
+            for event in try rig.ledger().events(since: 0, limit: 1_000_000) where event.source == "mdb" {
+                let value = event.valueMinor ?? 0
+                switch event.kind {
+                case "coin": balance += value
+                case "credit_refunded": balance += value
+                case "credit_spent", "credit_returned", "credit_expired": balance -= value
+                default: continue
+                }
+                if event.kind != "coin" { moves[event.kind, default: (0, 0)].count += 1; moves[event.kind, default: (0, 0)].minor += value }
+            }
+        }
+    }
+
+    @Test("a real cabinet's credit: sales, refunds and an escrow return through coinmechd's socket reach the bridge's /metrics, its retained status and the fleet's /metrics and cabinet page, each figure the ledger's events'")
+    func customerCredit() throws {
+        let rig = try Rig("fleet-credit")
+        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        let cabinet = try CreditEndToEndTests.rig("fleet-credit-cabinet")
+        let metricsPort = try Loopback.freePort()
+        try """
+            cabinet: c-credit
+            site: s1
+            socket: {path: \(cabinet.dir)/run/coinmechd.sock}
+            state_dir: \(cabinet.dir)/bridge
+            mqtt: {host: 127.0.0.1, port: \(rig.broker.port), keepalive_s: 5, tls: off}
+            status: {poll_s: 0.5}
+            metrics: {listen: "127.0.0.1:\(metricsPort)"}
+            """.write(toFile: "\(cabinet.dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        let daemon = try cabinet.startDaemon()
+        let bridge = try ChildProcess("coinmech-bridge", ["--config", "\(cabinet.dir)/bridge.yaml"])
+        defer {
+            bridge.signal(SIGTERM)
+            _ = bridge.wait(timeout: 20)
+            daemon.signal(SIGTERM)
+            _ = daemon.wait(timeout: 20)
+            cabinet.sim.signal(SIGTERM)
+            _ = cabinet.sim.wait(timeout: 20)
+        }
+        let client = try CreditEndToEndTests.connect(cabinet)
+        try TestSupport.waitUntil("credit of 1.00", timeout: 60) { ((try? CreditEndToEndTests.balance(client)) ?? 0) >= 100 }
+        // Two sales, one put back; then the customer's coin return, paid from the changer's tubes.
+        for (amount, item, id) in [(Int64(25), "A1", "sale-1"), (30, "B2", "sale-2")] {
+            let sale = try client.request(.spend(amountMinor: amount, currency: nil, item: item, requestID: id), as: CreditReply.self)
+            #expect(sale.state == .approved, "\(sale)")
+        }
+        #expect(try client.request(.refund(requestID: "sale-1"), as: CreditReply.self).state == .refunded)
+        try TestSupport.waitUntil("the changer set up", timeout: 30) { (try? client.request(.payoutPlan(amountMinor: 5, currency: nil)))?["payable"] == true }
+        let returned = try client.request(.cancel(requestID: "return-1"), as: CreditReply.self, timeout: 60)
+        #expect(returned.state == .returned, "\(returned)")
+        // No more coins: what the ledger holds stays put while the figures are compared.
+        try client.request(.inhibit(true))
+
+        // The bridge: /metrics and the retained status against the ledger's events.
+        var ledger = try LedgerCredit(cabinet)
+        var text = "", status: JSON?
+        try rig.waitUntil("the bridge's figures at the ledger's", timeout: 30) {
+            ledger = try LedgerCredit(cabinet)
+            text = (try? HTTPProbe(port: metricsPort).request("GET", "/metrics").body) ?? ""
+            let value = { (name: String) in BridgeMetricsEndToEndTests.value(text, name, ["currency": "USD"]) }
+            let sub = try ChildProcess("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(rig.broker.port)", "-t", "coinmech/v1/s1/c-credit/status", "-C", "1", "-W", "5"],
+                                       absolute: true)
+            status = JSON.parse(String(decoding: sub.readToEnd(), as: UTF8.self))
+            _ = sub.wait(timeout: 10)
+            return value("coinmech_credit_balance_minor") == Double(ledger.balance)
+                && value("coinmech_credit_sales_total") == ledger.count("credit_spent") && value("coinmech_credit_sales_value_minor_total") == ledger.minor("credit_spent")
+                && value("coinmech_credit_refunds_total") == ledger.count("credit_refunded") && value("coinmech_credit_refunds_value_minor_total") == ledger.minor("credit_refunded")
+                && value("coinmech_credit_returns_total") == ledger.count("credit_returned") && value("coinmech_credit_returns_value_minor_total") == ledger.minor("credit_returned")
+                && status?["credit"]?.array?.first { $0["currency"] == "USD" }?["balance_minor"]?.int == ledger.balance
+        }
+        #expect(ledger.count("credit_spent") == 2 && ledger.minor("credit_spent") == 55 && ledger.count("credit_refunded") == 1 && ledger.minor("credit_refunded") == 25,
+                "\(ledger)")
+        #expect(ledger.count("credit_returned") == 1 && ledger.minor("credit_returned") == Double(returned.payout?.amountMinor ?? -1), "\(ledger)")
+
+        // The fleet: every event stored, then its /metrics and the cabinet's page.
+        let last = try #require(try cabinet.ledger().events(since: 0, limit: 1_000_000).last?.seq)
+        try rig.waitUntil("every event of the cabinet stored", timeout: 30) {
+            (Int64(try rig.query("SELECT contiguous_seq FROM cabinets WHERE cabinet = 'c-credit'")) ?? 0) >= last
+        }
+        let fleetMetrics = try HTTPProbe(port: rig.httpPort).request("GET", "/metrics").body
+        let fleetValue = { (name: String) in BridgeMetricsEndToEndTests.value(fleetMetrics, name, ["cabinet": "c-credit", "currency": "USD"]) }
+        #expect(fleetValue("coinmech_fleet_credit_balance_minor") == Double(ledger.balance), "\(ledger)\n\(fleetMetrics)")
+        for (kind, series) in [("credit_spent", "sales"), ("credit_refunded", "refunds"), ("credit_returned", "returns"), ("credit_expired", "expiries")] {
+            #expect(fleetValue("coinmech_fleet_credit_\(series)_total") == ledger.count(kind), "\(series): \(ledger)")
+            #expect(fleetValue("coinmech_fleet_credit_\(series)_value_minor_total") == ledger.minor(kind), "\(series): \(ledger)")
+        }
+        try rig.setOperator("carol", role: "operator", password: "carol-password")
+        let http = HTTPProbe(port: rig.httpPort)
+        let page = try http.request("GET", "/cabinet/c-credit", cookie: try rig.login(http, "carol", "carol-password"))
+        let row = #"data-credit-currency="USD" data-balance="\#(ledger.balance)" data-sales="2" data-sales-minor="55" data-refunds="1" data-refunds-minor="25" data-returns="1" data-returns-minor="\#(Int(ledger.minor("credit_returned")))" data-expiries="0" data-expiries-minor="0""#
+        #expect(page.status == 200 && page.body.contains(row), "\(row)\n\(page.body)")
     }
 
     @Test("a hole is asked for with cmd/resend after its grace; the bridge's missing range settles it, the ack passes it and an alert says which seqs")
