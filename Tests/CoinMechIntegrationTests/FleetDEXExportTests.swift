@@ -77,7 +77,7 @@ struct FleetDEXExportTests {
     @Test("the file's CA3, CA4, CA1, EA2 and EA3 are the stored events' figures; the dashboard serves the same file behind its login; bad input is refused with a reason")
     func export() throws {
         let rig = try FleetEndToEndTests.Rig("fleet-dex", databaseOptions: ", timeout_s: 2")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == FleetEndToEndTests.Rig.schemaSteps }
+        try rig.waitUntilListening()
         let history = Self.history()
         for (index, event) in history.enumerated() {
             let seq = index + 1

@@ -48,7 +48,7 @@ struct FleetDashboardSecurityTests {
     @Test("two clients guessing passwords, then fifty: every real login meanwhile gets in")
     func loginUnderGuessing() throws {
         let rig = try Rig("fleet-web-guess")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         try rig.setOperator("alice", role: "operator", password: "alice-password")
         try rig.setOperator("bob", role: "operator", password: "bob-password")
         let alice = HTTPProbe(port: rig.httpPort, from: "127.0.0.200")
@@ -66,7 +66,7 @@ struct FleetDashboardSecurityTests {
     @Test("only an admin acknowledges a ledger_conflict (it releases the ack hold) or events_missing; a demoted admin is an operator at the next request")
     func rightsReadEachRequest() throws {
         let rig = try Rig("fleet-web-rights")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         try rig.setOperator("alice", role: "admin", password: "alice-password")
         try rig.setOperator("bob", role: "operator", password: "bob-password")
         // A ledger replaced: seq 1 again, as another kind (F5).
@@ -95,7 +95,7 @@ struct FleetDashboardSecurityTests {
     @Test("no framing, Secure cookies behind a TLS proxy that says so, log fields escaped, idle connections closed")
     func headersCookiesLogsIdle() throws {
         let rig = try Rig("fleet-web-headers", httpOptions: ", idle_timeout_s: 2")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         try rig.setOperator("alice", role: "operator", password: "alice-password")
         let http = HTTPProbe(port: rig.httpPort)
         let login = try http.request("GET", "/login")

@@ -120,6 +120,19 @@ struct FleetEndToEndTests {
             guard set.wait(timeout: 60) == 0 else { throw TestFailure("set-operator \(name): \(set.stderr)") }
         }
 
+        /// The schema up to date and the fleet's session on the broker. A message published
+        /// before then is lost: the fleet's first session has no subscription yet (a test that
+        /// waited for the schema alone lost its first message under load).
+        func waitUntilListening(timeout: Double = 30) throws {
+            try waitUntil("the schema", timeout: timeout) { try query("SELECT count(*) FROM schema_migrations") == Self.schemaSteps }
+            try waitUntil("the fleet's session on the broker", timeout: timeout) {
+                let metrics = (try? HTTPProbe(port: httpPort).request("GET", "/metrics").body) ?? ""
+                return metrics.split(separator: "\n").contains { line in
+                    line.hasPrefix("coinmech_fleet_broker_connected ") && Double(line.split(separator: " ").last ?? "") == 1
+                }
+            }
+        }
+
         /// `TestSupport.waitUntil`, and on a timeout what the fleet and PostgreSQL last said.
         func waitUntil(_ what: String, timeout: Double, _ condition: () throws -> Bool) throws {
             do {

@@ -35,7 +35,7 @@ struct FleetHostileInputTests {
     func seqOverflow() throws {
         let rig = try Rig("fleet-hostile-seq")
         let commands = try rig.subscribe("s1/h-1/cmd/#")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         func event(_ seq: String) -> String {
             #"{"v":1,"cabinet":"h-1","site":"s1","seq":\#(seq),"published":1.0,"event":{"seq":\#(seq),"time":1795290000.0,"kind":"decision"}}"#
         }
@@ -64,7 +64,7 @@ struct FleetHostileInputTests {
     @Test("two coins of 9,000,000,000,000,000,000 minor units: refused at the edge, and sums over such rows already stored shown, never a 500 for every operator")
     func moneyOverflow() throws {
         let rig = try Rig("fleet-hostile-money")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         try rig.setOperator("alice", role: "operator", password: "alice-password")
         func coin(_ cabinet: String, _ seq: Int, _ value: String) -> String {
             #"{"v":1,"cabinet":"\#(cabinet)","site":"s1","seq":\#(seq),"published":1.0,"event":{"seq":\#(seq),"time":1795290000.0,"kind":"coin","currency":"USD","denomination":"quarter","value_minor":\#(value)}}"#
@@ -103,7 +103,7 @@ struct FleetHostileInputTests {
     @Test("a payload over the size cap is refused before it is read, and the cabinets go on")
     func oversized() throws {
         let rig = try Rig("fleet-hostile-size")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         let pad = String(repeating: "x", count: 300_000)
         let large = #"{"v":1,"cabinet":"h-1","site":"s1","seq":1,"published":1.0,"event":{"seq":1,"time":1795290000.0,"kind":"decision","pad":"\#(pad)"}}"#
         try rig.publishFile("s1/h-1/event", large)
@@ -116,7 +116,7 @@ struct FleetHostileInputTests {
     @Test("a cabinet's backlog does not hold another's events back: after the database's return, an honest cabinet's events go in the next batch, not behind a flood of sparse seqs")
     func fairness() throws {
         let rig = try Rig("fleet-hostile-fair", ingest: "{gap_grace_s: 30, ack_interval_s: 0.2}")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         try rig.publish("s1/c-1/event", Rig.event("c-1", 1, kind: "decision"))
         try rig.waitUntil("the honest cabinet known", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
         // The database away: what arrives meanwhile waits in the fleet.
@@ -142,7 +142,7 @@ struct FleetHostileInputTests {
     @Test("a flood while the database is down does not grow the fleet: the inbox is bounded, and the broker holds the rest of the session")
     func floodWhileDatabaseDown() throws {
         let rig = try Rig("fleet-hostile-flood")
-        try rig.waitUntil("the schema", timeout: 30) { try rig.query("SELECT count(*) FROM schema_migrations") == Rig.schemaSteps }
+        try rig.waitUntilListening()
         try rig.publish("s1/c-1/event", Rig.event("c-1", 1, kind: "decision"))
         try rig.waitUntil("the fleet at work", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
         let baseline = rig.fleetResident
