@@ -226,6 +226,9 @@ public struct CreditCore: Sendable {
                     return [.reply(ticket, .badRequest(field: "request_id", "request id \(id) was used for a sale of \(sale.move.amountMinor) \(sale.move.currency)"
                                                          + (sale.move.item.map { " (\($0))" } ?? "") + ": a request id names one sale"))] + next(now)
                 }
+                if let refund = found.moves.first(where: { $0.move.kind == .refunded }) {
+                    return [.reply(ticket, .spentAndRefunded(sale: sale, refund: refund))] + next(now)
+                }
                 return [.reply(ticket, .spent(sale, repeated: true))] + next(now)
             }
             if let payout = found.payout {

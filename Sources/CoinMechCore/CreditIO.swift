@@ -72,6 +72,9 @@ public struct CreditLookup: Sendable, Hashable {
 public enum CreditAnswer: Sendable, Equatable {
     /// A sale approved. `repeated`: approved by an earlier ask under the same id.
     case spent(CreditMoveRecord, repeated: Bool)
+    /// A sale asked again after it was put back: approved once, and refunded since (a kiosk
+    /// replaying its journal must not vend it again).
+    case spentAndRefunded(sale: CreditMoveRecord, refund: CreditMoveRecord)
     /// A sale refused, nothing recorded: the credit is short of it.
     case short(balanceMinor: Int64, currency: String)
     /// A sale put back. `repeated`: by an earlier ask.

@@ -92,6 +92,14 @@ enum OperatorReplies {
             reply.seq = record.seq
             reply.repeated = repeated
             return .success(reply.json)
+        case .spentAndRefunded(let sale, let refund):
+            var reply = CreditReply(requestID: id, state: .approved, currency: sale.move.currency, balanceMinor: sale.balanceAfterMinor)
+            reply.amountMinor = sale.move.amountMinor
+            reply.item = sale.move.item
+            reply.seq = sale.seq
+            reply.repeated = true
+            reply.refundedSeq = refund.seq
+            return .success(reply.json)
         case .short(let balance, let currency):
             var reply = CreditReply(requestID: id, state: .refused, currency: currency, balanceMinor: balance)
             reply.reason = "credit_short"

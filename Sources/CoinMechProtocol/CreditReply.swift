@@ -27,6 +27,8 @@ public struct CreditReply: OperatorReply {
     public var seq: Int64?
     /// Answered from the ledger: the request id was asked before.
     public var repeated: Bool?
+    /// An approved sale asked again after it was put back: the refund's event. Vend nothing.
+    public var refundedSeq: Int64?
     /// `refused`: `credit_short`; `kept`: why nothing was paid back.
     public var reason: String?
     /// `returned`: what no coins held could make, left as credit.
@@ -52,6 +54,7 @@ public struct CreditReply: OperatorReply {
         seq = try f.optionalInt("seq")
         repeated = f.object["repeated"]?.bool
         reason = try f.optionalString("reason")
+        refundedSeq = try f.optionalInt("refunded_seq")
         keptMinor = try f.optionalInt("kept_minor")
         if let payout = f.object["payout"], payout != .null { self.payout = try PayoutReply(json: payout) }
     }
@@ -64,6 +67,7 @@ public struct CreditReply: OperatorReply {
         if let seq { object["seq"] = .int(seq) }
         if let repeated { object["repeated"] = .bool(repeated) }
         if let reason { object["reason"] = .string(reason) }
+        if let refundedSeq { object["refunded_seq"] = .int(refundedSeq) }
         if let keptMinor { object["kept_minor"] = .int(keptMinor) }
         if let payout { object["payout"] = payout.json }
         return .object(object)

@@ -157,6 +157,9 @@ enum Format {
         let balance = "\(c.currency) \(money(c.balanceMinor, c.currency))"
         switch c.state {
         case .approved:
+            if let refund = c.refundedSeq {
+                return "sale \(c.requestID): approved \(amount)\(c.item.map { " for \($0)" } ?? "") and put back since (event #\(refund)): vend nothing"
+            }
             return "sale \(c.requestID): approved \(amount)\(c.item.map { " for \($0)" } ?? ""); credit left \(balance)\(repeated)"
         case .refused:
             return "sale \(c.requestID): refused, \(amount) is more than the credit of \(balance); nothing recorded"

@@ -173,6 +173,9 @@ struct CreditCoreTests {
         guard case .refunded(let first, false)? = bench.ask(.refund(requestID: "s1", by: "kiosk")) else { Issue.record("\(bench.replies)"); return }
         #expect(first.move.amountMinor == 40 && first.balanceAfterMinor == 50 && bench.balance == 50)
         guard case .refunded(let again, true)? = bench.ask(.refund(requestID: "s1", by: "kiosk")) else { Issue.record("\(bench.replies)"); return }
+        // The sale asked again: approved once, and said to be put back (nothing to vend).
+        guard case .spentAndRefunded(let sale, let refund)? = bench.ask(Self.spend("s1", 40)) else { Issue.record("\(bench.replies)"); return }
+        #expect(sale.move.kind == .spent && refund == first && bench.balance == 50)
         #expect(again == first && bench.balance == 50)
     }
 
