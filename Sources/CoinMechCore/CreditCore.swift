@@ -41,9 +41,9 @@ public struct CreditCore: Sendable {
         case committing(CreditCommand, Ticket, CreditMove)
         /// A commit that reported a failure, read back.
         case readingBack(CreditCommand, Ticket, LedgerError)
-        /// A cancel's payout asked of the payout core: `asked` of the credit `balance`;
+        /// A cancel's payout asked of the payout core, of the credit `balance`;
         /// `retried`: a second ask for the nearest amount the coins make.
-        case returning(CreditCommand, Ticket, asked: Int64, balance: Int64, retried: Bool)
+        case returning(CreditCommand, Ticket, balance: Int64, retried: Bool)
         /// Standing credit looked for.
         case reviewing
         /// A cancel's payout answered: the account read back for the balance it left.
@@ -209,7 +209,7 @@ public struct CreditCore: Sendable {
             guard settings.paysOut else { return next(now) }
             let id = "standing-\(due.movedSeq)"
             let asked = min(due.balanceMinor, PayoutPlanner.maximumAmount)
-            stage = .returning(.cancel(requestID: id, by: Self.ruleName), Self.ruleTicket, asked: asked, balance: due.balanceMinor, retried: false)
+            stage = .returning(.cancel(requestID: id, by: Self.ruleName), Self.ruleTicket, balance: due.balanceMinor, retried: false)
             return [.payout(PayoutRequest(requestID: id, amountMinor: asked, currency: due.currency, by: Self.ruleName, creditAccount: settings.account))]
         }
     }
@@ -259,7 +259,7 @@ public struct CreditCore: Sendable {
                 guard payout.order.creditAccount == settings.account else {
                     return [.reply(ticket, .badRequest(field: "request_id", "request id \(id) names a payout that did not pay credit back"))] + next(now)
                 }
-                stage = .returning(command, ticket, asked: payout.order.amountMinor, balance: payout.order.amountMinor, retried: true)
+                stage = .returning(command, ticket, balance: payout.order.amountMinor, retried: true)
                 return [.payout(PayoutRequest(requestID: id, amountMinor: payout.order.amountMinor, currency: payout.order.currency, by: by,
                                               creditAccount: settings.account))]
             }
@@ -276,7 +276,7 @@ public struct CreditCore: Sendable {
             }
             // Change, not a cash withdrawal: what is above a payout's largest amount stays credit.
             let asked = min(account.balanceMinor, PayoutPlanner.maximumAmount)
-            stage = .returning(command, ticket, asked: asked, balance: account.balanceMinor, retried: false)
+            stage = .returning(command, ticket, balance: account.balanceMinor, retried: false)
             return [.payout(PayoutRequest(requestID: id, amountMinor: asked, currency: account.currency, by: by, creditAccount: settings.account))]
         }
     }
@@ -349,7 +349,7 @@ public struct CreditCore: Sendable {
     }
 
     private mutating func payoutAnswered(_ answer: PayoutAnswer, now: Instant) -> [CreditOutput] {
-        guard case .returning(let command, let ticket, _, let balance, let retried) = stage, case .cancel(let id, let by) = command else { return [] }
+        guard case .returning(let command, let ticket, let balance, let retried) = stage, case .cancel(let id, let by) = command else { return [] }
         stage = nil
         switch answer {
         case .payout:
@@ -358,7 +358,7 @@ public struct CreditCore: Sendable {
         case .refused(let order, let below, _) where !retried && below > 0:
             // No coins held make the whole credit: the nearest amount below it is paid back,
             // and the rest stays credit (a vending machine's "exact change only").
-            stage = .returning(command, ticket, asked: below, balance: balance, retried: true)
+            stage = .returning(command, ticket, balance: balance, retried: true)
             return [.payout(PayoutRequest(requestID: id, amountMinor: below, currency: order.currency, by: by, creditAccount: settings.account))]
         case .refused(let order, _, _):
             return [.reply(ticket, .kept(balanceMinor: balance, currency: order.currency, reason: "no coins held make any part of it: the credit stays"))] + next(now)

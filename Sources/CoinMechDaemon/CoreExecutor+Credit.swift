@@ -43,9 +43,12 @@ extension CoreExecutor {
         for output in outputs {
             switch output {
             case .lookUp(let requestID):
+                // An empty id (the standing-credit review) reads the accounts alone, as the payout
+                // core's look-up does.
                 stepCredit(.lookedUp(Result { () throws(LedgerError) in
-                    CreditLookup(accounts: try ledger.creditAccounts(source: decider.sourceName), moves: try ledger.creditMoves(requestID: requestID),
-                                 payout: try ledger.payout(requestID: requestID))
+                    CreditLookup(accounts: try ledger.creditAccounts(source: decider.sourceName),
+                                 moves: requestID.isEmpty ? [] : try ledger.creditMoves(requestID: requestID),
+                                 payout: requestID.isEmpty ? nil : try ledger.payout(requestID: requestID))
                 }))
             case .commit(let entries):
                 do throws(LedgerError) {
