@@ -250,6 +250,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         var text = String(decoding: line, as: UTF8.self)
         if text.hasSuffix("\r") { text.removeLast() }
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { return false }
+        // The one-pass reader answers only where it reads as the decoder does.
+        if let fast = JSONFastReader.read(text) {
+            precondition(fast == JSON.decoded(text), "JSONFastReader read \(text) otherwise than the decoder")
+        }
 
         let reply: JSON
         var valid = false

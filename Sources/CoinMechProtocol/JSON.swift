@@ -133,8 +133,15 @@ extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Express
 }
 
 extension JSON {
-    /// Parses one line of JSON text.
+    /// Parses one line of JSON text: in one pass where it has the common shape
+    /// (`JSONFastReader`), by the decoder otherwise.
     public static func parse(_ text: String) -> JSON? {
+        JSONFastReader.read(text) ?? decoded(text)
+    }
+
+    /// Parses one line of JSON text by the decoder alone: the authority `JSONFastReader` is
+    /// held to.
+    public static func decoded(_ text: String) -> JSON? {
         try? JSONDecoderBox.decoder.decode(JSON.self, from: Data(text.utf8))
     }
 }
