@@ -38,6 +38,12 @@ public struct CabinetQueues: Sendable {
         }
     }
 
+    /// An event's identity (F4), without a string built for it.
+    private struct Identity: Hashable {
+        var cabinet: String
+        var seq: Int64
+    }
+
     public init(perCabinet: Int = FleetLimits.cabinetQueue, perCabinetBytes: Int = FleetLimits.cabinetQueueBytes) {
         self.perCabinet = perCabinet
         self.perCabinetBytes = perCabinetBytes
@@ -64,7 +70,7 @@ public struct CabinetQueues: Sendable {
     /// batch, where the store compares it with the first (F5).
     public mutating func batch(max: Int) -> [FleetMessage.Event] {
         var batch: [FleetMessage.Event] = []
-        var inBatch = Set<String>()
+        var inBatch = Set<Identity>()
         var done = Set<String>()
         while batch.count < max, done.count < turns.count {
             if nextTurn >= turns.count { nextTurn = 0 }
@@ -74,7 +80,7 @@ public struct CabinetQueues: Sendable {
                 nextTurn += 1
                 continue
             }
-            guard inBatch.insert("\(head.seq)/\(cabinet)").inserted else {
+            guard inBatch.insert(Identity(cabinet: cabinet, seq: head.seq)).inserted else {
                 done.insert(cabinet)
                 nextTurn += 1
                 continue

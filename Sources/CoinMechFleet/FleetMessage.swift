@@ -100,6 +100,21 @@ public enum FleetMessage: Sendable, Equatable {
         }
     }
 
+    /// Whether the text writes a NUL as an escape (`\u0000`, any case of the `u`), which
+    /// PostgreSQL's jsonb refuses: one pass over the bytes.
+    static func escapesNUL(_ bytes: [UInt8]) -> Bool {
+        let zero = UInt8(ascii: "0")
+        var index = 0
+        while index + 5 < bytes.count {
+            if bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] | 0x20 == UInt8(ascii: "u"),
+               bytes[index + 2] == zero, bytes[index + 3] == zero, bytes[index + 4] == zero, bytes[index + 5] == zero {
+                return true
+            }
+            index += 1
+        }
+        return false
+    }
+
     /// Whether JSON text opens more than `limit` arrays and objects inside each other (brackets
     /// inside strings left out), found in one pass before anything is decoded.
     static func nestsDeeperThan(_ limit: Int, _ bytes: [UInt8]) -> Bool {
@@ -135,9 +150,11 @@ public enum FleetMessage: Sendable, Equatable {
     /// A payload longer than `maxBytes` is refused before it is read.
     public static func read(topic: String, payload: [UInt8], prefix: String, maxBytes: Int = .max) throws(Refusal) -> FleetMessage? {
         guard topic.hasPrefix(prefix) else { return nil }
-        let levels = topic.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard levels.count >= 3 else { return nil }
-        let site = levels[0], cabinet = levels[1], name = levels[2...].joined(separator: "/")
+        // Split on the bytes: `/` is ASCII, and a cut between characters would cost a walk over
+        // every grapheme of every topic.
+        let levels = topic.utf8.dropFirst(prefix.utf8.count).split(separator: UInt8(ascii: "/"), maxSplits: 2, omittingEmptySubsequences: false)
+        guard levels.count == 3 else { return nil }
+        let site = String(decoding: levels[0], as: UTF8.self), cabinet = String(decoding: levels[1], as: UTF8.self), name = String(decoding: levels[2], as: UTF8.self)
         let named = FleetID.isValid(cabinet) ? cabinet : nil
         func refuse(_ kind: Refusal.Kind, _ reason: String) -> Refusal { Refusal(topic: topic, cabinet: named, kind: kind, reason: reason) }
         // The fleet's own users' topics (ACL patterns reach them) are no cabinet's.
@@ -149,15 +166,15 @@ public enum FleetMessage: Sendable, Equatable {
         guard FleetID.isValid(site), named != nil else { throw refuse(.malformed, "the topic's site or cabinet is not an id (1 to 64 of a-z 0-9 _ -)") }
         guard payload.count <= maxBytes else { throw refuse(.tooLarge, "\(payload.count) bytes, more than ingest.max_message_bytes (\(maxBytes))") }
         // PostgreSQL's text and jsonb hold no NUL: such a payload could never be stored.
-        guard !payload.contains(0), !String(decoding: payload, as: UTF8.self).lowercased().contains("\\u0000") else { throw refuse(.malformed, "holds a NUL character") }
+        guard !payload.contains(0), !Self.escapesNUL(payload) else { throw refuse(.malformed, "holds a NUL character") }
         // The contract's payloads nest a few levels; a decoder given thousands recurses as deep.
         guard !Self.nestsDeeperThan(32, payload) else { throw refuse(.malformed, "nests deeper than 32 levels") }
-        guard let object = JSON.parse(String(decoding: payload, as: UTF8.self))?.object else { throw refuse(.malformed, "not a JSON object") }
+        let text = String(decoding: payload, as: UTF8.self)
+        guard let object = JSON.parse(text)?.object else { throw refuse(.malformed, "not a JSON object") }
         guard let v = object["v"]?.int else { throw refuse(.malformed, "no contract version 'v'") }
         guard v == 1 else { throw refuse(.version, "contract version \(v) is not known here (v1)") }
         guard let payloadCabinet = object["cabinet"]?.string else { throw refuse(.malformed, "no 'cabinet'") }
         guard payloadCabinet == cabinet else { throw refuse(.wrongCabinet, "the payload names cabinet \(LogText.quoted(payloadCabinet, limit: 64)), the topic '\(cabinet)' (F3)") }
-        let text = String(decoding: payload, as: UTF8.self)
         switch name {
         case "event":
             guard let seq = object["seq"]?.int, seq >= 1 else { throw refuse(.malformed, "no seq ≥ 1") }
