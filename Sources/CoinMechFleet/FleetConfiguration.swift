@@ -60,6 +60,8 @@ public struct FleetConfiguration: Sendable {
     public struct Ingest: Sendable, Equatable {
         /// Events per transaction at most.
         public var batchMax = 1000
+        /// Writers: batches committed at once, each cabinet always by the same one (`WriterLanes`).
+        public var writers = 4
         /// F6: at most one ack per cabinet per this many seconds, the last always sent.
         public var ackIntervalSeconds = 1.0
         /// F8: a seq missing below a stored one for this long is a gap.
@@ -155,8 +157,10 @@ public struct FleetConfiguration: Sendable {
             }
         }
         if let ingest = try table.table("ingest") {
-            try ingest.rejectUnknownKeys(["batch_max", "ack_interval_s", "gap_grace_s", "resend_deadline_s", "max_message_bytes"])
+            try ingest.rejectUnknownKeys(["batch_max", "writers", "ack_interval_s", "gap_grace_s", "resend_deadline_s", "max_message_bytes"])
             if let batch = try ingest.int("batch_max", in: 1...100_000) { configuration.ingest.batchMax = batch }
+            // The pool holds 8 connections: the writers leave some for the pages and the alerts.
+            if let writers = try ingest.int("writers", in: 1...6) { configuration.ingest.writers = writers }
             if let interval = try ingest.double("ack_interval_s", in: 0...60) { configuration.ingest.ackIntervalSeconds = interval }
             if let grace = try ingest.double("gap_grace_s", in: 0.1...86_400) { configuration.ingest.gapGraceSeconds = grace }
             if let deadline = try ingest.double("resend_deadline_s", in: 5...600) { configuration.ingest.resendDeadlineSeconds = deadline }
