@@ -72,16 +72,27 @@ extension FleetStore {
         }
         if kinds.contains("coin") {
             // Coins after an account's latest credit event raise its balance; those before it are
-            // in that event's balance already (they arrived late).
-            try await connection.query("""
-                UPDATE credit_balances b SET coins_minor = b.coins_minor + c.value
-                FROM (SELECT x.cabinet, x.account, x.currency, sum(e.value_minor) AS value
-                      FROM unnest(\(cabinets)::text[], \(seqs)::bigint[]) AS n(cabinet, seq)
-                      JOIN events e ON e.cabinet = n.cabinet AND e.seq = n.seq AND e.kind = 'coin'
-                      JOIN credit_balances x ON x.cabinet = e.cabinet AND x.currency = e.currency AND x.account = e.event->>'source' AND e.seq > x.seq
-                      GROUP BY 1, 2, 3) c
-                WHERE b.cabinet = c.cabinet AND b.account = c.account AND b.currency = c.currency
-                """, logger: logger)
+            // in that event's balance already (they arrived late). Only the coins of cabinets
+            // that keep an account are looked at: asked first, as the planner cannot know that
+            // the accounts of a batch's cabinets are often none, and would join every coin first.
+            var keeping: Set<String> = []
+            for try await cabinet in try await connection.query("""
+                SELECT DISTINCT cabinet FROM credit_balances WHERE cabinet = ANY(\(Array(Set(cabinets)))::text[])
+                """, logger: logger).decode(String.self) {
+                keeping.insert(cabinet)
+            }
+            let coins = zip(cabinets, seqs).filter { keeping.contains($0.0) }
+            if !coins.isEmpty {
+                try await connection.query("""
+                    UPDATE credit_balances b SET coins_minor = b.coins_minor + c.value
+                    FROM (SELECT x.cabinet, x.account, x.currency, sum(e.value_minor) AS value
+                          FROM unnest(\(coins.map(\.0))::text[], \(coins.map(\.1))::bigint[]) AS n(cabinet, seq)
+                          JOIN events e ON e.cabinet = n.cabinet AND e.seq = n.seq AND e.kind = 'coin'
+                          JOIN credit_balances x ON x.cabinet = e.cabinet AND x.currency = e.currency AND x.account = e.event->>'source' AND e.seq > x.seq
+                          GROUP BY 1, 2, 3) c
+                    WHERE b.cabinet = c.cabinet AND b.account = c.account AND b.currency = c.currency
+                    """, logger: logger)
+            }
         }
         if moves {
             // A later credit event stored: its balance, and the coins stored after it, summed again.

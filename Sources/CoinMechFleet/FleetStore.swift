@@ -111,38 +111,40 @@ public struct FleetStore: Sendable {
     }
 
     /// One transaction: the batch's events (a copy of a stored one dropped by the key, and
-    /// compared with it), new cabinets, and each touched cabinet's contiguous seq.
+    /// compared with it), the credit they move, and each touched cabinet's row with its
+    /// contiguous seq. Four statements whatever the batch's size (docs/FLEET.md, "Ingest at the
+    /// database's speed"); only the copies come back.
     public func commit(_ events: [FleetMessage.Event], sequences: [String: (site: String, sequence: CabinetSequence)], now: Double) async throws -> BatchOutcome {
         return try await database.call("commit") { client in
             let cabinets = sequences.keys.sorted()
             let sites = cabinets.map { sequences[$0]!.site }
             let contiguous = cabinets.map { sequences[$0]!.sequence.contiguous }
             return try await client.withTransaction(logger: logger) { connection -> BatchOutcome in
-                try await connection.query("""
-                    INSERT INTO cabinets (cabinet, site, first_seen) SELECT c, s, \(now) FROM unnest(\(cabinets)::text[], \(sites)::text[]) AS t(c, s)
-                    ON CONFLICT (cabinet) DO NOTHING
-                    """, logger: logger)
                 var outcome = BatchOutcome()
                 if !events.isEmpty {
+                    // A batch holds each identity once (`CabinetQueues`), and the statement's own
+                    // reads see the table as it stood before it: the rows not inserted are the
+                    // copies, each with whether it differs from the stored event.
                     let rows = try await connection.query("""
                         WITH b AS (SELECT * FROM unnest(\(events.map(\.cabinet))::text[], \(events.map(\.seq))::bigint[], \(events.map(\.kind))::text[],
                                                         \(events.map(\.time))::float8[], \(events.map(\.json))::text[]) AS b(cabinet, seq, kind, time, event)),
                              stored AS (INSERT INTO events (cabinet, seq, kind, time, received, event)
                                         SELECT cabinet, seq, kind, time, \(now), event::jsonb->'event' FROM b ON CONFLICT (cabinet, seq) DO NOTHING RETURNING cabinet, seq)
-                        SELECT b.cabinet, b.seq, stored.seq IS NOT NULL, e.seq IS NOT NULL AND (e.kind <> b.kind OR e.time <> b.time)
-                        FROM b LEFT JOIN stored USING (cabinet, seq) LEFT JOIN events e USING (cabinet, seq)
+                        SELECT b.cabinet, b.seq, e.seq IS NOT NULL AND (e.kind <> b.kind OR e.time <> b.time)
+                        FROM b LEFT JOIN stored USING (cabinet, seq) LEFT JOIN events e USING (cabinet, seq) WHERE stored.seq IS NULL
                         """, logger: logger)
+                    var copies: Set<String> = []
                     var conflicting: Set<String> = []
-                    var stored: Set<String> = []
-                    for try await (cabinet, seq, inserted, conflict) in rows.decode((String, Int64, Bool, Bool).self) {
-                        if inserted { outcome.inserted += 1 } else { outcome.duplicates += 1 }
-                        if inserted { stored.insert("\(cabinet)/\(seq)") }
+                    for try await (cabinet, seq, conflict) in rows.decode((String, Int64, Bool).self) {
+                        copies.insert("\(cabinet)/\(seq)")
                         if conflict { conflicting.insert("\(cabinet)/\(seq)") }
                     }
+                    outcome.duplicates = copies.count
+                    outcome.inserted = events.count - copies.count
                     // The customer's credit, kept from the first copies in this transaction.
-                    let first = events.filter { stored.remove("\($0.cabinet)/\($0.seq)") != nil }
+                    let first = copies.isEmpty ? events : events.filter { !copies.contains("\($0.cabinet)/\($0.seq)") }
                     try await Self.keepCredit(connection, cabinets: first.map(\.cabinet), seqs: first.map(\.seq), kinds: Set(first.map(\.kind)), logger: logger)
-                    outcome.conflicts = events.filter { conflicting.contains("\($0.cabinet)/\($0.seq)") }
+                    outcome.conflicts = conflicting.isEmpty ? [] : events.filter { conflicting.contains("\($0.cabinet)/\($0.seq)") }
                     for copy in outcome.conflicts {
                         // The ack is held where it stood before this batch (F5), across restarts too.
                         try await connection.query("UPDATE cabinets SET ack_held_at = coalesce(ack_held_at, contiguous_seq) WHERE cabinet = \(copy.cabinet)", logger: logger)
@@ -157,9 +159,12 @@ public struct FleetStore: Sendable {
                             """, logger: logger)
                     }
                 }
+                // A new cabinet's row, and every touched one's contiguous seq, in one statement
+                // (last, so a conflict above holds the ack where it stood before this batch).
                 try await connection.query("""
-                    UPDATE cabinets SET contiguous_seq = t.seq FROM unnest(\(cabinets)::text[], \(contiguous)::bigint[]) AS t(cabinet, seq)
-                    WHERE cabinets.cabinet = t.cabinet AND cabinets.contiguous_seq < t.seq
+                    INSERT INTO cabinets (cabinet, site, first_seen, contiguous_seq)
+                    SELECT c, s, \(now), q FROM unnest(\(cabinets)::text[], \(sites)::text[], \(contiguous)::bigint[]) AS t(c, s, q)
+                    ON CONFLICT (cabinet) DO UPDATE SET contiguous_seq = excluded.contiguous_seq WHERE cabinets.contiguous_seq < excluded.contiguous_seq
                     """, logger: logger)
                 return outcome
             }

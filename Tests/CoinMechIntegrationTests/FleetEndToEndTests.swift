@@ -26,7 +26,7 @@ struct FleetEndToEndTests {
         /// What coinmech-fleet is started with besides the test's own environment.
         let environment: [String: String]
         /// FleetMigrations' steps: the schema is whole once this many are applied.
-        static let schemaSteps = "5"
+        static let schemaSteps = "6"
 
         /// `ingest` is the YAML map of that key; `databaseOptions` and `httpOptions` are added to
         /// the maps of `database` and `http`.
