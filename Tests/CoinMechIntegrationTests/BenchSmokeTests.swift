@@ -27,7 +27,9 @@ struct BenchSmokeTests {
               keys: ["startup_ready_ms_empty", "rss_mib_idle", "wakeups_per_s_idle"]),
         Smoke(arguments: ["bridge", "--seconds", "2", "--backlog", "50"], keys: ["lag_p99_us", "backlog_events_per_s"]),
         Smoke(arguments: ["fleet", "--cabinets", "5", "--interval", "1", "--seconds", "2", "--floor-rows", "500", "--pgbench-seconds", "1"],
-              keys: ["ingest_events_per_s", "lag_p99_ms", "of_floor", "floor_rows_per_s"]),
+              keys: ["ingest_events_per_s", "lag_p99_ms", "of_floor", "floor_rows_per_s", "unacked"]),
+        Smoke(arguments: ["fleet", "--saturate", "--cabinets", "5", "--backlog", "1000", "--floor-rows", "500", "--pgbench-seconds", "1"],
+              keys: ["ingest_events_per_s", "of_floor", "floor_rows_per_s", "drain_s", "missing"]),
     ]
 
     @Test("each subcommand runs to its end and its last line is its JSON", arguments: smokes)
@@ -41,7 +43,10 @@ struct BenchSmokeTests {
         for object in objects {
             for key in smoke.keys { #expect(object[key] != nil, "no \(key) in \(last.prefix(300))") }
         }
-        if smoke.arguments[0] == "fleet" {
+        if smoke.arguments.starts(with: ["fleet", "--saturate"]) {
+            // The whole backlog drained: every event stored, none missing.
+            #expect((objects[0]["stored"] as? Int ?? 0) == 1000 && (objects[0]["missing"] as? Int ?? -1) == 0, "\(last)")
+        } else if smoke.arguments[0] == "fleet" {
             // The fleet stored what the generator offered while measured: it ran, not just started.
             #expect((objects[0]["ingest_events_per_s"] as? Double ?? 0) > 0 && (objects[0]["acked"] as? Int ?? 0) > 0, "\(last)")
         }
