@@ -105,6 +105,8 @@ public final class FleetIngest: Sendable {
         var replied: [String: Double] = [:]
         var nextAlerts = 0.0
         var alertsInFlight = false
+        /// The wait of a turn that found nothing to do while a batch is in flight, in ms.
+        var idleStep = 1
         let alertsChecked = Mailbox<AlertCheck>()
         /// What a check is to save, kept until one succeeds (the latest of each cabinet).
         var hearingBacklog: [String: CabinetHearing.Heard] = [:]
@@ -135,6 +137,9 @@ public final class FleetIngest: Sendable {
             for (copy, heldAt) in written.conflicts {
                 // Held where the ack was before the batch that brought the copy (F5).
                 sequences[copy.cabinet, default: (copy.site, CabinetSequence(now: now))].sequence.freeze(at: heldAt)
+                // A check in flight may have read no open conflict for it (an operator's
+                // acknowledgement just before this copy): it must not let this hold go.
+                frozenBefore.remove(copy.cabinet)
                 logger.error("cabinet \(copy.cabinet): seq \(copy.seq) arrived unlike the stored event (kind \(copy.kind)): its ledger was replaced; its ack is held (F5)")
             }
             var touched = Set<String>()
@@ -436,8 +441,14 @@ public final class FleetIngest: Sendable {
                         group.addTask { alertsChecked.post(await self.checkAlerts(check)) }
                     }
                     if incoming.isEmpty && !started && committed.isEmpty && alertsChecked.isEmpty {
-                        // A batch in flight is waited for in short steps: its writer's next starts at once.
-                        try? await Task.sleep(for: .milliseconds(lanes.inFlight ? 1 : 10))
+                        // A batch in flight is waited for in short steps, so its writer's next
+                        // starts soon after; steps that find nothing lengthen, up to the idle
+                        // loop's 10 ms, so a writer retrying a database that is away costs no
+                        // more turns than an idle loop.
+                        try? await Task.sleep(for: .milliseconds(lanes.inFlight ? idleStep : 10))
+                        idleStep = min(idleStep * 2, 10)
+                    } else {
+                        idleStep = 1
                     }
                 }
             }
