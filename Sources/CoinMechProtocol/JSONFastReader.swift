@@ -67,8 +67,7 @@ public struct JSONFastReader {
         defer { depth -= 1 }
         guard depth <= Self.maxDepth else { return nil }
         at += 1
-        // Room for a contract message's members at once: no rehashing as they come.
-        var members: [String: JSON] = Dictionary(minimumCapacity: 24)
+        var members: [String: JSON] = [:]
         skipSpace()
         if peek == UInt8(ascii: "}") {
             at += 1
@@ -81,6 +80,11 @@ public struct JSONFastReader {
             guard peek == UInt8(ascii: ":") else { return nil }
             at += 1
             guard let value = value() else { return nil }
+            // The message's own object, once it has a member: room for a contract message's
+            // members at once, without rehashing as they come. Only there: an inner object
+            // grows as its members come, so a text of many small objects costs no more than
+            // the decoder's would.
+            if depth == 1 && members.isEmpty { members.reserveCapacity(24) }
             // A member named twice: which one the decoder keeps is its business.
             guard members.updateValue(value, forKey: key) == nil else { return nil }
             skipSpace()
