@@ -234,13 +234,17 @@ fuzz-build-fleet: fuzz-build
 fuzz: fuzz-build $(if $(filter $(FUZZ_TARGET),$(FUZZ_FLEET_TARGETS)),fuzz-build-fleet)
 	t=$(FUZZ_TARGET); $(FUZZ_RUN) -runs=$(FUZZ_RUNS) $(FUZZ_ARGS)
 
-## Every target in turn (the fleet's payloads too) for FUZZ_RUNS executions each (10^7: hours of
-## one core; run it niced where others build). Each run's last lines (executions, speed) go to
-## .build-fuzz/<target>.log.
-fuzz-all: fuzz-build fuzz-build-fleet
-	for t in $(FUZZ_TARGETS) $(FUZZ_FLEET_TARGETS); do $(FUZZ_RUN) -runs=$(FUZZ_RUNS) $(FUZZ_ARGS) > $(FUZZ_BUILD)/$$t.log 2>&1; status=$$?; \
+## Every target (the fleet's payloads too) for FUZZ_RUNS executions each (10^7: 20-50 minutes of
+## one core per target). `make -j2 fuzz-all` runs two at once, one a core. Each target's corpus
+## is .build-fuzz/corpus/<target>, its output .build-fuzz/<target>.log; its last lines (executions,
+## speed, memory) are printed as it ends, and a crash stops the run with its log's end.
+FUZZ_ALL := $(addprefix fuzz-all-,$(FUZZ_TARGETS) $(FUZZ_FLEET_TARGETS))
+.PHONY: $(FUZZ_ALL)
+fuzz-all: $(FUZZ_ALL)
+$(FUZZ_ALL): fuzz-all-%: fuzz-build fuzz-build-fleet
+	@t=$*; $(FUZZ_RUN) -runs=$(FUZZ_RUNS) $(FUZZ_ARGS) > $(FUZZ_BUILD)/$$t.log 2>&1; status=$$?; \
 		grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $(FUZZ_BUILD)/$$t.log | sed "s/^/$$t: /"; \
-		if [ $$status -ne 0 ]; then tail -40 $(FUZZ_BUILD)/$$t.log; exit 1; fi; done
+		if [ $$status -ne 0 ]; then tail -40 $(FUZZ_BUILD)/$$t.log; echo "fuzz-all: $$t failed (exit $$status)"; exit 1; fi
 
 ## What CI runs: every target for FUZZ_SHORT_RUNS executions (default 100,000) from seed
 ## FUZZ_SEED, after its seeds and regressions, in a corpus of its own that starts empty, with
