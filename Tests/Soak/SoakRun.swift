@@ -92,12 +92,17 @@ final class SoakRun {
                 continue
             }
             let done = before + Int(readings)
+            let restartDue = done >= nextRestart && nextRestart < coins
             if done >= nextReload {
-                daemon?.signal(SIGHUP)
-                verdict.reloads += 1
+                // Not into a restart: its sample would count the new chain's plugin host starting
+                // beside the old one (ten descriptors and a thread) as growth.
+                if !restartDue {
+                    daemon?.signal(SIGHUP)
+                    verdict.reloads += 1
+                }
                 nextReload += reloadEvery
             }
-            guard done >= nextRestart, nextRestart < coins else { continue }
+            guard restartDue else { continue }
             if nextRestart % sampleEvery == 0 {
                 let sample = try self.sample(coins: nextRestart)
                 print(sample.line)
