@@ -272,7 +272,7 @@ let package = Package(
         .executableTarget(
             name: "CoinMechSoak",
             dependencies: [
-                "CoinMechAudit", "CoinMechClient", "CoinMechHarness", "CoinMechLedger", "CoinMechProtocol", "CoinSimCore",
+                "CoinMechAudit", "CoinMechClient", "CoinMechHarness", "CoinMechLedger", "CoinMechModel", "CoinMechProtocol", "CoinSimCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/Soak"

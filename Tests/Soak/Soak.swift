@@ -3,16 +3,17 @@ import Foundation
 
 /// `make soak`: a million coins through a real coinmechd at the highest rate the protocol
 /// allows (coinsim in lockstep), with reloads, subscribers coming and going, a control client,
-/// a bridge to a real mosquitto, and the daemon killed and started again every 50,000 coins.
+/// a kiosk selling from the customer's credit, a bridge to a real mosquitto, and the daemon
+/// killed and started again every 50,000 coins.
 /// Every 100,000 coins it prints the daemon's RSS, descriptors, threads, the ledger's and the
 /// WAL's size and the mech's answer p99; at the end coinsim's truth is joined with the ledger.
 /// The last line is the verdict as JSON; exit 0 only when nothing was lost, doubled or credited
-/// wrongly and nothing kept growing after the warm-up.
+/// wrongly, every sale moved the credit once and nothing kept growing after the warm-up.
 @main
 struct Soak: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coinmech-soak",
-        abstract: "Run coinmechd through a million coins with reloads, clients, a bridge and kills; prove it neither drifts nor loses money.",
+        abstract: "Run coinmechd through a million coins with reloads, clients, sales, a bridge and kills; prove it neither drifts nor loses money.",
         discussion: """
             Prints a line per sample, then {"coins": N, "lost": 0, "doubled": 0, "phantom": 0, "rss_growth_kib": …, "fd_growth": …, …, "flat": true}.
             Exit status: 0 the money is right and the figures level off; 1 not (the lines above say which); 2 the run could not be made.

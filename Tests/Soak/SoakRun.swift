@@ -125,7 +125,7 @@ final class SoakRun {
             print(sample.line)
             verdict.samples.append(sample)
         }
-        (verdict.subscriptions, verdict.events, verdict.controlRequests) = clients.stop()
+        (verdict.subscriptions, verdict.events, verdict.controlRequests, verdict.sales) = clients.stop()
         bridge?.signal(SIGTERM)
         _ = bridge?.wait(timeout: 30)
         daemon?.signal(SIGTERM)
@@ -136,7 +136,11 @@ final class SoakRun {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         let truth = try decoder.decode(GroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
         let ledger = try Ledger(directory: "\(dir)/state")
-        verdict.audit = MoneyAudit(truths: [truth], events: try ledger.events(since: 0, limit: 100_000_000), boots: try ledger.boots(source: "serial"))
+        let events = try ledger.events(since: 0, limit: 100_000_000)
+        verdict.audit = MoneyAudit(truths: [truth], events: events, boots: try ledger.boots(source: "serial"))
+        // The kiosk's sales against the ledger, and the credit against the coins the mech stored.
+        let stored = truth.coins.filter { $0.fate == "stored" }.reduce(Int64(0)) { $0 + ($1.valueMinor ?? 0) }
+        verdict.creditProblems = try verdict.sales.audit(ledger: ledger, source: "serial", currency: "USD", storedValueMinor: stored, events: events)
         verdict.inserted = truth.sent.insertions
         verdict.deadlineMisses = truth.outcomes.deadlineMisses
         // The mech's answer time per sample's coins.
@@ -148,6 +152,7 @@ final class SoakRun {
         }
         for sample in verdict.samples { print("\(sample.line), answer p99 \(sample.answerP99Microseconds) µs") }
         if !verdict.audit.isClean { print(verdict.audit.problems) }
+        for problem in verdict.creditProblems { print("CREDIT: \(problem)") }
         for problem in SoakSample.drift(verdict.samples) { print("GROWTH: \(problem)") }
         return verdict
     }
@@ -194,14 +199,18 @@ struct SoakVerdict {
     var subscriptions = 0
     var events = 0
     var controlRequests = 0
+    var sales = SoakSales()
+    var creditProblems: [String] = []
     var seconds = 0.0
 
-    var isClean: Bool { audit.isClean && SoakSample.drift(samples).isEmpty && !samples.isEmpty }
+    var isClean: Bool { audit.isClean && creditProblems.isEmpty && SoakSample.drift(samples).isEmpty && !samples.isEmpty }
 
     var json: String {
         let first = samples.dropFirst().first, last = samples.last
         return "{\"coins\": \(inserted), \"seconds\": \(Int(seconds)), \"kills\": \(kills), \"reloads\": \(reloads), \"subscriptions\": \(subscriptions), "
             + "\"events_to_subscribers\": \(events), \"control_requests\": \(controlRequests), \"deadline_misses\": \(deadlineMisses), "
+            + "\"sales\": \(sales.sales.count), \"sales_approved\": \(sales.approved), \"refunds\": \(sales.refunds), "
+            + "\"refused_short\": \(sales.refusedShort), \"credit_problems\": \(creditProblems.count), "
             + "\"lost\": \(audit.lost.count), \"doubled\": \(audit.doubled.count), \"phantom\": \(audit.phantom.count), \"wrong_value\": \(audit.wrongValue.count), "
             + "\"unconfirmed\": \(audit.unconfirmed.count), \"pending\": \(audit.pending.count), "
             + "\"rss_growth_kib\": \((last?.rssKiB ?? 0) - (first?.rssKiB ?? 0)), \"fd_growth\": \((last?.descriptors ?? 0) - (first?.descriptors ?? 0)), "
