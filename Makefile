@@ -322,12 +322,16 @@ install-fleet:
 	@$(call release_build,$(RELEASE_PRODUCTS) coinmech-fleet generate-manual)
 	RELEASE_BIN=$(RELEASE_BIN) DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) PLUGINS="$(PLUGINS)" FLEET=1 packaging/stage
 
-## Removes what install put there, except the configuration, the ledger and the cache.
+## Removes what install and install-fleet put there, except the configuration, the ledger and
+## the cache (scripts/check-systemd.sh checks that nothing else is left).
+INSTALLED_COMMANDS := coinmechd coinctl coinsim coinmech-pluginval coinmech-bridge coinmech-fleet
+INSTALLED_UNITS := coinmechd.service coinmechd.socket coinmech-bridge.service coinmech-fleet.service
 uninstall:
-	for c in coinmechd coinctl coinsim coinmech-pluginval; do rm -f $(DESTDIR)$(BINDIR)/$$c $(DESTDIR)$(PREFIX)/share/man/man1/$$c.1.gz; done
+	for c in $(INSTALLED_COMMANDS); do rm -f $(DESTDIR)$(BINDIR)/$$c $(DESTDIR)$(PREFIX)/share/man/man1/$$c.1.gz; done
 	rm -rf $(DESTDIR)$(PREFIX)/lib/coinmech
-	rm -f $(DESTDIR)$(UNITDIR)/coinmechd.service $(DESTDIR)$(UNITDIR)/coinmechd.socket
-	rm -f $(DESTDIR)$(SYSUSERSDIR)/coinmech.conf $(DESTDIR)$(TMPFILESDIR)/coinmech.conf $(DESTDIR)$(UDEVDIR)/99-coinmech.rules
+	for u in $(INSTALLED_UNITS); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/coinmech.conf $(DESTDIR)$(SYSUSERSDIR)/coinmech-fleet.conf $(DESTDIR)$(TMPFILESDIR)/coinmech.conf \
+		$(DESTDIR)$(UDEVDIR)/99-coinmech.rules
 	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR)
 
 ## coinmech_<version>_<arch>.deb in $(DEB_DIR) (version: coinmechd --version, Daemon.version),

@@ -44,3 +44,15 @@ for unit in coinmechd.service coinmech-bridge.service; do
     awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s <= m) }' || { echo "check-systemd: $unit exposure $score is above $MAX_EXPOSURE"; exit 1; }
 done
 echo "check-systemd: units verified, exposures at most $MAX_EXPOSURE"
+
+# make uninstall takes away all that make install put there but the configuration (what this
+# script added to the root first). It once left coinmech-bridge's link, page and unit behind.
+rm -f "$STAGE/bin" "$STAGE/usr/bin/sh" "$STAGE/verify.log" "$STAGE/security.log"
+for unit in sysinit.target basic.target multi-user.target sockets.target shutdown.target local-fs.target paths.target \
+            timers.target slices.target network.target modprobe@.service; do
+    rm -f "$UNITS/$unit"
+done
+make --no-print-directory uninstall PREFIX=/usr DESTDIR="$STAGE" > /dev/null
+left=$(cd "$STAGE" && find . \( -type f -o -type l \) ! -path ./etc/coinmech/coinmechd.yaml | sort)
+[[ -z "$left" ]] || { echo "check-systemd: make uninstall left behind:"; echo "$left"; exit 1; }
+echo "check-systemd: make uninstall left only the configuration"
