@@ -113,6 +113,9 @@ public final class FleetIngest: Sendable {
         var refusalBacklog: [String: String] = [:]
         /// The cabinets whose ack was held when the check in flight started.
         var frozenBefore: Set<String> = []
+        /// Contiguous seqs the database holds lower than this loop: a range declared missing
+        /// while a cabinet's batch was in flight, which that batch's upsert did not know of.
+        var behind: [String: Int64] = [:]
 
         /// A message refused: counted for its cabinet, logged within a rate, never stored.
         func refuse(_ refusal: FleetMessage.Refusal) {
@@ -156,6 +159,7 @@ public final class FleetIngest: Sendable {
                 if entry.sequence.firstHole != nil { holed.insert(cabinet) } else { holed.remove(cabinet) }
                 pacer.committed(cabinet: cabinet, site: entry.site, seq: entry.sequence.ackSeq)
                 contiguous[cabinet] = entry.sequence.contiguous
+                if entry.sequence.contiguous > written.contiguous[cabinet] ?? 0 { behind[cabinet] = entry.sequence.contiguous }
             }
             figures.update {
                 $0.eventsStored += written.inserted
@@ -213,6 +217,10 @@ public final class FleetIngest: Sendable {
                 while !Task.isCancelled {
                     watchdog.beat()
                     for written in committed.take() { apply(written) }
+                    for (cabinet, seq) in behind {
+                        try await save("contiguous seq of \(cabinet)") { try await self.store.raiseContiguous(cabinet: cabinet, to: seq) }
+                    }
+                    behind.removeAll()
                     for check in alertsChecked.take() { applyAlerts(check) }
                     // Taken only while the queues have room: a database that is away fills them, then
                     // the inbox, and then the link stops reading from the broker, which keeps the rest
@@ -504,6 +512,8 @@ public final class FleetIngest: Sendable {
         var conflicts: [(event: FleetMessage.Event, heldAt: Int64)] = []
         /// Events the database refused alone, with its reason.
         var setAside: [(event: FleetMessage.Event, reason: String)] = []
+        /// The contiguous seq the batch wrote for each of its cabinets.
+        var contiguous: [String: Int64] = [:]
         var inserted = 0
         var duplicates = 0
         var transactions = 0
@@ -553,6 +563,7 @@ public final class FleetIngest: Sendable {
             touched[copy.cabinet]?.sequence.freeze(at: heldAt)
         }
         base.merge(touched) { $1 }
+        written.contiguous.merge(touched.mapValues(\.sequence.contiguous), uniquingKeysWith: max)
         written.stored += batch
         written.inserted += outcome.inserted
         written.duplicates += outcome.duplicates

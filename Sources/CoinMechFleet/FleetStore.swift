@@ -3,8 +3,9 @@ import Logging
 import PostgresNIO
 
 /// The fleet's database: PostgreSQL through postgres-nio. Every write that moves a cabinet's
-/// contiguous seq does so in the transaction that stores what moved it, so the acks the fleet
-/// sends (after the commit) never run ahead of what is stored.
+/// contiguous seq does so in the transaction that stores what moved it (or after both that did,
+/// `raiseContiguous`), so the acks the fleet sends (after the commit) never run ahead of what
+/// is stored.
 public struct FleetStore: Sendable {
     /// The pool, every call within `database.timeout_s` (`FleetDatabase`).
     public let database: FleetDatabase
@@ -188,9 +189,22 @@ public struct FleetStore: Sendable {
                     INSERT INTO alerts (cabinet, kind, detail, opened) VALUES (\(cabinet), 'events_missing', \("the cabinet's ledger does not hold seq \(text): they are lost to the fleet"), \(now))
                     ON CONFLICT (cabinet, kind) WHERE closed IS NULL DO UPDATE SET detail = alerts.detail || '; ' || excluded.detail
                     """, logger: logger)
-                try await connection.query("UPDATE cabinets SET contiguous_seq = \(sequence.contiguous) WHERE cabinet = \(cabinet) AND contiguous_seq < \(sequence.contiguous)", logger: logger)
+                try await connection.query(Self.raisingContiguous(cabinet, to: sequence.contiguous), logger: logger)
             }
         }
+    }
+
+    /// A cabinet's contiguous seq raised to `seq`: a range declared missing while its batch was
+    /// in flight moved it past what that batch wrote.
+    public func raiseContiguous(cabinet: String, to seq: Int64) async throws {
+        try await database.call("raiseContiguous") { client in
+            _ = try await client.query(Self.raisingContiguous(cabinet, to: seq), logger: logger)
+        }
+    }
+
+    /// Never lowers it: writes that cross (a batch, a missing range) keep the higher.
+    private static func raisingContiguous(_ cabinet: String, to seq: Int64) -> PostgresQuery {
+        "UPDATE cabinets SET contiguous_seq = \(seq) WHERE cabinet = \(cabinet) AND contiguous_seq < \(seq)"
     }
 
     public func saveState(_ state: FleetMessage.State, receivedAt now: Double) async throws {

@@ -76,6 +76,11 @@ public final class PostgresCluster {
         }
     }
 
+    /// A psql session held open between a test's steps (a transaction and its locks).
+    public func session(database: String) throws(PostgresError) -> PostgresSession {
+        try PostgresSession(socketDirectory: dir, port: port, database: database)
+    }
+
     /// `psql -At -c sql`: the rows, `|` between fields, newline between rows.
     @discardableResult
     public func psql(_ sql: String, database: String) throws(PostgresError) -> String {
