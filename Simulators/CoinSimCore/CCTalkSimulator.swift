@@ -10,8 +10,10 @@ import Glibc
 /// Plays a ccTalk coin acceptor (`CCTalkAcceptor`) on a pseudo-terminal from a scenario, and
 /// reports the ground truth (`CCTalkGroundTruth`): `coinsim --protocol cctalk`.
 ///
-/// Coins go in at the scenario's rate from `cctalk.start_ms` after the host opened the
-/// device; the acceptor decides them itself and puts an event in its buffer. The host's
+/// Coins go in at the scenario's rate from `cctalk.start_ms` after the host first read the
+/// buffer whole (an intact reply to a buffer poll reached the line), so what the buffer held
+/// then is exactly the backlog from before the host came, however slowly the host started;
+/// the acceptor decides them itself and puts an event in its buffer. The host's
 /// requests are answered after `cctalk.reply_ms`, bytes taking their time at the scenario's
 /// baud rate both ways; replies to buffer polls are lost, refused, BUSY or damaged as the
 /// faults say; the line echoes the host's bytes when `cctalk.echo` is set.
@@ -33,6 +35,8 @@ public final class CCTalkSimulator {
         var resets: Bool
         /// The hopper (index in `hoppers`) that replied; nil for the acceptor.
         var hopper: Int? = nil
+        /// An intact reply to a buffer poll: once out, the host knows what the buffer holds.
+        var readsBuffer = false
     }
 
     private let options: Options
@@ -60,6 +64,8 @@ public final class CCTalkSimulator {
     private var coinIndex: [CCTalkAcceptor.EventKey: Int] = [:]
     private var poweredOffUntil: UInt64?
     private var lastRequestAt: UInt64?
+    /// When the first intact buffer reply went out: the coins start `start_ms` after.
+    private var bufferFirstReadAt: UInt64?
     /// Insertion numbers whose reset or power cycle was already played.
     private var played: Set<Int> = []
     /// Per hopper: the line's faults played (lost replies, NAK, BUSY), and where its exchange
@@ -122,6 +128,7 @@ public final class CCTalkSimulator {
         self.terminal = terminal
 
         var nextInsertion: UInt64?
+        var scheduled = false
         var end = SessionEnd(options: options, start: start)
 
         loop: while true {
@@ -146,7 +153,6 @@ public final class CCTalkSimulator {
             } else if !connected && turn.open {
                 connected = true
                 truth.connections.connects += 1
-                if truth.connections.connects == 1 { nextInsertion = Instant.now.nanoseconds + UInt64(settings.startMilliseconds * 1e6) }
             }
             if !connected, end.hostTimedOut(at: Instant.now.nanoseconds, everConnected: truth.connections.connects > 0) {
                 truth.ended = "host_timeout"
@@ -155,6 +161,10 @@ public final class CCTalkSimulator {
             if let off = poweredOffUntil, Instant.now.nanoseconds >= off { poweredOffUntil = nil }
             advanceHoppers(to: Instant.now.nanoseconds)
             deliverOutgoing()
+            if !scheduled, let read = bufferFirstReadAt {
+                scheduled = true
+                nextInsertion = read + UInt64(settings.startMilliseconds * 1e6)
+            }
             if connected, poweredOffUntil == nil, !end.isStopping, let due = nextInsertion, Instant.now.nanoseconds >= due {
                 if playInsertion() {
                     nextInsertion = nil
@@ -300,7 +310,8 @@ public final class CCTalkSimulator {
         var reported = handling.reported
         if reply.header == CCTalkHeader.nak.rawValue { truth.polls.unknownHeaders += 1 }
         var corrupt = false
-        if frame.header == CCTalkHeader.readBufferedCredit.rawValue {
+        let bufferPoll = frame.header == CCTalkHeader.readBufferedCredit.rawValue
+        if bufferPoll {
             truth.polls.bufferPolls += 1
             let f = settings.faults
             let roll = Double.random(in: 0..<1, using: &faultRandom)
@@ -324,7 +335,8 @@ public final class CCTalkSimulator {
         let deliverAt = max(arrival &+ UInt64(settings.replyMilliseconds * 1e6), lineFreeAt) &+ transit(out.count)
         lineFreeAt = deliverAt
         truth.polls.replies += 1
-        outgoing.append(Outgoing(deliverAt: deliverAt, bytes: out, reported: reported, resets: handling.resets))
+        let intact = bufferPoll && !corrupt && reply.header == CCTalkHeader.reply.rawValue
+        outgoing.append(Outgoing(deliverAt: deliverAt, bytes: out, reported: reported, resets: handling.resets, readsBuffer: intact))
     }
 
     /// Queues a hopper's reply to `frame`: none while it has no power; refused, or lost on the
@@ -436,6 +448,7 @@ public final class CCTalkSimulator {
                 if let index = eventIndex[key], !truth.events[index].lost { truth.events[index].reported = true }
                 leftInFlight[key] = nil
             }
+            if next.readsBuffer, bufferFirstReadAt == nil { bufferFirstReadAt = now }
             if next.resets, let hopper = next.hopper {
                 playHopper(hopper) { $0.restart(at: now) }
             } else if next.resets {

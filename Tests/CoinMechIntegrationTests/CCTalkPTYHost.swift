@@ -21,6 +21,7 @@ final class CCTalkPTYHost {
     private(set) var ledger: CCTalkTestLedger
     private(set) var events: [CCTalkHostEvent] = []
     private var port: SerialPort?
+    private var started = false
 
     init(path: String, configuration: CCTalkHostConfiguration = CCTalkHostConfiguration(), ledger: CCTalkTestLedger = CCTalkTestLedger()) {
         self.path = path
@@ -34,8 +35,9 @@ final class CCTalkPTYHost {
     /// when the device goes away.
     @discardableResult
     func run(timeout: Double, until condition: (CCTalkPTYHost) -> Bool = { _ in false }) throws -> Bool {
-        if port == nil {
-            port = try SerialPort(path: path, baud: configuration.baud)
+        try open()
+        if !started {
+            started = true
             apply(host.start(now: Instant.now.nanoseconds))
         }
         let end = Instant.now.nanoseconds + UInt64(timeout * 1e9)
@@ -57,6 +59,11 @@ final class CCTalkPTYHost {
         return condition(self)
     }
 
+    /// Opens the device and says nothing yet: with `stall`, a daemon slow to its first poll.
+    func open() throws {
+        if port == nil { port = try SerialPort(path: path, baud: configuration.baud) }
+    }
+
     /// The daemon stalls (SIGSTOP, a slow disk): nothing read, nothing polled.
     func stall(seconds: Double) { usleep(UInt32(seconds * 1e6)) }
 
@@ -64,6 +71,7 @@ final class CCTalkPTYHost {
     /// what the ledger holds.
     func restart() {
         port = nil
+        started = false
         host = CCTalkHost(configuration: configuration, persisted: ledger.state)
     }
 
