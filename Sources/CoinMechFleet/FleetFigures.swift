@@ -13,6 +13,8 @@ public final class FleetFigures: Sendable {
         public var refusedByKind: [String: Int] = [:]
         /// The MQTT link reads from the broker (false: its inbox is full).
         public var inboxReading = true
+        /// Messages taken from the inbox, refused and shed ones included.
+        public var messagesTaken = 0
         /// Database calls that passed their deadline, and those still stranded (`FleetDatabase`).
         public var databaseStalls = 0
         public var databaseStranded = 0

@@ -232,6 +232,7 @@ public final class FleetIngest: Sendable {
                     /// Messages read per cabinet in this take: beyond its queue's share, the rest are
                     /// shed unread (reading them is the cost a flood would put on everyone).
                     var read: [String: Int] = [:]
+                    var messages = 0
                     for (item, arrived) in incoming {
                         // When it arrived, on both clocks: the loop may take it long after.
                         let moment = CabinetHearing.Moment(wall: takenWall - CabinetHearing.seconds(from: arrived, to: taken), monotonic: arrived)
@@ -263,9 +264,11 @@ public final class FleetIngest: Sendable {
                                 logger.warning("the inbox is full (\(FleetLimits.inboxBytes >> 20) MB not yet taken, the database is slow or away): not reading from the broker, which holds the rest of the session")
                             }
                         case .oversized(let topic, let bytes):
+                            messages += 1
                             refuse(.init(topic: topic, cabinet: FleetMessage.cabinet(in: topic, prefix: p), kind: .tooLarge,
                                          reason: "\(bytes) bytes, more than ingest.max_message_bytes (\(c.ingest.maxMessageBytes)): dropped unread"))
                         case .message(let topic, let payload, let retained):
+                            messages += 1
                             let cabinet = FleetMessage.cabinet(in: topic, prefix: p)
                             if let cabinet {
                                 read[cabinet, default: 0] += 1
@@ -352,6 +355,7 @@ public final class FleetIngest: Sendable {
                             }
                         }
                     }
+                    if messages > 0 { figures.update { $0.messagesTaken += messages } }
 
                     // What the cabinets said of themselves: the latest, at most once a second each.
                     let saying = Self.now()

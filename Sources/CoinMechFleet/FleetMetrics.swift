@@ -36,6 +36,7 @@ public enum FleetMetrics {
                                      labels: [("kind", kind.rawValue)])
             if let count = figures.refusedByKind[kind.rawValue], count > 0 { made.increment(by: Double(count)) }
         }
+        counter("coinmech_fleet_messages_taken_total", figures.messagesTaken, help: "Messages the ingest took from its inbox, refused and shed ones included")
         gauge("coinmech_fleet_inbox_reading", figures.inboxReading ? 1 : 0, help: "The link reads from the broker (0: its inbox is full, the database slow or away)")
         counter("coinmech_fleet_database_stalls_total", figures.databaseStalls, help: "Database calls that passed database.timeout_s")
         gauge("coinmech_fleet_database_stranded", Double(figures.databaseStranded), help: "Calls given up at their deadline and never answered")

@@ -128,6 +128,15 @@ struct FleetHostileInputTests {
         let flood = try rig.publishLines("s1/h-5/event", lines)
         #expect(flood.wait(timeout: 60) == 0, "mosquitto_pub: \(flood.stderr)")
         for seq in Int64(2)...4 { try rig.publish("s1/c-1/event", Rig.event("c-1", seq, kind: "decision")) }
+        // Every message taken by the fleet before the database returns (1 + 6,000 + 3): what
+        // this asks is the order of the batches, not how soon the broker hands them over. Under
+        // CI's load the honest events were once still on their way when the flood's first batch
+        // committed, and its second started before them.
+        try rig.waitUntil("the fleet to take all 6,004 messages", timeout: 60) {
+            let metrics = (try? HTTPProbe(port: rig.httpPort).request("GET", "/metrics").body) ?? ""
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("coinmech_fleet_messages_taken_total ") }
+            return (line?.split(separator: " ").last.flatMap { Double($0) } ?? 0) >= 6_004
+        }
         try rig.database.start()
         try rig.waitUntil("the honest cabinet's events stored", timeout: 60) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-1'") == "4" }
         // Batches share their `received`: how many batches of the flood went in before the honest one.
