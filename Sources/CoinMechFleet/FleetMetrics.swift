@@ -4,14 +4,24 @@ import Prometheus
 /// The fleet's `/metrics` (docs/FLEET.md, "The fleet service"): the ingest's counters, and the
 /// open alerts and cabinets by state read from the database at the scrape. A new
 /// swift-prometheus registry per scrape: every figure is read afresh.
+///
+/// A scrape answers within `databaseSeconds` whatever the database does: its figures are read
+/// only while the ingest's last call found the database up, and are left out past the
+/// deadline. A scrape that waited for them (a database call waits out `database.timeout_s`,
+/// 15 s, for a database that is away) outlasted Prometheus' scrape timeout, so during an outage
+/// the fleet looked down and `coinmech_fleet_database_up 0` was never seen.
 public enum FleetMetrics {
+    /// How long a scrape waits for the database's figures.
+    public static let databaseSeconds = 2.0
+
     /// The credit's moves and their series' names, as the bridge names them (`coinmech_credit_…`).
     public static let creditSeries: [(kind: String, series: String, what: String)] = [
         ("credit_spent", "sales", "Sales (credit_spent)"), ("credit_refunded", "refunds", "Sales put back (credit_refunded)"),
         ("credit_returned", "returns", "Escrow returns: credit paid back as change (credit_returned)"), ("credit_expired", "expiries", "Credit expired (credit_expired)"),
     ]
 
-    public static func text(store: FleetStore, figures: FleetFigures.Snapshot, instance: String, now: Double) async throws -> String {
+    public static func text(store: FleetStore, figures: FleetFigures.Snapshot, instance: String, now: Double,
+                            databaseSeconds: Double = databaseSeconds) async throws -> String {
         let r = PrometheusCollectorRegistry()
         func gauge(_ name: String, _ value: Double, _ labels: [(String, String)] = [], help: String) {
             r.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels).set(value)
@@ -50,7 +60,8 @@ public enum FleetMetrics {
         for (cabinet, seq) in figures.contiguous.sorted(by: { $0.key < $1.key }) {
             gauge("coinmech_fleet_contiguous_seq", Double(seq), [("cabinet", cabinet)], help: "Every seq up to this one is stored (F7)")
         }
-        if let tallies = try? await store.tallies() {
+        let read = figures.databaseUp ? await databaseFigures(store, within: databaseSeconds) : nil
+        if let tallies = read?.tallies {
             for state in ["online", "offline", "unknown"] {
                 gauge("coinmech_fleet_cabinets", Double(tallies.cabinets[state] ?? 0), [("state", state)], help: "Cabinets by their bridge's state")
             }
@@ -60,7 +71,7 @@ public enum FleetMetrics {
         }
         // The customer's credit per cabinet and currency, from the tallies kept as events are
         // stored (docs/FLEET.md, "The customer's credit"): every kind present, 0 before its first.
-        if let credit = try? await store.creditFigures() {
+        if let credit = read?.credit {
             for figures in credit {
                 let labels = [("cabinet", figures.cabinet), ("currency", figures.currency)]
                 if let balance = figures.balanceMinor {
@@ -75,5 +86,13 @@ public enum FleetMetrics {
             }
         }
         return String(decoding: r.emitToBuffer(), as: UTF8.self)
+    }
+
+    /// The figures the scrape reads from the database, each nil if it failed; nil past the deadline.
+    private static func databaseFigures(_ store: FleetStore, within seconds: Double) async
+        -> (tallies: (cabinets: [String: Int], openAlerts: [String: Int])?, credit: [FleetStore.CreditFigures]?)? {
+        try? await withinDeadline(seconds, "the scrape's figures") {
+            (try? await store.tallies(), try? await store.creditFigures())
+        }
     }
 }

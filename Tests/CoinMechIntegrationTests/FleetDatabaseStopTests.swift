@@ -13,6 +13,32 @@ import Glibc
 struct FleetDatabaseStopTests {
     typealias Rig = FleetEndToEndTests.Rig
 
+    @Test("while PostgreSQL is away, /metrics answers within Prometheus' scrape timeout and says so; the database's figures come back with it")
+    func metricsDuringOutage() throws {
+        let rig = try Rig("fleet-db-metrics")
+        try rig.waitUntilListening()
+        try rig.publish("s1/c-1/event", Rig.event("c-1", 1, kind: "decision"))
+        try rig.waitUntil("the event stored", timeout: 20) { try rig.query("SELECT count(*) FROM events") == "1" }
+        /// A scrape as Prometheus makes it by default: one that takes longer than 10 s fails.
+        func scrape() -> String? { try? HTTPProbe(port: rig.httpPort, timeoutSeconds: 10).request("GET", "/metrics").body }
+        #expect(scrape()?.contains("coinmech_fleet_alerts_open{") == true)
+        rig.database.stop()
+        // Each database call now waits out database.timeout_s (15 s) for a database that is
+        // away; the alert check, every half second, finds it so. Scrapes that waited for the
+        // database's figures took 30 s, so this was never seen.
+        try rig.waitUntil("a scrape within 10 s saying the database is down", timeout: 60) {
+            scrape()?.contains("coinmech_fleet_database_up 0") == true
+        }
+        let during = try #require(scrape())
+        #expect(during.contains("coinmech_fleet_events_stored_total 1") && !during.contains("coinmech_fleet_alerts_open{"), "\(during)")
+        try rig.database.start()
+        try rig.waitUntil("the database's figures back", timeout: 60) {
+            let text = scrape() ?? ""
+            return text.contains("coinmech_fleet_database_up 1") && text.contains("coinmech_fleet_alerts_open{")
+        }
+        #expect(rig.fleet.isRunning)
+    }
+
     @Test("PostgreSQL stopped mid-insert 10 times in a row, fast and immediate in turn: everything stored within 60 s of its return each time; SIGTERM stops the fleet within 10 s")
     func stopsMidInsert() throws {
         let rig = try Rig("fleet-db-stops")

@@ -11,9 +11,12 @@ public struct HTTPProbe {
     public let port: Int
     /// The loopback address requests come from (127.0.0.1 when nil).
     public let source: String?
-    public init(port: Int, from source: String? = nil) {
+    /// How long a read may wait for the server (Prometheus gives a scrape 10 s by default).
+    public let timeoutSeconds: Int
+    public init(port: Int, from source: String? = nil, timeoutSeconds: Int = 30) {
         self.port = port
         self.source = source
+        self.timeoutSeconds = timeoutSeconds
     }
 
     public struct Response {
@@ -28,7 +31,7 @@ public struct HTTPProbe {
     public func request(_ method: String, _ path: String, form: String? = nil, cookie: String? = nil, headers extra: [(String, String)] = []) throws -> Response {
         guard let fd = Loopback.connect(port, from: source) else { throw HTTPProbeError("nothing listens on 127.0.0.1:\(port)") }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         if let cookie { text += "Cookie: \(cookie)\r\n" }
