@@ -145,14 +145,8 @@ public final class FleetIngest: Sendable {
                 frozenBefore.remove(copy.cabinet)
                 logger.error("cabinet \(copy.cabinet): seq \(copy.seq) arrived unlike the stored event (kind \(copy.kind)): its ledger was replaced; its ack is held (F5)")
             }
-            var touched = Set<String>()
-            for event in written.stored {
-                var entry = sequences[event.cabinet] ?? (event.site, CabinetSequence(now: now))
-                entry.site = event.site
-                entry.sequence.stored(event.seq, now: now)
-                sequences[event.cabinet] = entry
-                touched.insert(event.cabinet)
-            }
+            Self.store(written.stored, into: &sequences, now: now)
+            let touched = Set(written.stored.map(\.cabinet))
             var contiguous: [String: Int64] = [:]
             for cabinet in touched {
                 guard let entry = sequences[cabinet] else { continue }
@@ -541,12 +535,7 @@ public final class FleetIngest: Sendable {
     private func write(_ batch: [FleetMessage.Event], base: inout [String: (site: String, sequence: CabinetSequence)], into written: inout Written) async throws {
         var touched: [String: (site: String, sequence: CabinetSequence)] = [:]
         let now = Self.now()
-        for event in batch {
-            var entry = touched[event.cabinet] ?? base[event.cabinet] ?? (event.site, CabinetSequence(now: now))
-            entry.site = event.site
-            entry.sequence.stored(event.seq, now: now)
-            touched[event.cabinet] = entry
-        }
+        Self.store(batch, into: &touched, over: base, now: now)
         let began = Date()
         let committing = touched
         let outcome: FleetStore.BatchOutcome
@@ -574,6 +563,19 @@ public final class FleetIngest: Sendable {
         written.transactions += 1
         written.took = Date().timeIntervalSince(began)
         written.lag = max(written.lag, batch.compactMap(\.published).map { Self.now() - $0 }.max() ?? 0)
+    }
+
+    /// Moves each event's cabinet's sequence in `sequences` by its seq (and its site to the
+    /// event's); a cabinet not yet there starts from `over`'s entry, else from nothing. The
+    /// writer's view of a batch before its commit, and the loop's once it is applied.
+    static func store(_ events: [FleetMessage.Event], into sequences: inout [String: (site: String, sequence: CabinetSequence)],
+                      over base: [String: (site: String, sequence: CabinetSequence)] = [:], now: Double) {
+        for event in events {
+            var entry = sequences[event.cabinet] ?? base[event.cabinet] ?? (event.site, CabinetSequence(now: now))
+            entry.site = event.site
+            entry.sequence.stored(event.seq, now: now)
+            sequences[event.cabinet] = entry
+        }
     }
 
     private func publishCommand(_ link: MQTTLink, id: String, cabinet: String, site: String, name: String, args: String, now: Double, by: String? = nil) -> Bool {
