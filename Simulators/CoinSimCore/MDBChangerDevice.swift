@@ -111,6 +111,8 @@ public struct MDBChangerDevice: Sendable {
     /// Coin types the host enabled (COIN TYPE); 0 after every reset.
     public private(set) var enabled: UInt16 = 0
     public private(set) var manualDispense: UInt16 = 0xFFFF
+    /// The host has sent a COIN TYPE (any mask): the last step of setting a changer up.
+    public private(set) var coinTypeSet = false
     /// Events not yet reported, oldest first (each one or two bytes).
     private var events: [[UInt8]] = []
     private var masterMode = false
@@ -216,6 +218,7 @@ public struct MDBChangerDevice: Sendable {
             guard data.count == 4 else { return .noAnswer }
             enabled = UInt16(data[0]) << 8 | UInt16(data[1])
             manualDispense = UInt16(data[2]) << 8 | UInt16(data[3])
+            coinTypeSet = true
             return .ack
         case 5:
             // Busy paying: no answer (MDB: a busy changer may not respond). The tube pays what

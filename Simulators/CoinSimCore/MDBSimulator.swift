@@ -13,8 +13,9 @@ import Glibc
 ///
 /// The host writes adapter lines (LF-terminated); each is answered after `replyMilliseconds`,
 /// in order, with CR LF. Coins go in at the scenario's rate from `startMilliseconds` after the
-/// host opened the device (a host needs about a second to set a changer up; coins before that
-/// find every type disabled and are returned). The changer's currency is the scenario's.
+/// host's first COIN TYPE, the last step of setting a changer up (however long the host took to
+/// get there: a fixed time after it opened the device found a slow host's types still
+/// disabled). The changer's currency is the scenario's.
 ///
 /// Single-threaded: one `ppoll` loop over the pty and a signalfd, like `MechSimulator`.
 public final class MDBSimulator {
@@ -22,8 +23,8 @@ public final class MDBSimulator {
 
     /// How long the adapter takes to answer a line (the bus transaction and its own work).
     public static let replyMilliseconds = 2.0
-    /// From the host opening the device to the first coin.
-    public static let startMilliseconds = 1500.0
+    /// From the host's first COIN TYPE to the first coin.
+    public static let startMilliseconds = 500.0
 
     private let options: Options
     private let scenario: Scenario
@@ -75,6 +76,7 @@ public final class MDBSimulator {
         self.terminal = terminal
 
         var nextInsertion: UInt64?
+        var scheduled = false
         var end = SessionEnd(options: options, start: start)
 
         loop: while true {
@@ -98,13 +100,16 @@ public final class MDBSimulator {
             } else if !connected && turn.open {
                 connected = true
                 truth.connections.connects += 1
-                if truth.connections.connects == 1 { nextInsertion = woke + UInt64(Self.startMilliseconds * 1e6) }
             }
             if !connected, end.hostTimedOut(at: woke, everConnected: truth.connections.connects > 0) {
                 truth.ended = "host_timeout"
                 break loop
             }
             deliverOutgoing()
+            if !scheduled, changer.coinTypeSet {
+                scheduled = true
+                nextInsertion = Instant.now.nanoseconds + UInt64(Self.startMilliseconds * 1e6)
+            }
             payOut(at: Instant.now.nanoseconds)
             if connected, !end.isStopping, let due = nextInsertion, Instant.now.nanoseconds >= due {
                 if scenario.coins != 0 && truth.sent.insertions >= scenario.coins {

@@ -15,8 +15,11 @@ import Glibc
 /// on the machine's clock, joined with coinsim's ground truth.
 @Suite("MDB: the changer host over a pty against coinsim's changer, joined with its truth", .serialized)
 struct MDBSimulatorTests {
-    @Test("every coin the changer kept reaches the host once, in order, with its value; returned coins and slugs are told apart")
-    func hostAgainstSimulator() throws {
+    /// `silence`: seconds the host holds the line open before its first word, as a daemon
+    /// starting on a loaded machine does.
+    @Test("every coin the changer kept reaches the host once, in order, with its value; returned coins and slugs are told apart; coins wait for the host to set the changer up",
+          arguments: [0.0, 2.5])
+    func hostAgainstSimulator(silence: Double) throws {
         let dir = TestSupport.temporaryDirectory("mdb-sim")
         // Cents are no MDB coin type here (the changer takes 5 cents and up): returned unreported.
         try "coins: 30\nrate_per_s: 15\nseed: 11\ncurrency: USD\nmix: {cent: 1, nickel: 1, dime: 1, quarter: 2}\nothers: {slug: 0.1, washer: 0.05}\n"
@@ -31,6 +34,7 @@ struct MDBSimulatorTests {
         cfmakeraw(&settings)
         tcsetattr(fd, TCSANOW, &settings)
 
+        usleep(UInt32(silence * 1e6))
         var host = MDBChangerHost()
         var events: [MDBChangerHostEvent] = []
         func carry(_ outputs: [MDBChangerHostOutput]) {
@@ -60,6 +64,11 @@ struct MDBSimulatorTests {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         let truth = try decoder.decode(MDBGroundTruth.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/truth.json")))
         #expect(truth.sent.insertions == 30)
+        // No coin of a type the changer knows found its type disabled: the coins began once the
+        // host had set the changer up (a fixed time after the line opened, a silent host's
+        // first coins were returned).
+        let disabled = truth.coins.filter { $0.type != nil && $0.fate == "rejected" }
+        #expect(disabled.isEmpty, "returned as disabled: \(disabled.map(\.insertion))")
         let kept = truth.coins.filter { $0.fate != "rejected" }
         #expect(kept.count >= 10, "the scenario should keep most coins: \(truth.outcomes)")
 
