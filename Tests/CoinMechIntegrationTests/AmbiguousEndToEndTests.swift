@@ -31,7 +31,8 @@ struct AmbiguousEndToEndTests {
         try harness.startDaemon()
         let truth = try harness.simulatorTruth()
         #expect(try harness.stopDaemon() == 0, "\(harness.daemonLog)")
-        #expect(truth.outcomes.deadlineMisses == 0)
+        // Not asserted: that no reading missed the mech's deadline (the speed of the machine
+        // running this); a late answer must be settled as returned, which `disagreements` judges.
 
         let decisions = try harness.decisions()
         #expect(decisions.count == 120)
@@ -45,7 +46,7 @@ struct AmbiguousEndToEndTests {
         for decision in decisions where decision.verdict == "accept" {
             #expect(inserted[UInt64(decision.deviceSeq!)] == "EUR:\(decision.denomination!)", "devseq \(decision.deviceSeq!)")
         }
-        #expect(DaemonHarness.acceptedInLedger(decisions) == DaemonHarness.acceptedInTruth(truth))
+        #expect(DaemonHarness.disagreements(decisions, truth).isEmpty, "\(DaemonHarness.disagreements(decisions, truth))")
         #expect(decisions.filter { $0.verdict == "accept" }.count > 60)
     }
 }

@@ -107,7 +107,9 @@ struct TeachEndToEndTests {
             .hasPrefix("failed: already teaching EUR EUR_50c (0 of 30 sample coins in, started by") == true)
         try harness.startSimulator(Self.session(seed: 50, coins: 30, mix: "{EUR_50c: 1}", boot: 2))
         let truthFifty = try harness.simulatorTruth()
-        #expect(truthFifty.coins.count == 30 && truthFifty.coins.allSatisfy { $0.outcome == "return" })
+        // None taken: returned, or (on a machine too loaded to answer within the mech's
+        // deadline) not answered in time, which the mech returns too.
+        #expect(truthFifty.coins.count == 30 && truthFifty.coins.allSatisfy { ["return", "deadline_miss"].contains($0.outcome) })
 
         // Status for programs: the figures of 30 coins, the €1 as a neighbour.
         try TestSupport.waitUntil("30 samples", timeout: 10) { try client.request("teach_status")["collected"]?.int == 30 }
@@ -155,7 +157,7 @@ struct TeachEndToEndTests {
         let euroStart = try client.request("teach_start", ["currency": "EUR", "code": "EUR_1", "coins": 30])
         #expect(euroStart["file"]?.string == calibrationFile)
         try harness.startSimulator(Self.session(seed: 51, coins: 30, mix: "{EUR_1: 1}", boot: 3))
-        #expect(try harness.simulatorTruth().coins.allSatisfy { $0.outcome == "return" })
+        #expect(try harness.simulatorTruth().coins.allSatisfy { ["return", "deadline_miss"].contains($0.outcome) })
         try TestSupport.waitUntil("30 samples", timeout: 10) { try client.request("teach_status")["collected"]?.int == 30 }
         let euroCommit = try client.request("teach_commit", timeout: 30)
         #expect(euroCommit["code"] == "EUR_1" && euroCommit["reload"]?["generation"]?.int == 3)
