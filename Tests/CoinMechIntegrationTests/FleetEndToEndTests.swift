@@ -203,7 +203,7 @@ struct FleetEndToEndTests {
     @Test("a real cabinet's credit: sales, refunds and an escrow return through coinmechd's socket reach the bridge's /metrics, its retained status and the fleet's /metrics and cabinet page, each figure the ledger's events'")
     func customerCredit() throws {
         let rig = try Rig("fleet-credit")
-        try rig.waitUntilMigrated()
+        try rig.waitUntilListening()
         let cabinet = try CreditEndToEndTests.rig("fleet-credit-cabinet")
         let metricsPort = try Loopback.freePort()
         try """
@@ -290,7 +290,7 @@ struct FleetEndToEndTests {
         let rig = try Rig("fleet-gap")
         let commands = try rig.subscribe("s1/c-9/cmd/#")
         let acks = try rig.subscribe("s1/c-9/ack")
-        try rig.waitUntilMigrated()
+        try rig.waitUntilListening()
         try rig.publish("s1/c-9/event", Rig.event("c-9", 1, kind: "decision"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 2, kind: "coin"))
         try rig.publish("s1/c-9/event", Rig.event("c-9", 5, kind: "decision"))
@@ -330,7 +330,7 @@ struct FleetEndToEndTests {
     @Test("a bridge gone without its will (its retained state still online) is alerted off line once silent past its heartbeat, across a fleet crash; a word closes it")
     func silentCabinet() throws {
         let rig = try Rig("fleet-silent", alerts: "{check_s: 0.5, offline_after_s: 3}")
-        try rig.waitUntilMigrated()
+        try rig.waitUntilListening()
         // Two bridges say online, as they do at connect, and then say nothing more: killed while
         // the broker was away, so no will. c-8 is an older bridge that makes no promise.
         try rig.publish("s1/c-9/state", #"{"v":1,"cabinet":"c-9","site":"s1","state":"online","time":1795290000.0,"heartbeat_s":1,"bridge_version":"0.7.0","daemon_version":null}"#, retain: true)
@@ -364,7 +364,7 @@ struct FleetEndToEndTests {
     @Test("a database outage longer than a cabinet's allowed silence raises no offline alert for a cabinet that kept speaking")
     func databaseOutageIsNoSilence() throws {
         let rig = try Rig("fleet-outage", alerts: "{check_s: 0.5, offline_after_s: 1}")
-        try rig.waitUntilMigrated()
+        try rig.waitUntilListening()
         let status: @Sendable (Int) -> String = { n in #"{"v":1,"cabinet":"c-7","site":"s1","time":\#(1795290000 + n),"inhibited_by":[]}"# }
         try rig.publish("s1/c-7/state", #"{"v":1,"cabinet":"c-7","site":"s1","state":"online","time":1795290000.0,"heartbeat_s":1,"bridge_version":"0.7.0","daemon_version":null}"#, retain: true)
         try rig.waitUntil("c-7 heard", timeout: 20) { try rig.query("SELECT count(*) FROM hearing WHERE cabinet = 'c-7'") == "1" }
@@ -427,7 +427,7 @@ struct FleetEndToEndTests {
     @Test("refused and stored nowhere: another contract version (F1), a payload naming another cabinet (F3); a copy of a stored event that differs is held as a conflict (F5)")
     func refusals() throws {
         let rig = try Rig("fleet-refusals")
-        try rig.waitUntilMigrated()
+        try rig.waitUntilListening()
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision").replacingOccurrences(of: #""v":1"#, with: #""v":2"#))
         try rig.publish("s1/c-7/event", Rig.event("c-8", 1, kind: "decision"))
         try rig.publish("s1/c-7/event", Rig.event("c-7", 1, kind: "decision"))
@@ -446,7 +446,7 @@ struct FleetEndToEndTests {
     @Test("the dashboard: no page without a login, a wrong password refused, collections and acknowledgements recorded, bad amounts refused, commands for admins only")
     func dashboard() throws {
         let rig = try Rig("fleet-dashboard")
-        try rig.waitUntilMigrated()
+        try rig.waitUntilListening()
         for (name, role, password) in [("alice", "admin", "alice-password"), ("bob", "operator", "bob-password")] {
             try password.write(toFile: "\(rig.dir)/\(name).pw", atomically: true, encoding: .utf8)
             let set = try ChildProcess("coinmech-fleet", ["set-operator", name, "--role", role, "--password-file", "\(rig.dir)/\(name).pw", "--config", "\(rig.dir)/fleet.yaml"])
