@@ -152,7 +152,9 @@ struct MDBPayoutEndToEndTests {
 
     @Test("stopped with SIGTERM mid-payout, the daemon counts the DISPENSE under way and settles it before it lets go; no further step is sent")
     func stopMidPayout() throws {
-        let rig = try Self.rig("mdb-payout-stop", faults: "mdb: {pay_interval_ms: 400}")
+        // 2 s a coin: this test must see the first DISPENSE journalled and stop the daemon
+        // before that coin has dropped (at 400 ms, a loaded machine could see it late).
+        let rig = try Self.rig("mdb-payout-stop", faults: "mdb: {pay_interval_ms: 2000}")
         let daemon = try rig.startDaemon()
         _ = try Self.connect(rig)
         // 0.40: a quarter, a dime, a nickel; stopped while the quarter is being paid.

@@ -41,6 +41,22 @@ struct ReloadTests {
             guard rename(staging, "\(plugins)/libmarginal.so") == 0 else { throw ClientError.closed }
         }
 
+        /// Renames `builds` into place one after another, all copied first: a burst of
+        /// microseconds, however slowly this test runs (copied between the renames, a loaded
+        /// machine could spread them past the debounce's 300 ms).
+        func deployBurst(_ builds: [String]) throws {
+            let staged = try builds.enumerated().map { index, build in
+                let staging = "\(plugins)/.libmarginal.so.new\(index)"
+                try? FileManager.default.removeItem(atPath: staging)
+                try FileManager.default.copyItem(atPath: "\(self.builds)/\(build)", toPath: staging)
+                chmod(staging, 0o644)
+                return staging
+            }
+            for staging in staged {
+                guard rename(staging, "\(plugins)/libmarginal.so") == 0 else { throw ClientError.closed }
+            }
+        }
+
         func deployGarbage() throws {
             try "this is not a shared object".write(toFile: "\(plugins)/.libmarginal.so.new", atomically: false, encoding: .utf8)
             chmod("\(plugins)/.libmarginal.so.new", 0o644)
@@ -148,9 +164,7 @@ struct ReloadTests {
         let rig = try Rig(rate: 5)
         let client = try CoinMechConnection(path: rig.harness.socket)
         let before = try client.request("status")["chain_generation"]!.int!
-        try rig.deploy("v2.so")
-        try rig.deploy("v1.so")
-        try rig.deploy("v2.so")  // a burst: one reload after it settles
+        try rig.deployBurst(["v2.so", "v1.so", "v2.so"])  // one reload after it settles
         try TestSupport.waitUntil("the burst's reload") { try client.request("status")["chain_generation"]!.int! != before }
         // A second reload would come within the debounce's longest wait (4 × 300 ms): watch
         // that long for one (the absence of an event takes time to see).
