@@ -125,12 +125,13 @@ struct FleetEndToEndTests {
         /// waited for the schema alone lost its first message under load).
         func waitUntilListening(timeout: Double = 30) throws {
             try waitUntilMigrated(timeout: timeout)
-            try waitUntil("the fleet's session on the broker", timeout: timeout) {
-                let metrics = (try? HTTPProbe(port: httpPort).request("GET", "/metrics").body) ?? ""
-                return metrics.split(separator: "\n").contains { line in
-                    line.hasPrefix("coinmech_fleet_broker_connected ") && Double(line.split(separator: " ").last ?? "") == 1
-                }
-            }
+            try waitUntil("the fleet's session on the broker", timeout: timeout) { metric("coinmech_fleet_broker_connected") == 1 }
+        }
+
+        /// The value of an unlabelled series on the fleet's /metrics; nil if it cannot be read.
+        func metric(_ name: String) -> Double? {
+            let metrics = (try? HTTPProbe(port: httpPort).request("GET", "/metrics").body) ?? ""
+            return metrics.split(separator: "\n").first { $0.hasPrefix("\(name) ") }?.split(separator: " ").last.flatMap { Double($0) }
         }
 
         /// The schema whole. `schema_migrations` does not exist yet while the fleet's first

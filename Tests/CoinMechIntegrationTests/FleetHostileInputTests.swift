@@ -132,11 +132,7 @@ struct FleetHostileInputTests {
         // this asks is the order of the batches, not how soon the broker hands them over. Under
         // CI's load the honest events were once still on their way when the flood's first batch
         // committed, and its second started before them.
-        try rig.waitUntil("the fleet to take all 6,004 messages", timeout: 60) {
-            let metrics = (try? HTTPProbe(port: rig.httpPort).request("GET", "/metrics").body) ?? ""
-            let line = metrics.split(separator: "\n").first { $0.hasPrefix("coinmech_fleet_messages_taken_total ") }
-            return (line?.split(separator: " ").last.flatMap { Double($0) } ?? 0) >= 6_004
-        }
+        try rig.waitUntil("the fleet to take all 6,004 messages", timeout: 60) { (rig.metric("coinmech_fleet_messages_taken_total") ?? 0) >= 6_004 }
         try rig.database.start()
         try rig.waitUntil("the honest cabinet's events stored", timeout: 60) { try rig.query("SELECT count(*) FROM events WHERE cabinet = 'c-1'") == "4" }
         // Batches share their `received`: how many batches of the flood went in before the honest one.
