@@ -118,7 +118,11 @@ struct HostileEscapeTests {
         try TestSupport.waitUntil("the CPU watch to stop the first host", timeout: 10) { IsolationTests.gone(pid) }
         // Started again, spinning again (a reading starts them again), stopped again: quarantined.
         if phase == "validate" {
-            try TestSupport.waitUntil("the host to be started again", timeout: 10) { link.health.current == .ok }
+            // A new host, not the stopped one before its death is noticed (health still ok then:
+            // a reading sent to it is lost, and no host spins again).
+            try TestSupport.waitUntil("the host to be started again", timeout: 10) {
+                link.health.current == .ok && (link.validator as? IsolatedValidator)?.hostPID.map { $0 != pid } == true
+            }
             _ = chain.decide(.coin(24.26, 5.67, seq: 2))
         }
         try TestSupport.waitUntil("the link to be quarantined", timeout: 20) { link.health.current == .quarantined }
